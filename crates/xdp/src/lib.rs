@@ -1,1 +1,2 @@
-//! Work in progress.
+//! AF_XDP small-packet generator and receiver (work in progress).
+pub mod cli;
