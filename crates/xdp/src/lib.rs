@@ -1,2 +1,4 @@
-//! AF_XDP small-packet generator and receiver (work in progress).
+//! AF_XDP small-packet generator and receiver for `xload pps` / `xload pps-rx`.
 pub mod cli;
+pub mod frame;
+pub mod units;
