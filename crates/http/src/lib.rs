@@ -1,1 +1,26 @@
-//! Work in progress.
+//! Sans-IO HTTP/1.1 client codec for xload.
+//!
+//! Three pieces, none of which touches a socket or a clock:
+//!
+//! - [`parse_url`]: the `http://host[:port]/path?query` target, parsed once.
+//! - [`RequestTemplate`]: a request validated and rendered to bytes once
+//!   (and a pipelined batch of them), so the hot loop only copies bytes.
+//! - [`ResponseParser`]: an incremental response parser that accepts input
+//!   split at any byte and never asks the caller to keep unconsumed bytes,
+//!   because the engine returns its io_uring provided buffers to the kernel
+//!   right after parsing. Main design choice: a byte-level state machine is the
+//!   reference (every state can stop and resume at any byte; nothing is
+//!   buffered or copied; body bytes are counted), with a straight-line fast
+//!   path for complete, ordinary status and header lines. See [`parse`] for
+//!   the details and for how errors stay independent of the split points.
+//!
+//! The same code is driven by the io_uring and epoll loops, unit-tested on
+//! byte slices and fuzzed (`fuzz/`).
+
+pub mod request;
+pub mod url;
+
+mod grammar;
+
+pub use request::{parse_header_arg, RequestError, RequestSpec, RequestTemplate, USER_AGENT};
+pub use url::{parse_url, Url, UrlError};
