@@ -17,10 +17,12 @@
 //! The same code is driven by the io_uring and epoll loops, unit-tested on
 //! byte slices and fuzzed (`fuzz/`).
 
+pub mod parse;
 pub mod request;
 pub mod url;
 
 mod grammar;
 
+pub use parse::{Limits, Parse, ParseError, Response, ResponseParser, Stage};
 pub use request::{parse_header_arg, RequestError, RequestSpec, RequestTemplate, USER_AGENT};
 pub use url::{parse_url, Url, UrlError};
