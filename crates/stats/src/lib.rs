@@ -1,1 +1,33 @@
-//! Work in progress.
+//! Statistics for xload: what each worker records, how records merge, and
+//! how a run is reported.
+//!
+//! Main design choice: **one [`Recorder`] per worker thread, never shared**.
+//! The hot path ([`Recorder::record_response`]) is a histogram increment and
+//! a few counter adds on memory the worker owns: no locks, no atomics, no
+//! allocation. Recorders merge exactly (histogram counts per value are
+//! summed), at the end of a run or per tick ([`Recorder::take_interval`]),
+//! and a [`Report`] is built from the merged recorder.
+//!
+//! Latency lives in HdrHistograms (1 µs .. 1 h, 3 significant digits). The
+//! JSON report (schema `xload/1`) carries the histogram in HdrHistogram's
+//! V2 compressed base64 form ("HISTFAAA…"), so reports from several runs or
+//! hosts merge exactly ([`Report::merge`]) and other HdrHistogram tools can
+//! read them. Percentiles are always recomputed from histograms, never
+//! averaged.
+
+mod error_kind;
+mod hist;
+mod recorder;
+mod report;
+mod text;
+pub mod units;
+
+pub use error_kind::{errno_key, errno_symbol, ErrorKind};
+pub use hdrhistogram::Histogram;
+pub use hist::{
+    decode_histogram, encode_histogram, new_latency_histogram, LatencySummary, LATENCY_HIGHEST_US,
+    LATENCY_LOWEST_US, LATENCY_SIGFIG,
+};
+pub use recorder::{Interval, Recorder};
+pub use report::{IntervalRow, Report, ReportError, RunMeta, SCHEMA};
+pub use text::{TextOptions, TABLE_PERCENTILES};

@@ -1,0 +1,424 @@
+//! The per-worker recorder: what one worker thread writes on every response
+//! and error, without locks, atomics or allocation.
+
+use hdrhistogram::Histogram;
+
+use crate::error_kind::ErrorKind;
+use crate::hist::{add_into, new_latency_histogram};
+
+/// Status codes 0..=999 each have a counter; anything larger (not a valid
+/// HTTP status) is counted in slot 0, reported as `"other"`.
+pub(crate) const STATUS_SLOTS: usize = 1000;
+
+/// Statistics of one worker. Not shared: each worker owns one and the run
+/// merges them ([`Recorder::merge`]) at the end or per tick.
+///
+/// Latency is kept in two histograms: `latency_tick_us` holds the values
+/// since the last [`take_interval`](Recorder::take_interval) and
+/// `latency_folded_us` everything before it, so each response costs one
+/// histogram record and the total is their sum. Counters are running totals;
+/// the interval counts are differences from a mark set at each take.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    latency_tick_us: Histogram<u64>,
+    latency_folded_us: Histogram<u64>,
+    requests: u64,
+    bytes_received: u64,
+    bytes_sent: u64,
+    connects: u64,
+    status: Box<[u64; STATUS_SLOTS]>,
+    errors: [u64; ErrorKind::COUNT],
+    /// `Other` errors per errno, in order of first occurrence.
+    errno_counts: Vec<(i32, u64)>,
+    /// `Parse` errors per cause, in order of first occurrence.
+    parse_causes: Vec<(&'static str, u64)>,
+    open_loop: Option<Box<OpenLoop>>,
+    mark: IntervalMark,
+}
+
+/// What only an open-loop run records.
+#[derive(Clone, Debug)]
+pub(crate) struct OpenLoop {
+    /// Latency from the actual send (the corrected one, from the intended
+    /// send time, is the recorder's main histogram).
+    pub(crate) latency_uncorrected_us: Histogram<u64>,
+    /// How late each send left versus its intended time.
+    pub(crate) schedule_lag_us: Histogram<u64>,
+    pub(crate) late_sends: u64,
+    pub(crate) dropped: u64,
+}
+
+impl OpenLoop {
+    fn new() -> OpenLoop {
+        OpenLoop {
+            latency_uncorrected_us: new_latency_histogram(),
+            schedule_lag_us: new_latency_histogram(),
+            late_sends: 0,
+            dropped: 0,
+        }
+    }
+}
+
+/// Running totals at the last `take_interval`.
+#[derive(Clone, Copy, Debug, Default)]
+struct IntervalMark {
+    requests: u64,
+    errors: u64,
+    bytes_received: u64,
+}
+
+/// What happened between two [`Recorder::take_interval`] calls.
+#[derive(Clone, Debug)]
+pub struct Interval {
+    /// Responses completed.
+    pub requests: u64,
+    /// Errors of every kind.
+    pub errors: u64,
+    /// Response bytes received (on the wire: status line, headers, body).
+    pub bytes: u64,
+    /// Latency of those responses, µs (corrected latency in open loop).
+    pub latency: Histogram<u64>,
+}
+
+impl Interval {
+    /// An empty interval.
+    pub fn new() -> Interval {
+        Interval {
+            requests: 0,
+            errors: 0,
+            bytes: 0,
+            latency: new_latency_histogram(),
+        }
+    }
+
+    /// Adds `other` (another worker's same tick) into `self`, exactly.
+    pub fn merge(&mut self, other: &Interval) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.bytes += other.bytes;
+        add_into(&mut self.latency, &other.latency);
+    }
+}
+
+impl Default for Interval {
+    fn default() -> Self {
+        Interval::new()
+    }
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new()
+    }
+}
+
+impl Recorder {
+    /// A closed-loop recorder: latency histogram (1 µs .. 1 h, 3 significant
+    /// digits), counters, status codes and errors.
+    pub fn new() -> Self {
+        Recorder {
+            latency_tick_us: new_latency_histogram(),
+            latency_folded_us: new_latency_histogram(),
+            requests: 0,
+            bytes_received: 0,
+            bytes_sent: 0,
+            connects: 0,
+            status: Box::new([0; STATUS_SLOTS]),
+            errors: [0; ErrorKind::COUNT],
+            errno_counts: Vec::new(),
+            parse_causes: Vec::new(),
+            open_loop: None,
+            mark: IntervalMark::default(),
+        }
+    }
+
+    /// An open-loop recorder: also keeps the uncorrected latency and the
+    /// schedule lag histograms, late sends and dropped sends.
+    pub fn new_open_loop() -> Self {
+        let mut r = Recorder::new();
+        r.open_loop = Some(Box::new(OpenLoop::new()));
+        r
+    }
+
+    /// Whether this recorder keeps open-loop figures.
+    pub fn is_open_loop(&self) -> bool {
+        self.open_loop.is_some()
+    }
+
+    /// One complete response: its latency, status code and size on the wire
+    /// (status line, headers and body as received).
+    #[inline]
+    pub fn record_response(&mut self, latency_us: u64, status: u16, wire_bytes: u64) {
+        self.latency_tick_us.saturating_record(latency_us);
+        self.requests += 1;
+        self.bytes_received += wire_bytes;
+        let slot = status as usize;
+        let slot = if slot < STATUS_SLOTS { slot } else { 0 };
+        self.status[slot] += 1;
+    }
+
+    /// One complete response in open loop: latency from the intended send
+    /// time (`corrected_us`, the main figure), from the actual send
+    /// (`uncorrected_us`), and how late the send left (`schedule_lag_us`).
+    #[inline]
+    pub fn record_response_open_loop(
+        &mut self,
+        corrected_us: u64,
+        uncorrected_us: u64,
+        schedule_lag_us: u64,
+        status: u16,
+        wire_bytes: u64,
+    ) {
+        self.record_response(corrected_us, status, wire_bytes);
+        let ol = self.open_loop_mut();
+        ol.latency_uncorrected_us.saturating_record(uncorrected_us);
+        ol.schedule_lag_us.saturating_record(schedule_lag_us);
+    }
+
+    /// One failed request or connection attempt.
+    #[inline]
+    pub fn record_error(&mut self, kind: ErrorKind) {
+        self.errors[kind as usize] += 1;
+    }
+
+    /// A failure reported as an `errno`. Values with a category of their own
+    /// (ECONNREFUSED, ECONNRESET, EPIPE, EMFILE, ENFILE, EADDRNOTAVAIL; see
+    /// [`ErrorKind::from_errno`]) count there; every other value counts as
+    /// [`ErrorKind::Other`] and in a per-errno breakdown (JSON key
+    /// `"errno_ENOBUFS"`). Rare path: the breakdown allocates on the first
+    /// occurrence of each errno.
+    pub fn record_errno(&mut self, errno: i32) {
+        let kind = ErrorKind::from_errno(errno);
+        self.record_error(kind);
+        if kind == ErrorKind::Other {
+            match self.errno_counts.iter_mut().find(|(e, _)| *e == errno) {
+                Some((_, n)) => *n += 1,
+                None => self.errno_counts.push((errno, 1)),
+            }
+        }
+    }
+
+    /// A response that failed to parse: counts [`ErrorKind::Parse`] and the
+    /// cause (`xload_http::ParseError::name()`). Allocation-free after the
+    /// first occurrence of a cause.
+    #[inline]
+    pub fn record_parse_error(&mut self, cause: &'static str) {
+        self.record_error(ErrorKind::Parse);
+        // Causes are few (a dozen at most): a linear scan over a short
+        // vector beats hashing. Pointer equality first, then content, so
+        // equal strings from different statics still share a slot.
+        match self
+            .parse_causes
+            .iter_mut()
+            .find(|(c, _)| std::ptr::eq(*c, cause) || *c == cause)
+        {
+            Some((_, n)) => *n += 1,
+            None => self.parse_causes.push((cause, 1)),
+        }
+    }
+
+    /// Request bytes written to the wire.
+    #[inline]
+    pub fn add_bytes_sent(&mut self, n: u64) {
+        self.bytes_sent += n;
+    }
+
+    /// Open loop: intended sends dropped because the queue cap was hit.
+    #[inline]
+    pub fn record_dropped(&mut self, n: u64) {
+        self.open_loop_mut().dropped += n;
+    }
+
+    /// Open loop: a send left after its intended time.
+    #[inline]
+    pub fn record_late_send(&mut self) {
+        self.open_loop_mut().late_sends += 1;
+    }
+
+    /// A connection was opened (connections per second without keep-alive).
+    #[inline]
+    pub fn record_connect(&mut self) {
+        self.connects += 1;
+    }
+
+    /// Responses completed.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Errors of every kind.
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Errors of one kind.
+    pub fn error_count(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind as usize]
+    }
+
+    /// Responses with status `code` (codes above 999 share slot 0).
+    pub fn status_count(&self, code: u16) -> u64 {
+        self.status.get(code as usize).copied().unwrap_or(0)
+    }
+
+    /// Response bytes received.
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_received
+    }
+
+    /// Request bytes sent.
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent
+    }
+
+    /// Connections opened.
+    pub fn connects(&self) -> u64 {
+        self.connects
+    }
+
+    /// Open loop: late sends (0 in closed loop).
+    pub fn late_sends(&self) -> u64 {
+        self.open_loop.as_ref().map_or(0, |o| o.late_sends)
+    }
+
+    /// Open loop: dropped sends (0 in closed loop).
+    pub fn dropped(&self) -> u64 {
+        self.open_loop.as_ref().map_or(0, |o| o.dropped)
+    }
+
+    /// `Other` errors per errno, in order of first occurrence.
+    pub fn errno_counts(&self) -> &[(i32, u64)] {
+        &self.errno_counts
+    }
+
+    /// `Parse` errors per cause, in order of first occurrence.
+    pub fn parse_causes(&self) -> &[(&'static str, u64)] {
+        &self.parse_causes
+    }
+
+    /// Status code counts: (code, count) for every code seen, ascending.
+    /// Codes above 999 are reported as code 0.
+    pub fn status_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code as u16, *n))
+    }
+
+    /// The latency histogram of everything recorded (µs; corrected latency
+    /// in open loop). Allocates: not for the hot path.
+    pub fn latency_histogram(&self) -> Histogram<u64> {
+        let mut h = self.latency_folded_us.clone();
+        add_into(&mut h, &self.latency_tick_us);
+        h
+    }
+
+    /// Open loop: the uncorrected latency histogram (µs).
+    pub fn latency_uncorrected_histogram(&self) -> Option<&Histogram<u64>> {
+        self.open_loop.as_ref().map(|o| &o.latency_uncorrected_us)
+    }
+
+    /// Open loop: the schedule lag histogram (µs).
+    pub fn schedule_lag_histogram(&self) -> Option<&Histogram<u64>> {
+        self.open_loop.as_ref().map(|o| &o.schedule_lag_us)
+    }
+
+    /// End of warm-up: forget everything recorded so far. Keeps the
+    /// open-loop mode and the allocated breakdown capacity.
+    pub fn reset(&mut self) {
+        self.latency_tick_us.reset();
+        self.latency_folded_us.reset();
+        self.requests = 0;
+        self.bytes_received = 0;
+        self.bytes_sent = 0;
+        self.connects = 0;
+        self.status.fill(0);
+        self.errors = [0; ErrorKind::COUNT];
+        self.errno_counts.clear();
+        self.parse_causes.clear();
+        if let Some(ol) = self.open_loop.as_mut() {
+            ol.latency_uncorrected_us.reset();
+            ol.schedule_lag_us.reset();
+            ol.late_sends = 0;
+            ol.dropped = 0;
+        }
+        self.mark = IntervalMark::default();
+    }
+
+    /// Adds everything `other` recorded into `self`, exactly: histogram
+    /// counts per value, counters, status codes, errors and breakdowns.
+    /// Interval state merges too, so the next `take_interval` of `self`
+    /// covers what both had not yet taken.
+    pub fn merge(&mut self, other: &Recorder) {
+        add_into(&mut self.latency_tick_us, &other.latency_tick_us);
+        add_into(&mut self.latency_folded_us, &other.latency_folded_us);
+        self.requests += other.requests;
+        self.bytes_received += other.bytes_received;
+        self.bytes_sent += other.bytes_sent;
+        self.connects += other.connects;
+        for (mine, theirs) in self.status.iter_mut().zip(other.status.iter()) {
+            *mine += *theirs;
+        }
+        for (mine, theirs) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *mine += *theirs;
+        }
+        for &(errno, n) in &other.errno_counts {
+            match self.errno_counts.iter_mut().find(|(e, _)| *e == errno) {
+                Some((_, m)) => *m += n,
+                None => self.errno_counts.push((errno, n)),
+            }
+        }
+        for &(cause, n) in &other.parse_causes {
+            match self.parse_causes.iter_mut().find(|(c, _)| *c == cause) {
+                Some((_, m)) => *m += n,
+                None => self.parse_causes.push((cause, n)),
+            }
+        }
+        if let Some(theirs) = other.open_loop.as_ref() {
+            let mine = self.open_loop_mut();
+            add_into(
+                &mut mine.latency_uncorrected_us,
+                &theirs.latency_uncorrected_us,
+            );
+            add_into(&mut mine.schedule_lag_us, &theirs.schedule_lag_us);
+            mine.late_sends += theirs.late_sends;
+            mine.dropped += theirs.dropped;
+        }
+        self.mark.requests += other.mark.requests;
+        self.mark.errors += other.mark.errors;
+        self.mark.bytes_received += other.mark.bytes_received;
+    }
+
+    /// The counts and latency histogram since the previous call (or since
+    /// creation / reset). Call once per tick; allocates one histogram.
+    pub fn take_interval(&mut self) -> Interval {
+        let latency = std::mem::replace(&mut self.latency_tick_us, new_latency_histogram());
+        add_into(&mut self.latency_folded_us, &latency);
+        let errors = self.errors_total();
+        let interval = Interval {
+            requests: self.requests - self.mark.requests,
+            errors: errors - self.mark.errors,
+            bytes: self.bytes_received - self.mark.bytes_received,
+            latency,
+        };
+        self.mark = IntervalMark {
+            requests: self.requests,
+            errors,
+            bytes_received: self.bytes_received,
+        };
+        interval
+    }
+
+    pub(crate) fn open_loop(&self) -> Option<&OpenLoop> {
+        self.open_loop.as_deref()
+    }
+
+    /// The open-loop state, created on first use when the recorder was made
+    /// with [`Recorder::new`] (one allocation, once).
+    #[inline]
+    fn open_loop_mut(&mut self) -> &mut OpenLoop {
+        self.open_loop
+            .get_or_insert_with(|| Box::new(OpenLoop::new()))
+    }
+}

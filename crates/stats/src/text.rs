@@ -1,0 +1,343 @@
+//! The text report: a wrk-like summary with labelled figures and units,
+//! and with `--latency` a percentile table and an HdrHistogram-style
+//! distribution.
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+
+use crate::error_kind::ErrorKind;
+use crate::report::Report;
+use crate::units::{fmt_bytes, fmt_count, fmt_duration_us, fmt_rate, fmt_seconds};
+
+/// What the text report includes besides the summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TextOptions {
+    /// Percentile table and distribution (`--latency`).
+    pub latency_table: bool,
+}
+
+/// Percentiles of the `--latency` table.
+pub const TABLE_PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+
+/// Width of the line labels ("Latency", "Requests", ...).
+const LABEL: usize = 12;
+
+fn line(out: &mut String, label: &str, body: &str) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "  {label:<LABEL$}{body}");
+}
+
+impl Report {
+    /// The text report. Never panics and never prints NaN, whatever the
+    /// report holds (zero requests, zero duration, unreadable histogram).
+    pub fn render_text(&self, opts: &TextOptions) -> String {
+        let mut out = String::new();
+        let open_loop = self.is_open_loop();
+
+        // Header: what ran, against what.
+        let mut setup = vec![self.engine.clone()];
+        if let Some(rate) = self.rate_target {
+            setup.push(format!("open loop {} req/s target", fmt_rate(rate)));
+        }
+        setup.push(format!("{} threads", fmt_count(self.threads as u64)));
+        setup.push(format!(
+            "{} connections",
+            fmt_count(self.connections as u64)
+        ));
+        if self.pipeline > 1 {
+            setup.push(format!("pipeline {}", self.pipeline));
+        }
+        let _ = writeln!(
+            out,
+            "xload {} @ {}  ({})",
+            fmt_seconds(self.duration_s),
+            self.target,
+            setup.join(", ")
+        );
+        if let Some(reason) = &self.engine_reason {
+            line(&mut out, "Engine", &format!("{}: {}", self.engine, reason));
+        }
+
+        // Latency.
+        if self.requests == 0 {
+            line(&mut out, "Latency", "no responses");
+        } else {
+            let s = &self.latency_us;
+            let mut body = format!(
+                "avg {}  stdev {}  p50 {}  p99 {}  max {}",
+                fmt_duration_us(s.mean),
+                fmt_duration_us(s.stdev),
+                fmt_duration_us(s.p50 as f64),
+                fmt_duration_us(s.p99 as f64),
+                fmt_duration_us(s.max as f64),
+            );
+            if open_loop {
+                body.push_str("  (from intended send times)");
+            }
+            line(&mut out, "Latency", &body);
+            if let Some(u) = &self.latency_uncorrected_us {
+                line(
+                    &mut out,
+                    "Uncorrected",
+                    &format!(
+                        "avg {}  stdev {}  p50 {}  p99 {}  max {}  (from actual sends)",
+                        fmt_duration_us(u.mean),
+                        fmt_duration_us(u.stdev),
+                        fmt_duration_us(u.p50 as f64),
+                        fmt_duration_us(u.p99 as f64),
+                        fmt_duration_us(u.max as f64),
+                    ),
+                );
+            }
+        }
+
+        // Throughput.
+        let transfer_per_s = if self.duration_s > 0.0 {
+            self.bytes as f64 / self.duration_s
+        } else {
+            0.0
+        };
+        line(
+            &mut out,
+            "Requests",
+            &format!(
+                "{} in {}  =  {} req/s   Transfer {}/s",
+                fmt_count(self.requests),
+                fmt_seconds(self.duration_s),
+                fmt_rate(self.rps),
+                fmt_bytes(transfer_per_s),
+            ),
+        );
+        if self.connects > self.connections as u64 {
+            let per_s = if self.duration_s > 0.0 {
+                self.connects as f64 / self.duration_s
+            } else {
+                0.0
+            };
+            line(
+                &mut out,
+                "Connects",
+                &format!(
+                    "{} opened  =  {} conn/s",
+                    fmt_count(self.connects),
+                    fmt_rate(per_s)
+                ),
+            );
+        }
+
+        // Open loop: pacing honesty.
+        if open_loop {
+            if let Some(target) = self.rate_target {
+                let pct = if target > 0.0 {
+                    format!(" ({:.2}%)", 100.0 * self.rps / target)
+                } else {
+                    String::new()
+                };
+                line(
+                    &mut out,
+                    "Rate",
+                    &format!(
+                        "achieved {} req/s of {} target{}",
+                        fmt_rate(self.rps),
+                        fmt_rate(target),
+                        pct
+                    ),
+                );
+            }
+            line(
+                &mut out,
+                "Sends",
+                &format!(
+                    "late {}  dropped {}",
+                    fmt_count(self.late_sends.unwrap_or(0)),
+                    fmt_count(self.dropped.unwrap_or(0))
+                ),
+            );
+            if let Some(lag) = &self.schedule_lag_us {
+                line(
+                    &mut out,
+                    "Sched. lag",
+                    &format!(
+                        "p50 {}  p99 {}  max {}",
+                        fmt_duration_us(lag.p50 as f64),
+                        fmt_duration_us(lag.p99 as f64),
+                        fmt_duration_us(lag.max as f64),
+                    ),
+                );
+            }
+        }
+
+        line(&mut out, "Status", &self.status_text());
+        line(&mut out, "Errors", &self.errors_text());
+
+        if opts.latency_table {
+            self.render_latency_table(&mut out);
+        }
+
+        for verdict in self.client_verdicts() {
+            let _ = writeln!(out, "{verdict}");
+        }
+        out
+    }
+
+    /// "200: 2,131,004  404: 3", or "none".
+    fn status_text(&self) -> String {
+        if self.status.is_empty() {
+            return "none".to_string();
+        }
+        let mut codes: Vec<(&String, &u64)> = self.status.iter().collect();
+        // Numeric order ("99" before "100"), non-numeric keys last.
+        codes.sort_by_key(|(k, _)| (k.parse::<u64>().unwrap_or(u64::MAX), (*k).clone()));
+        codes
+            .iter()
+            .map(|(k, n)| format!("{k}: {}", fmt_count(**n)))
+            .collect::<Vec<_>>()
+            .join("  ")
+    }
+
+    /// "reset 3, parse 2 [bad_chunk_size 2], other 1 [errno_ENOBUFS 1]", or "none".
+    fn errors_text(&self) -> String {
+        let nonzero: Vec<(&String, &u64)> = self.errors.iter().filter(|(_, n)| **n > 0).collect();
+        if nonzero.is_empty() {
+            return "none".to_string();
+        }
+        let rank = |k: &str| {
+            ErrorKind::ALL
+                .iter()
+                .position(|e| e.name() == k)
+                .unwrap_or(ErrorKind::COUNT)
+        };
+        let mut sorted = nonzero;
+        sorted.sort_by_key(|(k, _)| (rank(k), (*k).clone()));
+        let breakdown = |m: &std::collections::BTreeMap<String, u64>| {
+            let mut parts: Vec<(&String, &u64)> = m.iter().collect();
+            parts.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            parts
+                .iter()
+                .map(|(k, n)| format!("{k} {}", fmt_count(**n)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        sorted
+            .iter()
+            .map(|(k, n)| {
+                let mut s = format!("{k} {}", fmt_count(**n));
+                let detail = match k.as_str() {
+                    "parse" if !self.parse_errors.is_empty() => Some(breakdown(&self.parse_errors)),
+                    "other" if !self.errors_other.is_empty() => Some(breakdown(&self.errors_other)),
+                    _ => None,
+                };
+                if let Some(d) = detail {
+                    let _ = write!(s, " [{d}]");
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn render_latency_table(&self, out: &mut String) {
+        let main = match self.latency_histogram() {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = writeln!(out, "  Latency distribution unavailable: {e}");
+                return;
+            }
+        };
+        if main.is_empty() {
+            let _ = writeln!(out, "  Latency distribution: no responses");
+            return;
+        }
+        let uncorrected = self.latency_uncorrected_histogram().ok().flatten();
+        let _ = writeln!(out, "  Latency distribution");
+        match &uncorrected {
+            Some(_) => {
+                let _ = writeln!(
+                    out,
+                    "  {:>10}  {:>10}  {:>11}",
+                    "percentile", "latency", "uncorrected"
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  {:>10}  {:>10}", "percentile", "latency");
+            }
+        }
+        for p in TABLE_PERCENTILES {
+            let label = format!("{}%", trim_float(p));
+            let v = fmt_duration_us(main.value_at_quantile(p / 100.0) as f64);
+            match &uncorrected {
+                Some(u) if !u.is_empty() => {
+                    let uv = fmt_duration_us(u.value_at_quantile(p / 100.0) as f64);
+                    let _ = writeln!(out, "  {label:>10}  {v:>10}  {uv:>11}");
+                }
+                _ => {
+                    let _ = writeln!(out, "  {label:>10}  {v:>10}");
+                }
+            }
+        }
+        render_distribution(out, &main);
+    }
+
+    /// Lines "client: <verdict>" for a `client.verdict` string, or one per
+    /// merged report ("client[1]: ...") under `client.per_report`.
+    fn client_verdicts(&self) -> Vec<String> {
+        let Some(client) = &self.client else {
+            return Vec::new();
+        };
+        if let Some(v) = client.get("verdict").and_then(|v| v.as_str()) {
+            return vec![format!("client: {v}")];
+        }
+        client
+            .get("per_report")
+            .and_then(|a| a.as_array())
+            .map(|items| {
+                items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        c.get("verdict")
+                            .and_then(|v| v.as_str())
+                            .map(|v| format!("client[{i}]: {v}"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// 99.9 -> "99.9", 50.0 -> "50".
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The HdrHistogram percentile distribution (one tick per half distance to
+/// 100 %), as Java's `outputPercentileDistribution` prints it, values with
+/// units.
+fn render_distribution(out: &mut String, h: &Histogram<u64>) {
+    let _ = writeln!(out, "  Detailed distribution");
+    let _ = writeln!(
+        out,
+        "  {:>10}  {:>12}  {:>14}  {:>16}",
+        "value", "percentile", "total count", "1/(1-percentile)"
+    );
+    let mut total: u64 = 0;
+    for v in h.iter_quantiles(1) {
+        total += v.count_since_last_iteration();
+        let q = v.quantile_iterated_to();
+        let inverse = if q < 1.0 {
+            format!("{:.2}", 1.0 / (1.0 - q))
+        } else {
+            "inf".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "  {:>10}  {:>12.6}  {:>14}  {:>16}",
+            fmt_duration_us(v.value_iterated_to() as f64),
+            q,
+            fmt_count(total),
+            inverse
+        );
+    }
+}

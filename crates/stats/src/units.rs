@@ -1,0 +1,102 @@
+//! Figures for people: durations with a unit chosen by size, counts with
+//! thousands separators, byte rates in binary units.
+
+/// A duration given in µs, with ns/µs/ms/s/min chosen so that about three
+/// significant digits show: `850ns`, `5µs`, `41.2µs`, `412µs`, `4.10ms`,
+/// `1.20s`, `2m05s`. Non-finite or negative input prints as `-`.
+pub fn fmt_duration_us(us: f64) -> String {
+    if !us.is_finite() || us < 0.0 {
+        return "-".to_string();
+    }
+    if us == 0.0 {
+        return "0µs".to_string();
+    }
+    if us < 1.0 {
+        return format!("{}ns", (us * 1000.0).round() as u64);
+    }
+    // Thresholds at x.5 below the next unit so that rounding never prints
+    // "1000µs" instead of "1.00ms".
+    if us < 999.5 {
+        return if us.fract() == 0.0 {
+            format!("{}µs", us as u64)
+        } else {
+            format!("{}µs", sig3(us))
+        };
+    }
+    if us < 999_500.0 {
+        return format!("{}ms", sig3(us / 1_000.0));
+    }
+    if us < 59_995_000.0 {
+        return format!("{}s", sig3(us / 1_000_000.0));
+    }
+    let total_s = (us / 1_000_000.0).round() as u64;
+    if total_s < 3600 {
+        format!("{}m{:02}s", total_s / 60, total_s % 60)
+    } else {
+        format!("{}h{:02}m", total_s / 3600, (total_s % 3600) / 60)
+    }
+}
+
+/// `x` with three significant digits (x in [1, 1000)): 4.10, 41.2, 412.
+/// Values that round up to the next decade keep three digits (999.7 -> 1000).
+fn sig3(x: f64) -> String {
+    if x < 9.995 {
+        format!("{x:.2}")
+    } else if x < 99.95 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// `n` with thousands separators: `2,131,004`.
+pub fn fmt_count(n: u64) -> String {
+    let digits = n.to_string();
+    let groups: Vec<&str> = digits
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        // Decimal digits are ASCII, so every 3-byte chunk is valid UTF-8.
+        .map(|g| std::str::from_utf8(g).unwrap_or("?"))
+        .collect();
+    groups.join(",")
+}
+
+/// A rate per second: whole numbers with separators from 100 up
+/// (`213,100`), two decimals below (`12.50`). Non-finite prints as `-`.
+pub fn fmt_rate(per_s: f64) -> String {
+    if !per_s.is_finite() || per_s < 0.0 {
+        return "-".to_string();
+    }
+    if per_s >= 100.0 {
+        fmt_count(per_s.round() as u64)
+    } else {
+        format!("{per_s:.2}")
+    }
+}
+
+/// Bytes in binary units: `850 B`, `12.0 KiB`, `31.2 MiB`, `1.20 GiB`.
+pub fn fmt_bytes(bytes: f64) -> String {
+    if !bytes.is_finite() || bytes < 0.0 {
+        return "-".to_string();
+    }
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024.0 {
+        return format!("{} B", bytes.round() as u64);
+    }
+    let mut v = bytes / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", sig3(v.max(1.0)), UNITS[unit])
+}
+
+/// Seconds with two decimals and a unit: `10.00s`.
+pub fn fmt_seconds(s: f64) -> String {
+    if !s.is_finite() || s < 0.0 {
+        return "-".to_string();
+    }
+    format!("{s:.2}s")
+}
