@@ -1130,8 +1130,28 @@ mod tests {
         }
     }
 
+    /// Parses `input` whole, and checks that feeding it byte by byte (the state
+    /// machine only, never the fast path) ends the same way.
     fn one(input: &str) -> Result<Parse, ParseError> {
-        ResponseParser::new(Limits::default(), false).parse(input.as_bytes())
+        let whole = ResponseParser::new(Limits::default(), false).parse(input.as_bytes());
+        let mut p = ResponseParser::new(Limits::default(), false);
+        let mut bytewise = Ok(Parse::Partial);
+        for (i, b) in input.as_bytes().iter().enumerate() {
+            bytewise = p.parse(std::slice::from_ref(b));
+            match bytewise {
+                Ok(Parse::Partial) => {}
+                Ok(Parse::Complete { consumed, response }) => {
+                    bytewise = Ok(Parse::Complete {
+                        consumed: i + consumed,
+                        response,
+                    });
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        assert_eq!(bytewise, whole, "{input:?} byte by byte");
+        whole
     }
 
     fn resp(status: u16, keep_alive: bool, body_bytes: u64, wire_bytes: u64) -> Response {
@@ -1143,15 +1163,32 @@ mod tests {
         }
     }
 
+    /// Parses a single complete response whole, and checks that byte-by-byte
+    /// feeding (the state machine only) stays Partial until the last byte completes it identically.
     fn complete(input: &str, head: bool) -> Response {
-        let mut p = ResponseParser::new(Limits::default(), head);
-        match p.parse(input.as_bytes()) {
-            Ok(Parse::Complete { consumed, response }) => {
-                assert_eq!(consumed, input.len(), "{input:?} consumed");
-                response
-            }
+        let bytes = input.as_bytes();
+        let response = match ResponseParser::new(Limits::default(), head).parse(bytes) {
+            Ok(Parse::Complete { consumed, response }) if consumed == bytes.len() => response,
             other => panic!("{input:?}: {other:?}"),
+        };
+        let mut p = ResponseParser::new(Limits::default(), head);
+        let (last, init) = bytes.split_last().expect("non-empty response");
+        for (i, b) in init.iter().enumerate() {
+            assert_eq!(
+                p.parse(std::slice::from_ref(b)),
+                Ok(Parse::Partial),
+                "{input:?} byte {i}"
+            );
         }
+        assert_eq!(
+            p.parse(std::slice::from_ref(last)),
+            Ok(Parse::Complete {
+                consumed: 1,
+                response
+            }),
+            "{input:?}"
+        );
+        response
     }
 
     #[test]
@@ -1413,6 +1450,21 @@ mod tests {
         ];
         for &(input, want) in cases {
             assert_eq!(one(input), Err(want), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn any_wrong_byte_in_the_version_is_bad_version() {
+        for at in 0..8 {
+            for wrong in [b'x', b' ', b'\n', b'2', 0] {
+                let mut v = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec();
+                if v[at] == wrong || (at == 7 && wrong == b'0') {
+                    continue;
+                }
+                v[at] = wrong;
+                let s = String::from_utf8(v).unwrap();
+                assert_eq!(one(&s), Err(ParseError::BadVersion), "{s:?}");
+            }
         }
     }
 
