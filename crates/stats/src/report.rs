@@ -353,7 +353,11 @@ impl Report {
             source: Box::new(e),
         };
 
-        let mut latency = new_latency_histogram();
+        // Accumulators start as a copy of the first histogram so that inputs
+        // of one configuration (every xload report) add exactly, whatever
+        // that configuration is; a foreign configuration is re-bucketed the
+        // way HdrHistogram's `add` does.
+        let mut latency: Option<Histogram<u64>> = None;
         let mut uncorrected: Option<Histogram<u64>> = None;
         let mut lag: Option<Histogram<u64>> = None;
         let mut out = Report {
@@ -402,18 +406,18 @@ impl Report {
                 ));
             }
             let h = r.latency_histogram().map_err(|e| in_report(index, e))?;
-            add_into(&mut latency, &h);
+            accumulate(&mut latency, h);
             if let Some(h) = r
                 .latency_uncorrected_histogram()
                 .map_err(|e| in_report(index, e))?
             {
-                add_into(uncorrected.get_or_insert_with(new_latency_histogram), &h);
+                accumulate(&mut uncorrected, h);
             }
             if let Some(h) = r
                 .schedule_lag_histogram()
                 .map_err(|e| in_report(index, e))?
             {
-                add_into(lag.get_or_insert_with(new_latency_histogram), &h);
+                accumulate(&mut lag, h);
             }
 
             if r.target != out.target {
@@ -465,6 +469,7 @@ impl Report {
         out.engine = engines.join("+");
         out.engine_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
         out.rps = per_second(out.requests, out.duration_s);
+        let latency = latency.unwrap_or_else(new_latency_histogram);
         out.latency_us = LatencySummary::from_histogram(&latency);
         out.histogram = histogram_string(&latency);
         out.latency_uncorrected_us = uncorrected.as_ref().map(LatencySummary::from_histogram);
@@ -486,6 +491,13 @@ impl Report {
             ));
         }
         s
+    }
+}
+
+fn accumulate(acc: &mut Option<Histogram<u64>>, h: Histogram<u64>) {
+    match acc {
+        Some(sum) => add_into(sum, &h),
+        None => *acc = Some(h),
     }
 }
 

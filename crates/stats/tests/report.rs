@@ -1,0 +1,506 @@
+//! Report model: JSON keys, round trip, HdrHistogram V2 interop, exact merge.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::Deserializer;
+use serde_json::Value;
+use xload_stats::{
+    decode_histogram, ErrorKind, Histogram, IntervalRow, LatencySummary, Recorder, Report,
+    ReportError, RunMeta, SCHEMA,
+};
+
+fn meta(target: &str, threads: usize, connections: usize, duration_s: f64) -> RunMeta {
+    RunMeta {
+        target: target.to_string(),
+        engine: "io_uring".to_string(),
+        engine_reason: None,
+        threads,
+        connections,
+        duration_s,
+        rate_target: None,
+        pipeline: 1,
+    }
+}
+
+/// A recorder with a spread of latencies, statuses and errors from `seed`.
+fn busy_recorder(seed: u64, n: u64, open_loop: bool) -> Recorder {
+    let mut r = if open_loop {
+        Recorder::new_open_loop()
+    } else {
+        Recorder::new()
+    };
+    let mut x = seed;
+    for i in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let latency_us = 50 + (x >> 33) % 20_000;
+        let status = if i % 17 == 0 { 503 } else { 200 };
+        if open_loop {
+            let lag = (x >> 20) % 300;
+            r.record_response_open_loop(latency_us + lag, latency_us, lag, status, 180);
+        } else {
+            r.record_response(latency_us, status, 180);
+        }
+        r.add_bytes_sent(60);
+        if i % 101 == 0 {
+            r.record_error(ErrorKind::Reset);
+        }
+        if i % 211 == 0 {
+            r.record_parse_error("bad_chunk_size");
+        }
+        if i % 307 == 0 {
+            r.record_errno(libc::ENOBUFS);
+        }
+    }
+    if open_loop {
+        r.record_late_send();
+        r.record_dropped(2);
+    }
+    r.record_connect();
+    r
+}
+
+fn counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+#[test]
+fn json_has_every_design_key() {
+    let report = Report::build(
+        &meta("http://127.0.0.1:8080/", 2, 100, 10.0),
+        &busy_recorder(1, 5_000, false),
+    );
+    let v: Value = serde_json::from_str(&report.to_json()).expect("valid JSON");
+    for key in [
+        "schema",
+        "target",
+        "engine",
+        "threads",
+        "connections",
+        "duration_s",
+        "requests",
+        "bytes",
+        "rps",
+        "status",
+        "errors",
+        "errors_total",
+        "latency_us",
+        "histogram",
+    ] {
+        assert!(v.get(key).is_some(), "missing key {key}");
+    }
+    for key in ["min", "mean", "p50", "p90", "p99", "p999", "max", "stdev"] {
+        assert!(
+            v["latency_us"].get(key).is_some(),
+            "missing latency_us.{key}"
+        );
+    }
+    assert_eq!(v["schema"], "xload/1");
+    assert_eq!(v["requests"], 5_000);
+    assert_eq!(v["bytes"], 5_000 * 180);
+    assert_eq!(v["bytes_sent"], 5_000 * 60);
+    assert_eq!(v["rps"], 500.0);
+    assert_eq!(v["status"]["200"], 5_000 - 295);
+    assert_eq!(v["status"]["503"], 295);
+    assert_eq!(v["errors"]["reset"], 50);
+    assert_eq!(v["errors"]["parse"], 24);
+    assert_eq!(v["errors"]["other"], 17);
+    assert_eq!(v["errors_total"], 50 + 24 + 17);
+    assert!(
+        v["errors"].get("closed").is_none(),
+        "zero categories are left out"
+    );
+    assert_eq!(v["parse_errors"]["bad_chunk_size"], 24);
+    assert_eq!(v["errors_other"]["errno_ENOBUFS"], 17);
+    // Closed loop has no open-loop keys.
+    for key in [
+        "rate_target",
+        "latency_uncorrected_us",
+        "late_sends",
+        "dropped",
+        "client",
+        "timeseries",
+    ] {
+        assert!(v.get(key).is_none(), "unexpected key {key}");
+    }
+}
+
+#[test]
+fn open_loop_json_adds_rate_target_uncorrected_latency_and_lag() {
+    let mut m = meta("http://127.0.0.1:8080/", 2, 100, 10.0);
+    m.rate_target = Some(1_000.0);
+    let report = Report::build(&m, &busy_recorder(2, 3_000, true));
+    let v: Value = serde_json::from_str(&report.to_json()).expect("valid JSON");
+    assert_eq!(v["rate_target"], 1_000.0);
+    assert!(v["latency_uncorrected_us"]["p99"].as_u64().is_some());
+    assert!(v["schedule_lag_us"]["max"].as_u64().is_some());
+    assert_eq!(v["late_sends"], 1);
+    assert_eq!(v["dropped"], 2);
+    assert!(report.is_open_loop());
+    // Corrected latency includes the lag, so it is never below the uncorrected one.
+    let u = report.latency_uncorrected_us.as_ref().expect("open loop");
+    assert!(report.latency_us.p99 >= u.p99);
+    assert!(report
+        .latency_uncorrected_histogram()
+        .expect("decodes")
+        .is_some());
+}
+
+#[test]
+fn json_round_trip_keeps_every_key_and_histogram_counts() {
+    let mut m = meta("http://[::1]:9000/x?y=1", 2, 64, 3.5);
+    m.rate_target = Some(2_500.0);
+    m.engine = "epoll".into();
+    m.engine_reason = Some("io_uring disabled (kernel.io_uring_disabled=2)".into());
+    m.pipeline = 4;
+    let rec = busy_recorder(3, 4_000, true);
+    let mut report = Report::build(&m, &rec);
+    report.client = Some(
+        serde_json::json!({"cpu_s": 1.5, "saturated": false, "reasons": [], "verdict": "not saturated"}),
+    );
+    report.timeseries = vec![
+        IntervalRow {
+            second: 1,
+            requests: 2_000,
+            rps: 2_000.0,
+            p50_us: 400,
+            p99_us: 900,
+            errors: 1,
+        },
+        IntervalRow {
+            second: 2,
+            requests: 2_000,
+            rps: 2_000.0,
+            p50_us: 410,
+            p99_us: 950,
+            errors: 0,
+        },
+    ];
+    report.extra.insert(
+        "steps".into(),
+        serde_json::json!([{"concurrency": 4, "rps": 10.5}]),
+    );
+    report.extra.insert(
+        "future_key".into(),
+        serde_json::json!({"nested": [1, 2, 3]}),
+    );
+
+    let json = report.to_json();
+    let back = Report::from_json(&json).expect("parses");
+    assert_eq!(back, report);
+    // Key-for-key identical documents.
+    let a: Value = serde_json::from_str(&json).expect("json");
+    let b: Value = serde_json::from_str(&back.to_json()).expect("json");
+    assert_eq!(a, b);
+    assert_eq!(a["future_key"]["nested"][2], 3);
+    assert_eq!(a["client"]["verdict"], "not saturated");
+    assert_eq!(a["timeseries"][1]["p99_us"], 950);
+    // The histogram decodes to the recorder's counts, value for value.
+    let h = back.latency_histogram().expect("decodes");
+    assert_eq!(counts(&h), counts(&rec.latency_histogram()));
+    let u = back
+        .latency_uncorrected_histogram()
+        .expect("decodes")
+        .expect("present");
+    assert_eq!(
+        counts(&u),
+        counts(rec.latency_uncorrected_histogram().expect("open loop"))
+    );
+    let lag = back
+        .schedule_lag_histogram()
+        .expect("decodes")
+        .expect("present");
+    assert_eq!(
+        counts(&lag),
+        counts(rec.schedule_lag_histogram().expect("open loop"))
+    );
+}
+
+#[test]
+fn histogram_is_hdr_v2_compressed_base64_readable_by_the_plain_deserializer() {
+    let rec = busy_recorder(4, 2_000, false);
+    let report = Report::build(&meta("t", 1, 1, 1.0), &rec);
+    // "HISTFAAA" is base64 of the V2 compressed cookie 0x1c849314 that the
+    // Java, Go and C implementations write and read.
+    assert!(
+        report.histogram.starts_with("HISTFAAA"),
+        "{}",
+        &report.histogram[..16]
+    );
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&report.histogram)
+        .expect("base64");
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .expect("V2");
+    assert_eq!(h, rec.latency_histogram());
+    assert_eq!(h.low(), 1);
+    assert_eq!(h.high(), 3_600_000_000);
+    assert_eq!(h.sigfig(), 3);
+}
+
+/// Interval histograms logged by jHiccup 2.0.7 (Java HdrHistogram), from
+/// the HdrHistogram Rust crate's test data `tests/data/tagged-Log.logV2.hlog`.
+/// Columns there: start, length, max (ms), histogram in ns. The max values
+/// below are the ones Java wrote next to each histogram.
+const JAVA_HISTOGRAMS: [(&str, f64); 3] = [
+    ("HISTFAAAAEV42pNpmSzMwMCgyAABTBDKT4GBgdnNYMcCBvsPEBEJISEuATEZMQ4uASkhIR4nrxg9v2lMaxhvMekILGZkKmcCAEf2CsI=", 2.769),
+    ("HISTFAAAAEJ42pNpmSzMwMAgxwABTBDKT4GBgdnNYMcCBvsPEBEWLj45FTExAT4pBSEBKa6UkAgBi1uM7xjfMMlwMDABAC0CCjM=", 0.442),
+    ("HISTFAAAAJZ42pNpmSzMwMB0nQECmCCUnwIDA7ObwY4FDPYfYDJMXFxsbGwMbBwszDwsDDxsHFw6RWJMLJMZmcqBMJrJmskSiA2ZZJmkgRBCgmheIORGI1H5rEzMQAyDzFhY2EWRWUwMWCBxQtQQhAIWJiyAaEHyFbKwsLHAADYWAWmiFeKS5gACLsIEzdQICAgBIQShEfhFABXDF+M=", 1551.892),
+];
+
+#[test]
+fn histograms_written_by_java_hdrhistogram_decode_and_merge() {
+    let mut reports = Vec::new();
+    let mut total = 0;
+    let mut max_ns = 0;
+    for (encoded, java_max_ms) in JAVA_HISTOGRAMS {
+        let h = decode_histogram(encoded).expect("Java V2 histogram decodes");
+        let max_ms = (h.max() as f64 / 1e6 * 1000.0).round() / 1000.0;
+        assert_eq!(max_ms, java_max_ms);
+        total += h.len();
+        max_ns = max_ns.max(h.max());
+        // A report carrying a foreign histogram merges too.
+        let mut r = Report::build(&meta("java", 1, 1, 1.0), &Recorder::new());
+        r.histogram = encoded.to_string();
+        r.requests = h.len();
+        reports.push(r);
+    }
+    let merged = Report::merge(&reports).expect("merges");
+    let h = merged.latency_histogram().expect("decodes");
+    assert_eq!(h.len(), total);
+    assert_eq!(merged.requests, total);
+    assert!(h.equivalent(h.max(), max_ns));
+}
+
+#[test]
+fn summary_percentiles_equal_value_at_quantile() {
+    let rec = busy_recorder(5, 10_000, false);
+    let report = Report::build(&meta("t", 1, 1, 1.0), &rec);
+    let h = rec.latency_histogram();
+    let s = &report.latency_us;
+    assert_eq!(s.p50, h.value_at_quantile(0.5));
+    assert_eq!(s.p75, h.value_at_quantile(0.75));
+    assert_eq!(s.p90, h.value_at_quantile(0.9));
+    assert_eq!(s.p95, h.value_at_quantile(0.95));
+    assert_eq!(s.p99, h.value_at_quantile(0.99));
+    assert_eq!(s.p999, h.value_at_quantile(0.999));
+    assert_eq!(s.p9999, h.value_at_quantile(0.9999));
+    assert_eq!(s.min, h.min());
+    assert_eq!(s.max, h.max());
+    assert_eq!(s.mean, h.mean());
+    assert_eq!(s.stdev, h.stdev());
+    // And they are sane for this stream (50..20,050 µs, roughly uniform).
+    assert!((9_000..11_500).contains(&s.p50), "p50 {}", s.p50);
+    assert!(s.min >= 50 && s.max <= 20_100);
+}
+
+#[test]
+fn report_merge_equals_the_report_of_the_merged_recorders() {
+    for open_loop in [false, true] {
+        let a = busy_recorder(10, 7_000, open_loop);
+        let b = busy_recorder(20, 5_000, open_loop);
+        let mut ma = meta("http://127.0.0.1:8080/", 2, 100, 10.0);
+        let mut mb = meta("http://127.0.0.1:8080/", 3, 50, 9.5);
+        if open_loop {
+            ma.rate_target = Some(700.0);
+            mb.rate_target = Some(500.0);
+        }
+        // Through JSON, as `xload merge A.json B.json` does.
+        let ra = Report::from_json(&Report::build(&ma, &a).to_json()).expect("a");
+        let rb = Report::from_json(&Report::build(&mb, &b).to_json()).expect("b");
+        let merged = Report::merge(&[ra, rb]).expect("merges");
+
+        let mut both = a.clone();
+        both.merge(&b);
+        let mut mboth = meta("http://127.0.0.1:8080/", 5, 150, 10.0);
+        if open_loop {
+            mboth.rate_target = Some(1_200.0);
+        }
+        let expected = Report::build(&mboth, &both);
+        // Everything, histograms included (same counts -> same encoding).
+        assert_eq!(
+            merged.latency_histogram().expect("h"),
+            both.latency_histogram()
+        );
+        assert_eq!(
+            counts(&merged.latency_histogram().expect("h")),
+            counts(&both.latency_histogram())
+        );
+        assert_eq!(merged, expected);
+        assert_eq!(merged.rps, merged.requests as f64 / 10.0);
+    }
+}
+
+#[test]
+fn merge_names_differing_targets_and_engines() {
+    let r1 = Report::build(&meta("http://a/", 1, 1, 1.0), &busy_recorder(1, 10, false));
+    let mut m2 = meta("http://b/", 1, 1, 2.0);
+    m2.engine = "epoll".into();
+    m2.engine_reason = Some("seccomp".into());
+    let r2 = Report::build(&m2, &busy_recorder(2, 10, false));
+    let merged = Report::merge(&[r1.clone(), r2]).expect("merges");
+    assert_eq!(merged.target, "multiple");
+    assert_eq!(merged.engine, "io_uring+epoll");
+    assert_eq!(merged.engine_reason.as_deref(), Some("seccomp"));
+    assert_eq!(merged.duration_s, 2.0);
+    assert_eq!(merged.rps, 10.0);
+    let same = Report::merge(&[r1.clone(), r1.clone()]).expect("merges");
+    assert_eq!(same.target, "http://a/");
+    assert_eq!(same.engine, "io_uring");
+}
+
+#[test]
+fn merge_of_timeseries_adds_rows_by_second_and_bounds_percentiles() {
+    let mut a = Report::build(&meta("t", 1, 1, 2.0), &Recorder::new());
+    let mut b = a.clone();
+    a.timeseries = vec![
+        IntervalRow {
+            second: 1,
+            requests: 10,
+            rps: 10.0,
+            p50_us: 100,
+            p99_us: 300,
+            errors: 1,
+        },
+        IntervalRow {
+            second: 2,
+            requests: 20,
+            rps: 20.0,
+            p50_us: 110,
+            p99_us: 200,
+            errors: 0,
+        },
+    ];
+    b.timeseries = vec![IntervalRow {
+        second: 2,
+        requests: 5,
+        rps: 5.0,
+        p50_us: 90,
+        p99_us: 900,
+        errors: 2,
+    }];
+    let m = Report::merge(&[a, b]).expect("merges");
+    assert_eq!(
+        m.timeseries,
+        vec![
+            IntervalRow {
+                second: 1,
+                requests: 10,
+                rps: 10.0,
+                p50_us: 100,
+                p99_us: 300,
+                errors: 1
+            },
+            IntervalRow {
+                second: 2,
+                requests: 25,
+                rps: 25.0,
+                p50_us: 110,
+                p99_us: 900,
+                errors: 2
+            },
+        ]
+    );
+    assert_eq!(
+        m.timeseries_csv(),
+        "second,requests,rps,p50_us,p99_us,errors\n1,10,10.0,100,300,1\n2,25,25.0,110,900,2\n"
+    );
+}
+
+#[test]
+fn merge_with_clients_keeps_each_verdict() {
+    let mut a = Report::build(&meta("t", 1, 1, 1.0), &Recorder::new());
+    a.client = Some(serde_json::json!({"verdict": "client saturated: CPU 0 at 99%"}));
+    let b = Report::build(&meta("t", 1, 1, 1.0), &Recorder::new());
+    assert_eq!(Report::merge(&[a.clone()]).expect("one").client, a.client);
+    let m = Report::merge(&[a, b]).expect("two");
+    let per = &m.client.expect("client")["per_report"];
+    assert_eq!(per[0]["verdict"], "client saturated: CPU 0 at 99%");
+    assert!(per[1].is_null());
+}
+
+#[test]
+fn merge_rejects_bad_input_naming_the_report() {
+    assert!(matches!(
+        Report::merge(&[]),
+        Err(ReportError::NothingToMerge)
+    ));
+    let good = Report::build(
+        &meta("http://good/", 1, 1, 1.0),
+        &busy_recorder(1, 10, false),
+    );
+    let mut bad = good.clone();
+    bad.target = "http://bad/".into();
+    bad.histogram = "not base64 !!".into();
+    match Report::merge(&[good.clone(), bad.clone()]) {
+        Err(ReportError::InReport {
+            index: 1,
+            target,
+            source,
+        }) => {
+            assert_eq!(target, "http://bad/");
+            assert!(matches!(*source, ReportError::HistogramBase64(_)));
+        }
+        other => panic!("expected an error for report 1, got {other:?}"),
+    }
+    bad.histogram = base64::engine::general_purpose::STANDARD
+        .encode(b"HISTxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    let err = Report::merge(&[good.clone(), bad.clone()]).expect_err("bad cookie");
+    assert!(err.to_string().contains("report 1 (http://bad/)"), "{err}");
+    bad.histogram = String::new();
+    assert!(matches!(
+        bad.latency_histogram(),
+        Err(ReportError::HistogramMissing)
+    ));
+    bad.histogram = good.histogram.clone();
+    bad.schema = "xload/2".into();
+    assert!(matches!(
+        Report::merge(&[good, bad]),
+        Err(ReportError::InReport { index: 1, .. })
+    ));
+}
+
+#[test]
+fn from_json_rejects_garbage_missing_keys_and_other_schemas_without_panicking() {
+    assert!(matches!(Report::from_json(""), Err(ReportError::Json(_))));
+    assert!(matches!(
+        Report::from_json("{\"schema\": 3}"),
+        Err(ReportError::Json(_))
+    ));
+    assert!(matches!(
+        Report::from_json("[1,2,3]"),
+        Err(ReportError::Json(_))
+    ));
+    let good = Report::build(&meta("t", 1, 1, 1.0), &busy_recorder(1, 10, false));
+    let mut v: Value = serde_json::from_str(&good.to_json()).expect("json");
+    v.as_object_mut().expect("object").remove("histogram");
+    let err = Report::from_json(&v.to_string()).expect_err("missing histogram");
+    assert!(err.to_string().contains("histogram"), "{err}");
+    let mut v: Value = serde_json::from_str(&good.to_json()).expect("json");
+    v["schema"] = "other/9".into();
+    assert!(matches!(
+        Report::from_json(&v.to_string()),
+        Err(ReportError::Schema { .. })
+    ));
+    // Truncated histogram payload: an error, not a panic.
+    let mut r = good.clone();
+    r.histogram.truncate(r.histogram.len() / 2);
+    assert!(r.latency_histogram().is_err());
+}
+
+#[test]
+fn zero_request_report_has_zero_figures_and_no_nan() {
+    let report = Report::build(&meta("http://127.0.0.1:1/", 1, 1, 0.0), &Recorder::new());
+    assert_eq!(report.requests, 0);
+    assert_eq!(report.rps, 0.0);
+    assert_eq!(report.latency_us, LatencySummary::default());
+    assert_eq!(report.error_rate(), 0.0);
+    let json = report.to_json();
+    assert!(!json.contains("NaN") && !json.contains("null"), "{json}");
+    let back = Report::from_json(&json).expect("parses");
+    assert!(back.latency_histogram().expect("decodes").is_empty());
+    assert_eq!(back.schema, SCHEMA);
+}
