@@ -1,0 +1,270 @@
+//! Free ports, temp dirs, and running the built `xload` binary with a hard timeout.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Hard timeout of [`run_xload`]: far above any bounded test run, low enough
+/// that a hang fails the test instead of the CI job.
+pub const DEFAULT_XLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Path of the `xload` binary cargo built for these integration tests.
+pub fn xload_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_xload")
+}
+
+/// A loopback TCP port that was free a moment ago (bound to `127.0.0.1:0`,
+/// then released). Another process may take it before the caller binds it;
+/// the kernel hands out ephemeral ports in rotation, so that is rare.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener
+        .local_addr()
+        .expect("local_addr of a bound listener")
+        .port()
+}
+
+/// A directory under the system temp dir, removed with its contents on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates `$TMPDIR/xload-test-<prefix>-<pid>-<n>-<nanos>`.
+    pub fn new(prefix: &str) -> TempDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "xload-test-{prefix}-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `self.path().join(name)`.
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// What a finished (or killed) command left.
+#[derive(Debug)]
+pub struct CommandOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// From spawn to exit (or to the kill).
+    pub elapsed: Duration,
+    /// True when the timeout fired and the process group was killed.
+    pub timed_out: bool,
+}
+
+/// A spawned child with its output collected in the background. The child is
+/// the leader of its own process group, so a kill reaches anything it spawned.
+pub struct XloadChild {
+    child: Child,
+    started: Instant,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    finished: bool,
+}
+
+fn collect<R: Read + Send + 'static>(mut pipe: R) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+impl XloadChild {
+    /// Spawns `command` with piped stdout/stderr and no stdin.
+    pub fn spawn(mut command: Command) -> XloadChild {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let started = Instant::now();
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
+        let stdout = child.stdout.take().map(collect);
+        let stderr = child.stderr.take().map(collect);
+        XloadChild {
+            child,
+            started,
+            stdout,
+            stderr,
+            finished: false,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (e.g. `libc::SIGINT`) to the child only.
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is our
+        // own child, not yet reaped (so not reused) while `self` is alive and
+        // `finished` is false.
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+        assert!(
+            rc == 0 || self.finished,
+            "kill({}, {signal}): {}",
+            self.child.id(),
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// Ctrl-C: SIGINT to the child.
+    pub fn interrupt(&self) {
+        self.signal(libc::SIGINT);
+    }
+
+    fn kill_group(&mut self) {
+        // SAFETY: as in `signal`; a negative pid names the child's process
+        // group, which `spawn` made the child lead.
+        unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
+    }
+
+    /// Waits up to `timeout` for the exit; past it, kills the process group
+    /// and reports `timed_out`.
+    pub fn wait_timeout(mut self, timeout: Duration) -> CommandOutput {
+        let deadline = self.started + timeout;
+        let mut timed_out = false;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() >= deadline => {
+                    timed_out = true;
+                    self.kill_group();
+                    break self.child.wait().expect("wait for killed child");
+                }
+                Ok(None) => thread::sleep(Duration::from_millis(5)),
+                Err(e) => panic!("try_wait on child {}: {e}", self.child.id()),
+            }
+        };
+        let elapsed = self.started.elapsed();
+        self.finished = true;
+        // Anything the child left behind in its group must not hold the pipes open.
+        self.kill_group();
+        let text = |handle: Option<JoinHandle<Vec<u8>>>| {
+            handle
+                .map(|h| String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned())
+                .unwrap_or_default()
+        };
+        let stdout = text(self.stdout.take());
+        let stderr = text(self.stderr.take());
+        CommandOutput {
+            status,
+            stdout,
+            stderr,
+            elapsed,
+            timed_out,
+        }
+    }
+}
+
+impl Drop for XloadChild {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.kill_group();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `command` to completion or until `timeout`, whichever comes first.
+pub fn run_command_with_timeout(command: Command, timeout: Duration) -> CommandOutput {
+    XloadChild::spawn(command).wait_timeout(timeout)
+}
+
+fn xload_command<I>(args: I) -> Command
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    let mut command = Command::new(xload_bin());
+    command.args(args);
+    command
+}
+
+/// Spawns `xload ARGS` in the background (e.g. to send it SIGINT).
+pub fn spawn_xload<I>(args: I) -> XloadChild
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    XloadChild::spawn(xload_command(args))
+}
+
+/// Runs `xload ARGS` and returns `(exit status, stdout, stderr, elapsed)`.
+/// Panics (with the output so far) if it runs past `timeout`; the process
+/// group is killed first.
+pub fn run_xload_with_timeout<I>(
+    args: I,
+    timeout: Duration,
+) -> (ExitStatus, String, String, Duration)
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    let command = xload_command(args);
+    let shown = format!("{command:?}");
+    let output = run_command_with_timeout(command, timeout);
+    assert!(
+        !output.timed_out,
+        "{shown} still running after {timeout:?}: killed\n--- stdout\n{}\n--- stderr\n{}",
+        output.stdout, output.stderr
+    );
+    (output.status, output.stdout, output.stderr, output.elapsed)
+}
+
+/// [`run_xload_with_timeout`] with [`DEFAULT_XLOAD_TIMEOUT`].
+pub fn run_xload<I>(args: I) -> (ExitStatus, String, String, Duration)
+where
+    I: IntoIterator,
+    I::Item: AsRef<OsStr>,
+{
+    run_xload_with_timeout(args, DEFAULT_XLOAD_TIMEOUT)
+}
+
+/// Exit code, or `128 + signal` when the process was killed by a signal
+/// (the shell's convention), for short assertion messages.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Reads and parses a JSON report written by `xload --json PATH`.
+pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+    let path = path.as_ref();
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+}
