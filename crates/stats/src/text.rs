@@ -36,7 +36,10 @@ impl Report {
         let open_loop = self.is_open_loop();
 
         // Header: what ran, against what.
-        let mut setup = vec![self.engine.clone()];
+        let mut setup = Vec::new();
+        if !self.engine.is_empty() {
+            setup.push(self.engine.clone());
+        }
         if let Some(rate) = self.rate_target {
             setup.push(format!("open loop {} req/s target", fmt_rate(rate)));
         }

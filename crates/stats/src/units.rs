@@ -100,3 +100,60 @@ pub fn fmt_seconds(s: f64) -> String {
     }
     format!("{s:.2}s")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_pick_a_unit_with_three_significant_digits() {
+        let cases = [
+            (0.0, "0µs"),
+            (0.85, "850ns"),
+            (1.0, "1µs"),
+            (5.0, "5µs"),
+            (4.123, "4.12µs"),
+            (41.25, "41.2µs"),
+            (412.0, "412µs"),
+            (412.3, "412µs"),
+            (999.0, "999µs"),
+            (999.7, "1.00ms"),
+            (4_100.0, "4.10ms"),
+            (41_000.0, "41.0ms"),
+            (410_000.0, "410ms"),
+            (999_600.0, "1.00s"),
+            (1_200_000.0, "1.20s"),
+            (59_000_000.0, "59.0s"),
+            (125_000_000.0, "2m05s"),
+            (3_600_000_000.0, "1h00m"),
+            (f64::NAN, "-"),
+            (f64::INFINITY, "-"),
+            (-1.0, "-"),
+        ];
+        for (us, want) in cases {
+            assert_eq!(fmt_duration_us(us), want, "{us} µs");
+        }
+    }
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(fmt_count(0), "0");
+        assert_eq!(fmt_count(999), "999");
+        assert_eq!(fmt_count(1_000), "1,000");
+        assert_eq!(fmt_count(2_131_004), "2,131,004");
+        assert_eq!(fmt_count(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn rates_and_bytes_carry_units_and_never_print_nan() {
+        assert_eq!(fmt_rate(213_100.4), "213,100");
+        assert_eq!(fmt_rate(12.5), "12.50");
+        assert_eq!(fmt_rate(f64::NAN), "-");
+        assert_eq!(fmt_bytes(850.0), "850 B");
+        assert_eq!(fmt_bytes(12.0 * 1024.0), "12.0 KiB");
+        assert_eq!(fmt_bytes(31.2 * 1024.0 * 1024.0), "31.2 MiB");
+        assert_eq!(fmt_bytes(1.2 * 1024.0 * 1024.0 * 1024.0), "1.20 GiB");
+        assert_eq!(fmt_bytes(f64::NAN), "-");
+        assert_eq!(fmt_seconds(10.0), "10.00s");
+    }
+}
