@@ -1,1 +1,30 @@
-//! Work in progress.
+//! Per-core load loops for xload.
+//!
+//! One worker thread per CPU, pinned, each owning its connections, its ring (or
+//! epoll instance) and its [`Recorder`]: nothing is shared between workers on
+//! the per-request path. The primary driver is io_uring (multishot receive into
+//! a provided buffer ring, sends that post no completion on success, one
+//! `io_uring_enter` per batch of completions); the fallback driver is epoll
+//! (edge-triggered, same connection logic) for kernels or sandboxes where
+//! io_uring is unavailable. Both drive the same sans-IO code: the HTTP codec in
+//! `xload-http` and the connection bookkeeping in [`conn`].
+//!
+//! Timeouts are checked by a coarse periodic sweep over the worker's
+//! connections (every ~tenth of the request timeout, at most 100 ms) instead of a
+//! timer structure updated on every request: the sweep costs O(connections) a
+//! few times per second and nothing per request.
+
+pub mod clock;
+mod conn;
+mod epoll;
+pub mod pin;
+mod plan;
+pub mod ring;
+mod sched;
+pub mod serve;
+mod sock;
+mod uring;
+mod worker;
+
+pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
+pub use worker::{probe_engine, run, Outcome, Tick, WorkerInfo};

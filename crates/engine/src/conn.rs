@@ -1,0 +1,342 @@
+//! Connection bookkeeping shared by both drivers: the requests in flight on a
+//! connection, feeding received bytes to the codec, recording what completed,
+//! and naming what went wrong. No I/O here.
+
+use xload_http::{Limits, Parse, ParseError, ResponseParser};
+use xload_stats::{ErrorKind, Recorder};
+
+use crate::clock::ns_to_us;
+
+/// When one request was meant to leave and when it did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sent {
+    pub intended_ns: u64,
+    pub sent_ns: u64,
+}
+
+/// A fixed-capacity FIFO of the requests in flight on one connection.
+/// INVARIANT: `len <= slots.len()`; allocated once per connection.
+pub(crate) struct Pending {
+    slots: Box<[Sent]>,
+    head: usize,
+    len: usize,
+}
+
+impl Pending {
+    pub fn with_capacity(n: usize) -> Pending {
+        Pending {
+            slots: vec![Sent::default(); n.max(1)].into_boxed_slice(),
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Room for more requests.
+    #[cfg(test)]
+    pub fn free(&self) -> usize {
+        self.slots.len() - self.len
+    }
+
+    #[inline]
+    pub fn push(&mut self, s: Sent) {
+        debug_assert!(self.len < self.slots.len());
+        let cap = self.slots.len();
+        let i = (self.head + self.len) % cap;
+        self.slots[i] = s;
+        self.len += 1;
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<Sent> {
+        if self.len == 0 {
+            return None;
+        }
+        let s = self.slots[self.head];
+        self.head = (self.head + 1) % self.slots.len();
+        self.len -= 1;
+        Some(s)
+    }
+
+    /// The oldest request's send time, for the timeout sweep.
+    #[inline]
+    pub fn oldest_sent_ns(&self) -> Option<u64> {
+        (self.len > 0).then(|| self.slots[self.head].sent_ns)
+    }
+
+    pub fn clear(&mut self) {
+        self.head = 0;
+        self.len = 0;
+    }
+}
+
+/// What feeding bytes led to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Fed {
+    /// All bytes consumed; the connection stays usable.
+    More,
+    /// A response said the connection ends (Connection: close, HTTP/1.0, 101):
+    /// close it and open another. Not an error.
+    Close,
+    /// The bytes were not a valid response: counted, the connection is replaced.
+    Invalid(ParseError),
+    /// A response arrived with no request in flight.
+    Unsolicited,
+}
+
+/// The protocol half of a connection: parser and requests in flight.
+pub(crate) struct Exchange {
+    parser: ResponseParser,
+    pub pending: Pending,
+}
+
+impl Exchange {
+    pub fn new(head: bool, pipeline: usize) -> Exchange {
+        Exchange {
+            parser: ResponseParser::new(Limits::default(), head),
+            pending: Pending::with_capacity(pipeline),
+        }
+    }
+
+    /// Forget everything: the connection was replaced.
+    pub fn reset(&mut self) {
+        self.parser.reset();
+        self.pending.clear();
+    }
+
+    /// Feeds received bytes; records each completed response. Returns the number
+    /// of responses completed and what the connection should do next.
+    #[inline]
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        now_ns: u64,
+        rec: &mut Recorder,
+        open_loop: bool,
+    ) -> (u32, Fed) {
+        let mut done = 0;
+        loop {
+            match self.parser.parse(data) {
+                Ok(Parse::Partial) => return (done, Fed::More),
+                Ok(Parse::Complete { consumed, response }) => {
+                    let Some(sent) = self.pending.pop() else {
+                        return (done, Fed::Unsolicited);
+                    };
+                    record(
+                        rec,
+                        sent,
+                        now_ns,
+                        response.status,
+                        response.wire_bytes,
+                        open_loop,
+                    );
+                    done += 1;
+                    if !response.keep_alive {
+                        return (done, Fed::Close);
+                    }
+                    data = &data[consumed.min(data.len())..];
+                    if data.is_empty() {
+                        return (done, Fed::More);
+                    }
+                }
+                Err(e) => return (done, Fed::Invalid(e)),
+            }
+        }
+    }
+
+    /// The peer closed its side. Returns whether a response completed (a
+    /// close-delimited body) and the error to count, if any.
+    pub fn eof(
+        &mut self,
+        now_ns: u64,
+        rec: &mut Recorder,
+        open_loop: bool,
+    ) -> (bool, Option<ErrorKind>) {
+        match self.parser.eof() {
+            Ok(Some(response)) => match self.pending.pop() {
+                Some(sent) => {
+                    record(
+                        rec,
+                        sent,
+                        now_ns,
+                        response.status,
+                        response.wire_bytes,
+                        open_loop,
+                    );
+                    (true, None)
+                }
+                None => (false, Some(ErrorKind::Parse)),
+            },
+            Ok(None) if self.pending.is_empty() => (false, None),
+            Ok(None) => (false, Some(ErrorKind::Closed)),
+            Err(_) => (false, Some(ErrorKind::EofMidResponse)),
+        }
+    }
+}
+
+#[inline]
+fn record(
+    rec: &mut Recorder,
+    sent: Sent,
+    now_ns: u64,
+    status: u16,
+    wire_bytes: u64,
+    open_loop: bool,
+) {
+    if open_loop {
+        rec.record_response_open_loop(
+            ns_to_us(now_ns.saturating_sub(sent.intended_ns)),
+            ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
+            ns_to_us(sent.sent_ns.saturating_sub(sent.intended_ns)),
+            status,
+            wire_bytes,
+        );
+    } else {
+        rec.record_response(
+            ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
+            status,
+            wire_bytes,
+        );
+    }
+}
+
+/// Counts a failed exchange under its category.
+pub(crate) fn record_fed_error(rec: &mut Recorder, fed: &Fed) {
+    match fed {
+        Fed::Invalid(e) => rec.record_parse_error(e.name()),
+        Fed::Unsolicited => rec.record_parse_error("unsolicited_response"),
+        Fed::More | Fed::Close => {}
+    }
+}
+
+/// Where a failure happened: the same errno means different things.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Socket,
+    Connect,
+    Exchange,
+}
+
+/// Counts an errno under the category it means in `phase`.
+pub(crate) fn record_errno(rec: &mut Recorder, phase: Phase, errno: i32) {
+    let kind = match (phase, errno) {
+        (_, libc::EMFILE | libc::ENFILE) => Some(ErrorKind::FdLimit),
+        (_, libc::EADDRNOTAVAIL) => Some(ErrorKind::NoEphemeralPort),
+        (Phase::Connect, libc::ECONNREFUSED) => Some(ErrorKind::ConnectRefused),
+        (Phase::Connect, libc::ETIMEDOUT | libc::ECANCELED | libc::ETIME) => {
+            Some(ErrorKind::ConnectTimeout)
+        }
+        (_, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => Some(ErrorKind::Reset),
+        (Phase::Exchange, libc::ETIMEDOUT) => Some(ErrorKind::RequestTimeout),
+        _ => None,
+    };
+    match kind {
+        Some(k) => rec.record_error(k),
+        None => rec.record_errno(errno),
+    }
+}
+
+/// Delay before reconnecting after `failures` consecutive connect failures:
+/// 1 ms doubling to 1 s, so a dead target is probed, not hammered.
+pub(crate) fn backoff_ns(failures: u32) -> u64 {
+    let ms = 1u64 << failures.min(10);
+    ms.min(1000) * 1_000_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_is_fifo_and_wraps() {
+        let mut p = Pending::with_capacity(3);
+        for round in 0..5u64 {
+            p.push(Sent {
+                intended_ns: round,
+                sent_ns: round * 10,
+            });
+            p.push(Sent {
+                intended_ns: round + 100,
+                sent_ns: 0,
+            });
+            assert_eq!(p.oldest_sent_ns(), Some(round * 10));
+            assert_eq!(p.pop().unwrap().intended_ns, round);
+            assert_eq!(p.pop().unwrap().intended_ns, round + 100);
+            assert!(p.pop().is_none());
+        }
+        assert_eq!(p.free(), 3);
+    }
+
+    #[test]
+    fn feed_records_pipelined_responses_and_latency() {
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 4);
+        for _ in 0..2 {
+            ex.pending.push(Sent {
+                intended_ns: 1_000,
+                sent_ns: 1_000,
+            });
+        }
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+        let (done, fed) = ex.feed(two, 201_000, &mut rec, false);
+        assert_eq!((done, fed), (2, Fed::More));
+        assert_eq!(rec.requests(), 2);
+        assert!(ex.pending.is_empty());
+    }
+
+    #[test]
+    fn feed_without_request_is_unsolicited() {
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 1);
+        let (done, fed) = ex.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            1,
+            &mut rec,
+            false,
+        );
+        assert_eq!((done, fed), (0, Fed::Unsolicited));
+    }
+
+    #[test]
+    fn eof_classifies_idle_inflight_and_midway() {
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 1);
+        assert_eq!(ex.eof(0, &mut rec, false), (false, None));
+        ex.pending.push(Sent::default());
+        assert_eq!(ex.eof(0, &mut rec, false), (false, Some(ErrorKind::Closed)));
+        ex.reset();
+        ex.pending.push(Sent::default());
+        let _ = ex.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            0,
+            &mut rec,
+            false,
+        );
+        assert_eq!(
+            ex.eof(0, &mut rec, false),
+            (false, Some(ErrorKind::EofMidResponse))
+        );
+    }
+
+    #[test]
+    fn close_delimited_body_completes_at_eof() {
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 1);
+        ex.pending.push(Sent::default());
+        let (done, fed) = ex.feed(b"HTTP/1.0 200 OK\r\n\r\nhello", 0, &mut rec, false);
+        assert_eq!((done, fed), (0, Fed::More));
+        assert_eq!(ex.eof(0, &mut rec, false), (true, None));
+        assert_eq!(rec.requests(), 1);
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        assert_eq!(backoff_ns(0), 1_000_000);
+        assert_eq!(backoff_ns(3), 8_000_000);
+        assert_eq!(backoff_ns(30), 1_000_000_000);
+    }
+}

@@ -1,0 +1,455 @@
+//! The epoll driver: the fallback when io_uring is unavailable (old kernel,
+//! `kernel.io_uring_disabled`, a seccomp profile that denies it).
+//!
+//! Sockets are non-blocking and registered once, edge-triggered for input and
+//! output, when they are created: no `epoll_ctl` per request. Reads drain the
+//! socket into one worker buffer and feed the same codec as the io_uring
+//! driver; writes go straight out and only wait for EPOLLOUT when the socket
+//! buffer is full.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use xload_stats::ErrorKind;
+
+use crate::clock::now_ns;
+use crate::conn::{backoff_ns, record_errno, record_fed_error, Exchange, Fed, Phase, Sent};
+use crate::ring::next_gen;
+use crate::sock::{sockaddr, tcp_socket, Addr};
+use crate::worker::{Ctx, DriverStats};
+
+const LATE_NS: u64 = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Closed { until_ns: u64 },
+    Connecting { since_ns: u64 },
+    Open,
+}
+
+struct Conn {
+    fd: RawFd,
+    gen: u32,
+    state: State,
+    failures: u32,
+    /// Bytes of `batch[..unsent_end]` from `unsent_off` not yet written.
+    unsent_off: usize,
+    unsent_end: usize,
+    ex: Exchange,
+}
+
+struct Driver<'c, 'p> {
+    ep: RawFd,
+    ctx: &'c mut Ctx<'p>,
+    conns: Vec<Conn>,
+    batch: Box<[u8]>,
+    req_len: usize,
+    pipeline: usize,
+    addr: Box<Addr>,
+    timeout_ns: u64,
+    connect_timeout_ns: u64,
+    buf: Box<[u8]>,
+    idle: Vec<u32>,
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
+}
+
+fn token(i: usize, gen: u32) -> u64 {
+    (gen as u64) << 32 | i as u64
+}
+
+pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats, String> {
+    let plan = ctx.plan;
+    let nconns = plan.connections_of(index);
+    // SAFETY: plain epoll_create1 call.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(format!("epoll_create1: {}", io::Error::last_os_error()));
+    }
+    let pipeline = plan.pipeline.max(1);
+    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
+    for _ in 0..pipeline {
+        batch.extend_from_slice(&plan.request);
+    }
+    let mut d = Driver {
+        ep,
+        conns: (0..nconns)
+            .map(|_| Conn {
+                fd: -1,
+                gen: 0,
+                state: State::Closed { until_ns: 0 },
+                failures: 0,
+                unsent_off: 0,
+                unsent_end: 0,
+                ex: Exchange::new(plan.head, pipeline),
+            })
+            .collect(),
+        batch: batch.into_boxed_slice(),
+        req_len: plan.request.len(),
+        pipeline,
+        addr: sockaddr(plan.addr),
+        timeout_ns: plan.timeout.as_nanos() as u64,
+        connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
+        buf: vec![0u8; 64 * 1024].into_boxed_slice(),
+        idle: Vec::with_capacity(nconns),
+        ctx,
+    };
+    d.main_loop();
+    for i in 0..d.conns.len() {
+        d.close(i);
+    }
+    // SAFETY: our epoll fd, closed once.
+    unsafe { libc::close(ep) };
+    Ok(DriverStats {
+        mode: "epoll",
+        cq_overflow: 0,
+    })
+}
+
+impl Driver<'_, '_> {
+    fn main_loop(&mut self) {
+        let now = now_ns();
+        for i in 0..self.conns.len() {
+            self.open(i, now);
+        }
+        let sweep_ns =
+            (self.timeout_ns.min(self.connect_timeout_ns) / 10).clamp(1_000_000, 100_000_000);
+        let mut next_sweep = now + sweep_ns;
+        let mut events: Vec<libc::epoll_event> =
+            vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+        loop {
+            let now = now_ns();
+            if !self.ctx.on_time(now) {
+                break;
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + sweep_ns;
+            }
+            if self.ctx.open_loop {
+                self.dispatch(now);
+            }
+            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+                break;
+            }
+            let wake = self.ctx.wake_ns().min(next_sweep);
+            let wait_ns = wake.saturating_sub(now_ns());
+            let timeout_ms = if wait_ns < 1_000_000 {
+                0
+            } else {
+                (wait_ns / 1_000_000) as i32
+            };
+            // SAFETY: `events` is a valid buffer of its length.
+            let n = unsafe {
+                libc::epoll_wait(
+                    self.ep,
+                    events.as_mut_ptr(),
+                    events.len() as i32,
+                    timeout_ms,
+                )
+            };
+            if n < 0 {
+                if errno() == libc::EINTR {
+                    continue;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let now = now_ns();
+            for ev in &events[..n as usize] {
+                let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
+                if i >= self.conns.len() || self.conns[i].gen != gen {
+                    continue;
+                }
+                self.on_event(i, ev.events, now);
+            }
+            if self.ctx.open_loop {
+                self.dispatch(now);
+            }
+        }
+    }
+
+    fn on_event(&mut self, i: usize, events: u32, now: u64) {
+        match self.conns[i].state {
+            State::Connecting { .. } => {
+                if events & (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32 == 0 {
+                    return;
+                }
+                let mut err: libc::c_int = 0;
+                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                // SAFETY: fd is ours; err/len are valid out-parameters.
+                unsafe {
+                    libc::getsockopt(
+                        self.conns[i].fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_ERROR,
+                        (&mut err as *mut libc::c_int).cast(),
+                        &mut len,
+                    )
+                };
+                if err != 0 {
+                    self.connect_failed(i, err, now);
+                    return;
+                }
+                let c = &mut self.conns[i];
+                c.state = State::Open;
+                c.failures = 0;
+                self.ctx.rec.record_connect();
+                if self.ctx.open_loop {
+                    self.idle.push(i as u32);
+                } else {
+                    self.send_batch(i, now);
+                }
+            }
+            State::Open => {
+                if events & libc::EPOLLOUT as u32 != 0
+                    && self.conns[i].unsent_off < self.conns[i].unsent_end
+                {
+                    self.flush(i, now);
+                }
+                if self.conns[i].state == State::Open
+                    && events
+                        & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR)
+                            as u32
+                        != 0
+                {
+                    self.read(i, now);
+                }
+            }
+            State::Closed { .. } => {}
+        }
+    }
+
+    fn read(&mut self, i: usize, now: u64) {
+        let open_loop = self.ctx.open_loop;
+        loop {
+            let fd = self.conns[i].fd;
+            // SAFETY: `buf` is ours and valid for its length.
+            let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
+            if n > 0 {
+                let c = &mut self.conns[i];
+                let (_, fed) =
+                    c.ex.feed(&self.buf[..n as usize], now, &mut self.ctx.rec, open_loop);
+                match fed {
+                    Fed::More => {
+                        if c.ex.pending.is_empty() {
+                            if open_loop {
+                                self.idle.push(i as u32);
+                            } else {
+                                self.send_batch(i, now);
+                            }
+                        }
+                        if self.conns[i].state != State::Open {
+                            return;
+                        }
+                    }
+                    Fed::Close => return self.replace(i, now),
+                    Fed::Invalid(_) | Fed::Unsolicited => {
+                        record_fed_error(&mut self.ctx.rec, &fed);
+                        return self.replace(i, now);
+                    }
+                }
+            } else if n == 0 {
+                let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, open_loop);
+                if let Some(k) = err {
+                    self.ctx.rec.record_error(k);
+                }
+                return self.replace(i, now);
+            } else {
+                match errno() {
+                    libc::EAGAIN => return,
+                    libc::EINTR => continue,
+                    e => {
+                        record_errno(&mut self.ctx.rec, Phase::Exchange, e);
+                        return self.replace(i, now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn send_batch(&mut self, i: usize, now: u64) {
+        let n = self.ctx.allow(self.pipeline);
+        if n == 0 {
+            return;
+        }
+        self.send(
+            i,
+            n,
+            Sent {
+                intended_ns: now,
+                sent_ns: now,
+            },
+            now,
+        );
+    }
+
+    fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
+        let c = &mut self.conns[i];
+        for _ in 0..n {
+            c.ex.pending.push(sent);
+        }
+        c.unsent_off = 0;
+        c.unsent_end = n * self.req_len;
+        self.flush(i, now);
+    }
+
+    fn flush(&mut self, i: usize, now: u64) {
+        loop {
+            let c = &mut self.conns[i];
+            if c.unsent_off >= c.unsent_end {
+                return;
+            }
+            let chunk = &self.batch[c.unsent_off..c.unsent_end];
+            // SAFETY: chunk is a valid slice of our batch buffer.
+            let n =
+                unsafe { libc::send(c.fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                c.unsent_off += n as usize;
+            } else {
+                match errno() {
+                    libc::EAGAIN => return, // EPOLLOUT (edge) will call us again
+                    libc::EINTR => continue,
+                    e => {
+                        record_errno(&mut self.ctx.rec, Phase::Exchange, e);
+                        return self.replace(i, now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, now: u64) {
+        while let Some(&i) = self.idle.last() {
+            let i = i as usize;
+            let c = &self.conns[i];
+            if c.state != State::Open || !c.ex.pending.is_empty() {
+                self.idle.pop();
+                continue;
+            }
+            let Some(intended) = self.ctx.take_scheduled() else {
+                break;
+            };
+            self.idle.pop();
+            if now.saturating_sub(intended) > LATE_NS {
+                self.ctx.rec.record_late_send();
+            }
+            self.send(
+                i,
+                1,
+                Sent {
+                    intended_ns: intended,
+                    sent_ns: now.max(intended),
+                },
+                now,
+            );
+        }
+    }
+
+    fn open(&mut self, i: usize, now: u64) {
+        if self.ctx.exhausted() {
+            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            return;
+        }
+        let fd = match tcp_socket(self.addr.family, true) {
+            Ok(fd) => fd,
+            Err(e) => {
+                record_errno(&mut self.ctx.rec, Phase::Socket, e);
+                let c = &mut self.conns[i];
+                c.failures += 1;
+                c.state = State::Closed {
+                    until_ns: now + backoff_ns(c.failures),
+                };
+                return;
+            }
+        };
+        let c = &mut self.conns[i];
+        c.fd = fd;
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: token(i, c.gen),
+        };
+        // SAFETY: both fds are ours; `ev` is valid.
+        if unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            let e = errno();
+            record_errno(&mut self.ctx.rec, Phase::Socket, e);
+            self.close(i);
+            self.conns[i].state = State::Closed {
+                until_ns: now + backoff_ns(1),
+            };
+            return;
+        }
+        // SAFETY: the address is valid for `len` bytes.
+        let rc = unsafe {
+            libc::connect(
+                fd,
+                &self.addr.storage as *const _ as *const libc::sockaddr,
+                self.addr.len,
+            )
+        };
+        if rc == 0 || errno() == libc::EINPROGRESS {
+            self.conns[i].state = State::Connecting { since_ns: now };
+            if rc == 0 {
+                self.on_event(i, libc::EPOLLOUT as u32, now);
+            }
+        } else {
+            let e = errno();
+            self.connect_failed(i, e, now);
+        }
+    }
+
+    fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
+        record_errno(&mut self.ctx.rec, Phase::Connect, errno);
+        self.close(i);
+        let c = &mut self.conns[i];
+        c.failures += 1;
+        c.state = State::Closed {
+            until_ns: now + backoff_ns(c.failures),
+        };
+    }
+
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.fd >= 0 {
+            // SAFETY: fd is ours, closed once (this also removes it from epoll).
+            unsafe { libc::close(c.fd) };
+        }
+        c.fd = -1;
+        c.gen = next_gen(c.gen);
+        c.unsent_off = 0;
+        c.unsent_end = 0;
+        c.state = State::Closed { until_ns: 0 };
+        c.ex.reset();
+    }
+
+    fn replace(&mut self, i: usize, now: u64) {
+        self.close(i);
+        self.open(i, now);
+    }
+
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            match self.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Connecting { since_ns }
+                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
+                State::Open => {
+                    if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
+                        if now.saturating_sub(t) >= self.timeout_ns {
+                            self.ctx.rec.record_error(ErrorKind::RequestTimeout);
+                            self.replace(i, now);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The checked description of a run that the workers execute.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Which driver the user asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// io_uring when the kernel and sandbox allow it, else epoll.
+    Auto,
+    /// io_uring or fail.
+    Uring,
+    /// epoll.
+    Epoll,
+}
+
+/// Which driver ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Uring,
+    Epoll,
+}
+
+impl EngineKind {
+    /// The name used in reports: `io_uring` or `epoll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Uring => "io_uring",
+            EngineKind::Epoll => "epoll",
+        }
+    }
+}
+
+/// How intended send times are spaced in open loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced: one request every 1/rate seconds per worker.
+    Uniform,
+    /// Exponentially distributed gaps with mean 1/rate (a Poisson process).
+    Poisson,
+}
+
+/// Open-loop pacing: requests leave at intended times whatever the server does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpenLoop {
+    /// Total rate over all workers, requests per second.
+    pub rate_per_s: f64,
+    pub arrival: Arrival,
+    /// Most intended sends that may wait for a free connection per worker; beyond
+    /// it they are dropped and counted (the queue never grows without bound).
+    pub queue_cap: usize,
+}
+
+/// Everything a run needs, resolved and validated once by the caller.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The target, resolved once.
+    pub addr: SocketAddr,
+    /// One request, rendered to bytes.
+    pub request: Vec<u8>,
+    /// Responses carry no body (the request is HEAD).
+    pub head: bool,
+    /// Requests in flight per connection (1 = no pipelining).
+    pub pipeline: usize,
+    /// Total connections, spread evenly over the workers.
+    pub connections: usize,
+    /// One entry per worker: the CPU it is pinned to, or None for unpinned.
+    pub worker_cpus: Vec<Option<usize>>,
+    /// Measured window (after warm-up). None with `requests` set means "until done".
+    pub duration: Option<Duration>,
+    /// Run but leave out of the statistics.
+    pub warmup: Duration,
+    /// Stop after this many responses in total (spread over workers).
+    pub requests: Option<u64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub engine: EngineChoice,
+    pub open_loop: Option<OpenLoop>,
+    /// Period of progress ticks (time series rows).
+    pub tick: Duration,
+}
+
+impl Plan {
+    /// Connections of worker `w`.
+    pub fn connections_of(&self, w: usize) -> usize {
+        let n = self.worker_cpus.len().max(1);
+        self.connections / n + usize::from(w < self.connections % n)
+    }
+
+    /// Response quota of worker `w` when `requests` is set.
+    pub fn quota_of(&self, w: usize) -> Option<u64> {
+        let n = self.worker_cpus.len().max(1) as u64;
+        self.requests.map(|r| r / n + u64::from((w as u64) < r % n))
+    }
+
+    /// Open-loop rate of one worker, requests per second: shared in proportion to
+    /// its connections so that a worker with no connections gets no schedule.
+    pub fn rate_of(&self, w: usize) -> Option<f64> {
+        self.open_loop
+            .map(|o| o.rate_per_s * self.connections_of(w) as f64 / self.connections.max(1) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(workers: usize, conns: usize, reqs: Option<u64>) -> Plan {
+        Plan {
+            addr: "127.0.0.1:1".parse().unwrap(),
+            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            head: false,
+            pipeline: 1,
+            connections: conns,
+            worker_cpus: vec![None; workers],
+            duration: None,
+            warmup: Duration::ZERO,
+            requests: reqs,
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            engine: EngineChoice::Auto,
+            open_loop: Some(OpenLoop {
+                rate_per_s: 1000.0,
+                arrival: Arrival::Uniform,
+                queue_cap: 10,
+            }),
+            tick: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn connections_and_quota_split_exactly() {
+        let p = plan(3, 10, Some(100));
+        let c: Vec<_> = (0..3).map(|w| p.connections_of(w)).collect();
+        assert_eq!(c, vec![4, 3, 3]);
+        let q: u64 = (0..3).map(|w| p.quota_of(w).unwrap()).sum();
+        assert_eq!(q, 100);
+        let r: f64 = (0..3).map(|w| p.rate_of(w).unwrap()).sum();
+        assert!((r - 1000.0).abs() < 1e-9);
+    }
+}

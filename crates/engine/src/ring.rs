@@ -1,0 +1,237 @@
+//! io_uring building blocks shared by the load loops and the responder: ring
+//! setup with the best task-running mode the kernel accepts, and a provided
+//! buffer ring (`IORING_REGISTER_PBUF_RING`, Linux 5.19+) for multishot receive.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::types::BufRingEntry;
+use io_uring::IoUring;
+
+/// Builds a ring for a single thread. Tries, in order:
+/// SINGLE_ISSUER + DEFER_TASKRUN (6.1+: completions run only when this thread
+/// enters the kernel, so one `io_uring_enter` reaps a whole batch), then
+/// COOP_TASKRUN + TASKRUN_FLAG (5.19+), then no flags. Returns the ring and the
+/// mode that was accepted. The ring must be used only by the creating thread.
+pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'static str)> {
+    let cq_entries = cq_entries.max(sq_entries * 2).next_power_of_two();
+    let attempts: [(&'static str, fn(&mut io_uring::Builder)); 3] = [
+        ("single_issuer+defer_taskrun", |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        }),
+        ("coop_taskrun", |b| {
+            b.setup_coop_taskrun().setup_taskrun_flag();
+        }),
+        ("plain", |_| {}),
+    ];
+    let mut last = None;
+    for (name, setup) in attempts {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq_entries).setup_submit_all();
+        setup(&mut b);
+        match b.build(sq_entries) {
+            Ok(r) => return Ok((r, name)),
+            // EPERM/ENOSYS mean io_uring itself is off: no point trying lesser flags.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOSYS)) => {
+                return Err(e)
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("io_uring setup failed")))
+}
+
+/// A ring of equally sized receive buffers the kernel picks from.
+///
+/// INVARIANT: `entries` is a power of two ≤ 32768; `ring` points to `entries`
+/// page-aligned `BufRingEntry`s and `bufs` to `entries * buf_size` bytes, both
+/// owned by this value and never moved. A buffer id handed out by a completion is
+/// owned by the application until `recycle` gives it back.
+pub struct BufRing {
+    ring: *mut BufRingEntry,
+    ring_layout: Layout,
+    bufs: *mut u8,
+    bufs_layout: Layout,
+    buf_size: u32,
+    mask: u16,
+    /// Local tail: entries written but maybe not yet published.
+    tail: u16,
+    bgid: u16,
+    leak: bool,
+}
+
+impl BufRing {
+    /// Allocates `entries` buffers of `buf_size` bytes (both rounded: entries up
+    /// to a power of two), all initially available to the kernel once registered.
+    pub fn new(entries: u16, buf_size: u32, bgid: u16) -> io::Result<BufRing> {
+        let entries = entries.clamp(1, 32768).next_power_of_two();
+        let ring_layout =
+            Layout::from_size_align(entries as usize * std::mem::size_of::<BufRingEntry>(), 4096)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let bufs_layout = Layout::from_size_align(entries as usize * buf_size as usize, 64)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // SAFETY: both layouts have non-zero size (entries ≥ 1, buf_size checked by caller ≥ 1).
+        let ring = unsafe { alloc_zeroed(ring_layout) } as *mut BufRingEntry;
+        // SAFETY: as above.
+        let bufs = unsafe { alloc_zeroed(bufs_layout) };
+        if ring.is_null() || bufs.is_null() {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "buffer ring allocation failed",
+            ));
+        }
+        let mut br = BufRing {
+            ring,
+            ring_layout,
+            bufs,
+            bufs_layout,
+            buf_size,
+            mask: entries - 1,
+            tail: 0,
+            bgid,
+            leak: false,
+        };
+        for bid in 0..entries {
+            br.recycle(bid);
+        }
+        br.publish();
+        Ok(br)
+    }
+
+    /// Registers the ring with `ring`'s kernel instance under this buffer group.
+    pub fn register(&self, ring: &IoUring) -> io::Result<()> {
+        // SAFETY: `self.ring` is valid for `mask + 1` entries and lives until this
+        // BufRing is dropped; owners drop the IoUring first (or `leak` this).
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(
+                self.ring as u64,
+                self.mask.wrapping_add(1),
+                self.bgid,
+                0,
+            )
+        }
+    }
+
+    /// The buffer group id to put in receive SQEs.
+    pub fn bgid(&self) -> u16 {
+        self.bgid
+    }
+
+    /// Size of each buffer.
+    pub fn buf_size(&self) -> u32 {
+        self.buf_size
+    }
+
+    /// The first `len` bytes of buffer `bid`, as filled by the kernel.
+    #[inline]
+    pub fn buffer(&self, bid: u16, len: usize) -> &[u8] {
+        let bid = (bid & self.mask) as usize;
+        let len = len.min(self.buf_size as usize);
+        // SAFETY: bid is masked into range, len ≤ buf_size, the buffer belongs to
+        // the application while its completion is being handled.
+        unsafe { std::slice::from_raw_parts(self.bufs.add(bid * self.buf_size as usize), len) }
+    }
+
+    /// Gives buffer `bid` back; the kernel sees it after the next `publish`.
+    #[inline]
+    pub fn recycle(&mut self, bid: u16) {
+        let bid = bid & self.mask;
+        // SAFETY: index masked into the ring; the entry at `tail` is not owned by
+        // the kernel until the tail is published past it.
+        unsafe {
+            let e = &mut *self.ring.add((self.tail & self.mask) as usize);
+            e.set_addr(self.bufs.add(bid as usize * self.buf_size as usize) as u64);
+            e.set_len(self.buf_size);
+            e.set_bid(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Makes every recycled buffer visible to the kernel (one release store).
+    #[inline]
+    pub fn publish(&self) {
+        // SAFETY: the tail field overlays the first entry's reserved field; the
+        // ring is initialized and aligned, and the kernel only reads it.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// Do not free the memory on drop: used when the kernel may still write into
+    /// a buffer (the owner could not drain the ring before tearing it down).
+    pub fn leak(&mut self) {
+        self.leak = true;
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        if self.leak {
+            return;
+        }
+        // SAFETY: allocated in `new` with these layouts, freed once.
+        unsafe {
+            dealloc(self.ring as *mut u8, self.ring_layout);
+            dealloc(self.bufs, self.bufs_layout);
+        }
+    }
+}
+
+/// Packs an operation kind, a connection index and its generation into a
+/// completion token: `kind:8 | generation:24 | index:32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub kind: u8,
+    pub gen: u32,
+    pub index: u32,
+}
+
+impl Token {
+    #[inline]
+    pub fn encode(self) -> u64 {
+        (self.kind as u64) << 56 | ((self.gen as u64) & 0xff_ffff) << 32 | self.index as u64
+    }
+
+    #[inline]
+    pub fn decode(v: u64) -> Token {
+        Token {
+            kind: (v >> 56) as u8,
+            gen: ((v >> 32) & 0xff_ffff) as u32,
+            index: v as u32,
+        }
+    }
+}
+
+/// Generations wrap at 24 bits, the width kept in a token.
+#[inline]
+pub fn next_gen(g: u32) -> u32 {
+    (g + 1) & 0xff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_round_trips_and_masks_generation() {
+        let t = Token {
+            kind: 7,
+            gen: 0x12_3456,
+            index: 0xdead_beef,
+        };
+        assert_eq!(Token::decode(t.encode()), t);
+        assert_eq!(next_gen(0xff_ffff), 0);
+    }
+
+    #[test]
+    fn buf_ring_recycles_into_its_slots() {
+        let mut br = BufRing::new(6, 128, 3).unwrap();
+        assert_eq!(br.mask, 7, "rounded up to a power of two");
+        assert_eq!(br.tail, 8);
+        br.recycle(5);
+        assert_eq!(br.tail, 9);
+        assert_eq!(br.buffer(5, 1000).len(), 128);
+    }
+}

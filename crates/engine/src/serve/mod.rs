@@ -1,0 +1,827 @@
+//! `xload serve`: a thread-per-core HTTP/1.1 responder over io_uring, the
+//! default target for demos, tests and hardware-capacity checks.
+//!
+//! Each worker is pinned to its CPU and owns a listener bound with
+//! SO_REUSEPORT (the kernel spreads connections over workers), one multishot
+//! accept, one multishot receive per connection into a provided buffer ring,
+//! and at most one send in flight per connection (so pipelined answers stay
+//! in order). Answers are prebuilt bytes: an answer costs a recv completion,
+//! a send and its completion. `--delay` holds each answer on a timer (the
+//! loop's wait timeout, not a sleeping thread); `--pool N` lets at most N
+//! answers be held at once, the rest queue in arrival order — a model of a
+//! connection pool in front of a slow dependency. `/stats` answers the
+//! responder's own counters as JSON.
+
+mod request;
+
+pub use request::{Bad, Request, Scanner};
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use crate::clock::now_ns;
+use crate::pin;
+use crate::ring::{build_ring, next_gen, BufRing, Token};
+
+/// How the responder runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    /// Response body size in bytes.
+    pub body_size: usize,
+    /// One worker per entry; Some(cpu) pins it.
+    pub cpus: Vec<Option<usize>>,
+    /// Hold each answer this long.
+    pub delay: Option<Duration>,
+    /// At most this many answers held at once (over all workers, split evenly).
+    pub pool: Option<usize>,
+}
+
+/// Counters of one worker, alone on its cache line (written by that worker only).
+#[repr(align(128))]
+#[derive(Default)]
+pub struct WorkerCounters {
+    pub requests: AtomicU64,
+    pub connections: AtomicU64,
+    pub bad_requests: AtomicU64,
+    /// Answers held by --delay/--pool right now.
+    pub in_flight: AtomicU64,
+}
+
+/// The responder's counters, readable from any thread.
+pub struct ServeStats {
+    pub workers: Vec<WorkerCounters>,
+}
+
+impl ServeStats {
+    /// Requests answered (all workers).
+    pub fn requests(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.requests.load(Ordering::Relaxed))
+            .sum()
+    }
+    pub fn connections(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.connections.load(Ordering::Relaxed))
+            .sum()
+    }
+    pub fn bad_requests(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.bad_requests.load(Ordering::Relaxed))
+            .sum()
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.in_flight.load(Ordering::Relaxed))
+            .sum()
+    }
+    /// The `/stats` document.
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"workers\":{}}}",
+            self.requests(),
+            self.in_flight(),
+            self.connections(),
+            self.bad_requests(),
+            self.workers.len()
+        )
+    }
+}
+
+/// A running responder.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub stats: Arc<ServeStats>,
+    /// How each worker's ring was set up.
+    pub mode: &'static str,
+    stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl Server {
+    /// Binds every worker's listener and starts the workers.
+    pub fn start(cfg: ServeConfig) -> io::Result<Server> {
+        let n = cfg.cpus.len().max(1);
+        let mut listeners = Vec::with_capacity(n);
+        let mut addr = cfg.listen;
+        for _ in 0..n {
+            let l = reuseport_listener(addr)?;
+            addr = l.local_addr()?; // the first bind picks the port for all
+            listeners.push(l);
+        }
+        let stats = Arc::new(ServeStats {
+            workers: (0..n).map(|_| WorkerCounters::default()).collect(),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let pool = cfg.pool.map(|p| p.max(1));
+        let mut handles = Vec::with_capacity(n);
+        let (mode_tx, mode_rx) = std::sync::mpsc::channel();
+        for (w, listener) in listeners.into_iter().enumerate() {
+            let cpu = cfg.cpus.get(w).copied().flatten();
+            let stats = Arc::clone(&stats);
+            let stop = Arc::clone(&stop);
+            let body_size = cfg.body_size;
+            let delay_ns = cfg.delay.map(|d| d.as_nanos() as u64);
+            let pool_w = pool.map(|p| (p / n + usize::from(w < p % n)).max(1));
+            let mode_tx = mode_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("xload-serve{w}"))
+                .spawn(move || {
+                    if let Some(c) = cpu {
+                        pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
+                    }
+                    let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
+                    let _ = mode_tx.send(r.mode);
+                    r.run(&stop);
+                    Ok(())
+                })?;
+            handles.push(h);
+        }
+        drop(mode_tx);
+        let mode = mode_rx.recv().unwrap_or("unavailable");
+        if mode == "unavailable" {
+            let mut why = String::from("responder workers failed to start");
+            for h in handles {
+                if let Ok(Err(e)) = h.join() {
+                    why = e;
+                }
+            }
+            return Err(io::Error::other(why));
+        }
+        Ok(Server {
+            addr,
+            stats,
+            mode,
+            stop,
+            handles,
+        })
+    }
+
+    /// A flag that stops the workers when set.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// Stops the workers and waits for them.
+    pub fn stop(self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join()
+    }
+
+    /// Waits for the workers (they end when the stop flag is set).
+    pub fn join(self) -> Result<(), String> {
+        let mut first_err = Ok(());
+        for h in self.handles {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => first_err = first_err.and(Err(e)),
+                Err(_) => first_err = first_err.and(Err("responder worker panicked".to_string())),
+            }
+        }
+        first_err
+    }
+}
+
+fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket we own; TcpListener takes ownership.
+    let l = unsafe { TcpListener::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
+        // SAFETY: valid fd and option value.
+        if unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&one as *const libc::c_int).cast(),
+                4,
+            )
+        } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let sa = crate::sock::sockaddr(addr);
+    // SAFETY: the address is valid for `len` bytes.
+    if unsafe { libc::bind(fd, &sa.storage as *const _ as *const libc::sockaddr, sa.len) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("bind {addr}: {e}")));
+    }
+    // SAFETY: valid fd.
+    if unsafe { libc::listen(fd, 4096) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(l)
+}
+
+const OP_ACCEPT: u8 = 1;
+const OP_RECV: u8 = 2;
+const OP_SEND: u8 = 3;
+
+/// Pipelined answers sent in one go, at most.
+const MAX_BATCH: usize = 64;
+
+/// What a connection owes, in request order.
+#[derive(Debug)]
+enum Owed {
+    /// `n` plain answers, of which `ready` may go now (the rest are delayed).
+    Ok {
+        n: u32,
+        ready: u32,
+    },
+    /// The last answer: says Connection: close, then the connection ends.
+    OkClose {
+        ready: bool,
+    },
+    Stats,
+    /// 400, then close.
+    Bad,
+}
+
+struct SConn {
+    fd: RawFd,
+    gen: u32,
+    live: bool,
+    recv_armed: bool,
+    sending: bool,
+    /// No more reading: close once everything owed is sent.
+    closing: bool,
+    scanner: Scanner,
+    owed: VecDeque<Owed>,
+    /// Bytes of a mixed answer (stats, 400, close) being sent.
+    out: Vec<u8>,
+    /// Plain answers in the send in flight.
+    sending_ok: u32,
+}
+
+struct Responder {
+    // The ring drops before the memory it uses.
+    ring: IoUring,
+    bufs: BufRing,
+    mode: &'static str,
+    listener: TcpListener,
+    accept_armed: bool,
+    worker: usize,
+    stats: Arc<ServeStats>,
+    conns: Vec<SConn>,
+    free: Vec<u32>,
+    /// MAX_BATCH keep-alive answers back to back.
+    ok_batch: Box<[u8]>,
+    ok_len: usize,
+    ok_close: Box<[u8]>,
+    bad: &'static [u8],
+    delay_ns: Option<u64>,
+    pool: Option<usize>,
+    /// Held answers: (conn, gen, release time), in release order.
+    held: VecDeque<(u32, u32, u64)>,
+    /// Answers waiting for a pool slot: (conn, gen).
+    queued: VecDeque<(u32, u32)>,
+    rearm: Vec<u32>,
+    cqes: Vec<cqueue::Entry>,
+}
+
+fn ok_response(body_size: usize, close: bool) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: text/plain\r\nContent-Length: {body_size}\r\n{}\r\n",
+        if close { "Connection: close\r\n" } else { "" }
+    )
+    .into_bytes();
+    r.resize(r.len() + body_size, b'x');
+    r
+}
+
+impl Responder {
+    fn new(
+        listener: TcpListener,
+        worker: usize,
+        stats: Arc<ServeStats>,
+        body_size: usize,
+        delay_ns: Option<u64>,
+        pool: Option<usize>,
+    ) -> Result<Responder, String> {
+        let (ring, mode) = build_ring(4096, 16384).map_err(|e| format!("io_uring_setup: {e}"))?;
+        let bufs = BufRing::new(4096, 4096, 0).map_err(|e| format!("buffer ring: {e}"))?;
+        bufs.register(&ring)
+            .map_err(|e| format!("register buffer ring: {e}"))?;
+        let one = ok_response(body_size, false);
+        let ok_len = one.len();
+        let ok_batch: Vec<u8> = one
+            .iter()
+            .copied()
+            .cycle()
+            .take(ok_len * MAX_BATCH)
+            .collect();
+        Ok(Responder {
+            ring,
+            bufs,
+            mode,
+            listener,
+            accept_armed: false,
+            worker,
+            stats,
+            conns: Vec::new(),
+            free: Vec::new(),
+            ok_batch: ok_batch.into_boxed_slice(),
+            ok_len,
+            ok_close: ok_response(body_size, true).into_boxed_slice(),
+            bad: b"HTTP/1.1 400 Bad Request\r\nServer: xload\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            delay_ns,
+            pool,
+            held: VecDeque::new(),
+            queued: VecDeque::new(),
+            rearm: Vec::new(),
+            cqes: Vec::with_capacity(16384),
+        })
+    }
+
+    fn counters(&self) -> &WorkerCounters {
+        &self.stats.workers[self.worker]
+    }
+
+    /// # Safety
+    /// Buffers the entry points to must stay valid until its completion.
+    unsafe fn push(&mut self, e: &squeue::Entry) {
+        // SAFETY: passed on from the caller.
+        while unsafe { self.ring.submission().push(e) }.is_err() {
+            let _ = self.ring.submit();
+        }
+    }
+
+    fn arm_accept(&mut self) {
+        if self.accept_armed {
+            return;
+        }
+        self.accept_armed = true;
+        let e = opcode::AcceptMulti::new(types::Fd(self.listener.as_raw_fd()))
+            .flags(libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(
+                Token {
+                    kind: OP_ACCEPT,
+                    gen: 0,
+                    index: 0,
+                }
+                .encode(),
+            );
+        // SAFETY: the listener lives as long as the responder.
+        unsafe { self.push(&e) };
+    }
+
+    fn run(&mut self, stop: &AtomicBool) {
+        self.arm_accept();
+        while !stop.load(Ordering::Relaxed) {
+            let now = now_ns();
+            let mut wait_ns: u64 = 100_000_000;
+            if let Some(&(_, _, t)) = self.held.front() {
+                wait_ns = wait_ns.min(t.saturating_sub(now));
+            }
+            let res = if wait_ns < 2_000 {
+                self.ring.submit()
+            } else {
+                let ts = types::Timespec::from(Duration::from_nanos(wait_ns));
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            };
+            if let Err(e) = res {
+                if !matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.clear();
+            cqes.extend(self.ring.completion());
+            for cqe in &cqes {
+                self.complete(cqe);
+            }
+            self.cqes = cqes;
+            self.bufs.publish();
+            while let Some(i) = self.rearm.pop() {
+                self.arm_recv(i as usize);
+            }
+            if self.delay_ns.is_some() {
+                self.release_held(now_ns());
+            }
+            if !self.accept_armed {
+                self.arm_accept();
+            }
+        }
+        self.shutdown();
+    }
+
+    fn complete(&mut self, cqe: &cqueue::Entry) {
+        let tok = Token::decode(cqe.user_data());
+        let res = cqe.result();
+        match tok.kind {
+            OP_ACCEPT => {
+                if !cqueue::more(cqe.flags()) {
+                    self.accept_armed = false;
+                }
+                if res >= 0 {
+                    self.on_accept(res);
+                } else if matches!(-res, libc::EMFILE | libc::ENFILE) {
+                    // Out of descriptors: the multishot ended; pause accepting briefly.
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            OP_RECV => {
+                let flags = cqe.flags();
+                let more = cqueue::more(flags);
+                let bid = cqueue::buffer_select(flags);
+                let i = tok.index as usize;
+                let current = i < self.conns.len() && self.conns[i].gen == tok.gen;
+                if !current {
+                    if let Some(b) = bid {
+                        self.bufs.recycle(b);
+                    }
+                    return;
+                }
+                if !more {
+                    self.conns[i].recv_armed = false;
+                }
+                if res > 0 {
+                    if let Some(b) = bid {
+                        self.on_data(i, b, res as usize);
+                    }
+                    let c = &self.conns[i];
+                    if c.live && !c.recv_armed && !c.closing {
+                        self.rearm.push(i as u32);
+                    }
+                } else if res == -libc::ENOBUFS {
+                    self.rearm.push(i as u32);
+                } else {
+                    // EOF or error: nothing more will be read.
+                    self.conns[i].closing = true;
+                    self.try_finish(i);
+                }
+            }
+            OP_SEND => {
+                let i = tok.index as usize;
+                if i >= self.conns.len() || self.conns[i].gen != tok.gen {
+                    return;
+                }
+                self.conns[i].sending = false;
+                if res < 0 {
+                    self.conns[i].owed.clear();
+                    self.conns[i].closing = true;
+                    self.try_finish(i);
+                    return;
+                }
+                let sent_ok = std::mem::take(&mut self.conns[i].sending_ok);
+                let c = self.counters();
+                c.requests.store(
+                    c.requests.load(Ordering::Relaxed) + sent_ok as u64,
+                    Ordering::Relaxed,
+                );
+                self.flush(i);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_accept(&mut self, fd: RawFd) {
+        let one: libc::c_int = 1;
+        // SAFETY: fd was just accepted and is ours.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&one as *const libc::c_int).cast(),
+                4,
+            )
+        };
+        let i = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.conns.push(SConn {
+                    fd: -1,
+                    gen: 0,
+                    live: false,
+                    recv_armed: false,
+                    sending: false,
+                    closing: false,
+                    scanner: Scanner::new(),
+                    owed: VecDeque::with_capacity(8),
+                    out: Vec::new(),
+                    sending_ok: 0,
+                });
+                self.conns.len() - 1
+            }
+        };
+        let c = &mut self.conns[i];
+        c.fd = fd;
+        c.live = true;
+        c.closing = false;
+        c.sending = false;
+        c.sending_ok = 0;
+        c.scanner.reset();
+        c.owed.clear();
+        let cnt = self.counters();
+        cnt.connections.store(
+            cnt.connections.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        self.arm_recv(i);
+    }
+
+    fn arm_recv(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.live || c.recv_armed || c.closing {
+            return;
+        }
+        c.recv_armed = true;
+        let e = opcode::RecvMulti::new(types::Fd(c.fd), self.bufs.bgid())
+            .build()
+            .user_data(
+                Token {
+                    kind: OP_RECV,
+                    gen: c.gen,
+                    index: i as u32,
+                }
+                .encode(),
+            );
+        // SAFETY: the buffers belong to the registered ring, owned by the responder.
+        unsafe { self.push(&e) };
+    }
+
+    fn on_data(&mut self, i: usize, bid: u16, len: usize) {
+        let delayed = self.delay_ns.is_some();
+        let data = self.bufs.buffer(bid, len);
+        let c = &mut self.conns[i];
+        let mut new_held = 0u32;
+        let owed = &mut c.owed;
+        let res = c.scanner.feed(data, |r| {
+            if r.stats {
+                owed.push_back(Owed::Stats);
+            } else if !r.keep_alive {
+                owed.push_back(Owed::OkClose { ready: !delayed });
+                if delayed {
+                    new_held += 1;
+                }
+            } else {
+                let ready = u32::from(!delayed);
+                if delayed {
+                    new_held += 1;
+                }
+                match owed.back_mut() {
+                    Some(Owed::Ok { n, ready: r }) if !delayed || *r == 0 => {
+                        *n += 1;
+                        *r += ready;
+                    }
+                    _ => owed.push_back(Owed::Ok { n: 1, ready }),
+                }
+            }
+        });
+        self.bufs.recycle(bid);
+        if res.is_err() {
+            c.owed.push_back(Owed::Bad);
+            c.closing = true;
+            let cnt = &self.stats.workers[self.worker];
+            cnt.bad_requests.store(
+                cnt.bad_requests.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
+        }
+        if c.owed.iter().any(|o| matches!(o, Owed::OkClose { .. })) {
+            c.closing = true;
+        }
+        let gen = c.gen;
+        if new_held > 0 {
+            let now = now_ns();
+            for _ in 0..new_held {
+                self.hold(i as u32, gen, now);
+            }
+        }
+        self.flush(i);
+    }
+
+    /// Delay: an answer starts its hold now if a pool slot is free, else queues.
+    fn hold(&mut self, i: u32, gen: u32, now: u64) {
+        let delay = self.delay_ns.unwrap_or(0);
+        if self.pool.is_none_or(|p| self.held.len() < p) {
+            self.held.push_back((i, gen, now + delay));
+        } else {
+            self.queued.push_back((i, gen));
+        }
+        let cnt = self.counters();
+        cnt.in_flight.store(
+            (self.held.len() + self.queued.len()) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Releases held answers whose time has come; queued ones take their slots.
+    fn release_held(&mut self, now: u64) {
+        let delay = self.delay_ns.unwrap_or(0);
+        let mut touched = false;
+        while let Some(&(i, gen, t)) = self.held.front() {
+            if t > now {
+                break;
+            }
+            self.held.pop_front();
+            touched = true;
+            let idx = i as usize;
+            if idx < self.conns.len() && self.conns[idx].gen == gen && self.conns[idx].live {
+                // Mark the oldest not-yet-ready answer of this connection ready.
+                for o in self.conns[idx].owed.iter_mut() {
+                    match o {
+                        Owed::Ok { n, ready } if *ready < *n => {
+                            *ready += 1;
+                            break;
+                        }
+                        Owed::OkClose { ready } if !*ready => {
+                            *ready = true;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                self.flush(idx);
+            }
+            if let Some((qi, qgen)) = self.queued.pop_front() {
+                self.held.push_back((qi, qgen, now + delay));
+            }
+        }
+        if touched {
+            let cnt = self.counters();
+            cnt.in_flight.store(
+                (self.held.len() + self.queued.len()) as u64,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Sends what is owed and ready, in order; one send in flight at a time.
+    fn flush(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.live || c.sending {
+            return;
+        }
+        // Fast path: only plain answers ready at the front.
+        if let Some(Owed::Ok { n, ready }) = c.owed.front_mut() {
+            if *ready > 0 {
+                let k = (*ready as usize).min(MAX_BATCH);
+                *ready -= k as u32;
+                *n -= k as u32;
+                if *n == 0 {
+                    c.owed.pop_front();
+                }
+                c.sending = true;
+                c.sending_ok = k as u32;
+                let e = opcode::Send::new(
+                    types::Fd(c.fd),
+                    self.ok_batch.as_ptr(),
+                    (k * self.ok_len) as u32,
+                )
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+                .user_data(
+                    Token {
+                        kind: OP_SEND,
+                        gen: c.gen,
+                        index: i as u32,
+                    }
+                    .encode(),
+                );
+                // SAFETY: ok_batch is owned by the responder for its lifetime.
+                unsafe { self.push(&e) };
+                return;
+            }
+            return; // the front answer is still held
+        }
+        // Slow path: stats, 400 or a closing answer.
+        c.out.clear();
+        let mut ok = 0u32;
+        let mut ends = false;
+        match c.owed.front() {
+            Some(Owed::Stats) => {
+                let body = self.stats.json();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                    body.len()
+                );
+                c.out.extend_from_slice(head.as_bytes());
+                c.out.extend_from_slice(body.as_bytes());
+                c.owed.pop_front();
+            }
+            Some(Owed::OkClose { ready: true }) => {
+                c.out.extend_from_slice(&self.ok_close);
+                c.owed.clear();
+                ok = 1;
+                ends = true;
+            }
+            Some(Owed::Bad) => {
+                c.out.extend_from_slice(self.bad);
+                c.owed.clear();
+                ends = true;
+            }
+            Some(_) => return, // held
+            None => {
+                self.try_finish(i);
+                return;
+            }
+        }
+        if ends {
+            c.closing = true;
+        }
+        c.sending = true;
+        c.sending_ok = ok;
+        let e = opcode::Send::new(types::Fd(c.fd), c.out.as_ptr(), c.out.len() as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(
+                Token {
+                    kind: OP_SEND,
+                    gen: c.gen,
+                    index: i as u32,
+                }
+                .encode(),
+            );
+        // SAFETY: `out` is not touched while `sending` is set, and the slot is not
+        // reused before the send completes (see try_finish).
+        unsafe { self.push(&e) };
+    }
+
+    /// Closes a connection that is done reading once nothing is being sent.
+    fn try_finish(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.live || !c.closing || c.sending {
+            return;
+        }
+        if !c.owed.is_empty()
+            && c.owed.iter().any(|o| {
+                !matches!(
+                    o,
+                    Owed::Ok { ready: 0, .. } | Owed::OkClose { ready: false }
+                )
+            })
+        {
+            // Something is still sendable: flush will come back here.
+            return;
+        }
+        if c.recv_armed {
+            // SAFETY: our fd; ends the armed receive.
+            unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+        }
+        // SAFETY: our fd, closed once.
+        unsafe { libc::close(c.fd) };
+        c.fd = -1;
+        c.live = false;
+        c.recv_armed = false;
+        c.gen = next_gen(c.gen);
+        c.owed.clear();
+        self.free.push(i as u32);
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.ring.submit();
+        // Waits until every cancelled request has completed.
+        let cancelled = self.ring.submitter().register_sync_cancel(
+            Some(types::Timespec::from(Duration::from_millis(200))),
+            types::CancelBuilder::any().all(),
+        );
+        for c in &mut self.conns {
+            if c.live {
+                // SAFETY: our fds, closed once.
+                unsafe {
+                    libc::shutdown(c.fd, libc::SHUT_RDWR);
+                    libc::close(c.fd);
+                }
+                c.live = false;
+            }
+        }
+        // Drain what the cancellation posted.
+        let ts = types::Timespec::from(Duration::from_millis(20));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        let _ = self.ring.submitter().submit_with_args(1, &args);
+        self.ring.completion().for_each(drop);
+        if cancelled.is_err() {
+            // A receive might still be finishing inside the kernel: keep its memory.
+            self.bufs.leak();
+        }
+    }
+}

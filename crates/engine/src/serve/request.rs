@@ -1,0 +1,310 @@
+//! The responder's incremental request scanner: finds request boundaries in a
+//! byte stream split anywhere, reads what the responder needs (method, target,
+//! Content-Length, keep-alive) and rejects what it cannot frame.
+//!
+//! A request head that arrives whole is parsed in place; only a head split
+//! across receives is copied, into a per-connection buffer reused for the
+//! connection's lifetime.
+
+/// What the responder must answer, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The connection stays open after the answer.
+    pub keep_alive: bool,
+    /// The target is `/stats` (the responder's own counters).
+    pub stats: bool,
+}
+
+/// Why a request was refused (answered 400, then the connection is closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bad {
+    RequestLine,
+    Version,
+    HeaderName,
+    HeaderValue,
+    ContentLength,
+    /// Chunked request bodies are not framed by this responder.
+    TransferEncoding,
+    HeadTooLarge,
+}
+
+/// Largest request head accepted.
+pub const MAX_HEAD: usize = 16 * 1024;
+
+#[derive(Default)]
+pub struct Scanner {
+    /// Bytes of a head split across receives.
+    head: Vec<u8>,
+    /// Body bytes still to skip, and the request they belong to.
+    body_left: u64,
+    pending: Option<Request>,
+}
+
+impl Scanner {
+    pub fn new() -> Scanner {
+        Scanner::default()
+    }
+
+    /// Feeds received bytes; calls `on` for each complete request in order.
+    pub fn feed(&mut self, input: &[u8], mut on: impl FnMut(Request)) -> Result<(), Bad> {
+        let mut i = 0;
+        while i < input.len() {
+            if self.body_left > 0 {
+                let k = self.body_left.min((input.len() - i) as u64);
+                self.body_left -= k;
+                i += k as usize;
+                if self.body_left == 0 {
+                    if let Some(r) = self.pending.take() {
+                        on(r);
+                    }
+                }
+                continue;
+            }
+            let rest = &input[i..];
+            if self.head.is_empty() {
+                match head_end(rest, 0) {
+                    Some(end) => {
+                        let (req, body) = parse_head(&rest[..end])?;
+                        i += end;
+                        self.start(req, body, &mut on);
+                    }
+                    None => {
+                        if rest.len() > MAX_HEAD {
+                            return Err(Bad::HeadTooLarge);
+                        }
+                        self.head.extend_from_slice(rest);
+                        i = input.len();
+                    }
+                }
+            } else {
+                let old = self.head.len();
+                let take = rest.len().min(MAX_HEAD + 4 - old.min(MAX_HEAD));
+                self.head.extend_from_slice(&rest[..take]);
+                match head_end(&self.head, old.saturating_sub(3)) {
+                    Some(end) => {
+                        let (req, body) = parse_head(&self.head[..end])?;
+                        i += end - old;
+                        self.head.clear();
+                        self.start(req, body, &mut on);
+                    }
+                    None => {
+                        if self.head.len() > MAX_HEAD {
+                            return Err(Bad::HeadTooLarge);
+                        }
+                        i += take;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, req: Request, body: u64, on: &mut impl FnMut(Request)) {
+        if body == 0 {
+            on(req);
+        } else {
+            self.body_left = body;
+            self.pending = Some(req);
+        }
+    }
+
+    /// A connection was replaced: forget everything (keeps the buffer's memory).
+    pub fn reset(&mut self) {
+        self.head.clear();
+        self.body_left = 0;
+        self.pending = None;
+    }
+}
+
+/// Offset just past the first `\r\n\r\n` at or after `from`.
+fn head_end(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 3 < b.len() {
+        // Skip to the next '\n' quickly; the terminator ends with "\n\r\n".
+        match b[i + 3..].iter().position(|&c| c == b'\n') {
+            None => return None,
+            Some(p) => {
+                let j = i + 3 + p; // index of '\n'
+                if b[j - 3] == b'\r' && b[j - 2] == b'\n' && b[j - 1] == b'\r' {
+                    return Some(j + 1);
+                }
+                i = j - 2;
+            }
+        }
+    }
+    None
+}
+
+fn is_tchar(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// Parses a complete head (ending in CRLFCRLF): the request and its body length.
+fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
+    // Drop the final "\n\r\n": every line then ends in '\r'.
+    let mut lines = h[..h.len() - 3].split(|&c| c == b'\n');
+    let line = lines.next().ok_or(Bad::RequestLine)?;
+    let line = line.strip_suffix(b"\r").ok_or(Bad::RequestLine)?;
+    let mut parts = line.split(|&c| c == b' ');
+    let method = parts.next().ok_or(Bad::RequestLine)?;
+    let target = parts.next().ok_or(Bad::RequestLine)?;
+    let version = parts.next().ok_or(Bad::RequestLine)?;
+    if parts.next().is_some()
+        || method.is_empty()
+        || !method.iter().all(|&c| is_tchar(c))
+        || target.is_empty()
+    {
+        return Err(Bad::RequestLine);
+    }
+    if target.iter().any(|&c| c <= b' ' || c == 0x7f) {
+        return Err(Bad::RequestLine);
+    }
+    let http11 = match version {
+        b"HTTP/1.1" => true,
+        b"HTTP/1.0" => false,
+        _ => return Err(Bad::Version),
+    };
+    let mut keep_alive = http11;
+    let mut length: Option<u64> = None;
+    for line in lines {
+        let line = line.strip_suffix(b"\r").ok_or(Bad::HeaderValue)?;
+        let colon = line
+            .iter()
+            .position(|&c| c == b':')
+            .ok_or(Bad::HeaderName)?;
+        let (name, value) = (&line[..colon], &line[colon + 1..]);
+        if name.is_empty() || !name.iter().all(|&c| is_tchar(c)) {
+            return Err(Bad::HeaderName);
+        }
+        if value.iter().any(|&c| c == b'\r' || c == 0) {
+            return Err(Bad::HeaderValue);
+        }
+        let value = trim(value);
+        match name.len() {
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                if value.is_empty() || value.len() > 15 || !value.iter().all(u8::is_ascii_digit) {
+                    return Err(Bad::ContentLength);
+                }
+                let v = value.iter().fold(0u64, |a, &d| a * 10 + (d - b'0') as u64);
+                if length.is_some_and(|l| l != v) {
+                    return Err(Bad::ContentLength);
+                }
+                length = Some(v);
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                return Err(Bad::TransferEncoding)
+            }
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                for tok in value.split(|&c| c == b',').map(trim) {
+                    if tok.eq_ignore_ascii_case(b"close") {
+                        keep_alive = false;
+                    } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                        keep_alive = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let path = target.split(|&c| c == b'?').next().unwrap_or(target);
+    Ok((
+        Request {
+            keep_alive,
+            stats: path == b"/stats",
+        },
+        length.unwrap_or(0),
+    ))
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let s = v
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(s, |p| p + 1);
+    &v[s..e]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan_all(chunks: &[&[u8]]) -> Result<Vec<Request>, Bad> {
+        let mut s = Scanner::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            s.feed(c, |r| out.push(r))?;
+        }
+        Ok(out)
+    }
+
+    const PIPE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /stats?x=1 HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.0\r\n\r\n";
+
+    #[test]
+    fn pipelined_requests_split_at_every_byte_give_the_same_answers() {
+        let whole = scan_all(&[PIPE]).unwrap();
+        assert_eq!(
+            whole,
+            vec![
+                Request {
+                    keep_alive: true,
+                    stats: false
+                },
+                Request {
+                    keep_alive: true,
+                    stats: false
+                },
+                Request {
+                    keep_alive: false,
+                    stats: true
+                },
+                Request {
+                    keep_alive: false,
+                    stats: false
+                },
+            ]
+        );
+        for cut in 0..=PIPE.len() {
+            assert_eq!(
+                scan_all(&[&PIPE[..cut], &PIPE[cut..]]).unwrap(),
+                whole,
+                "cut at {cut}"
+            );
+        }
+        let bytes: Vec<&[u8]> = PIPE.chunks(1).collect();
+        assert_eq!(scan_all(&bytes).unwrap(), whole);
+    }
+
+    #[test]
+    fn bad_requests_are_named() {
+        assert_eq!(scan_all(&[b"garbage\r\n\r\n"]), Err(Bad::RequestLine));
+        assert_eq!(scan_all(&[b"GET / HTTP/2.0\r\n\r\n"]), Err(Bad::Version));
+        assert_eq!(
+            scan_all(&[b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"]),
+            Err(Bad::HeaderName)
+        );
+        assert_eq!(
+            scan_all(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]),
+            Err(Bad::ContentLength)
+        );
+        assert_eq!(
+            scan_all(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"]),
+            Err(Bad::TransferEncoding)
+        );
+        let big = vec![b'a'; MAX_HEAD + 10];
+        assert_eq!(
+            scan_all(&[b"GET / HTTP/1.1\r\nX: ", &big]),
+            Err(Bad::HeadTooLarge)
+        );
+        assert_eq!(scan_all(&[&big]), Err(Bad::HeadTooLarge));
+    }
+
+    #[test]
+    fn http10_keep_alive_is_honoured() {
+        let r = scan_all(&[b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"]).unwrap();
+        assert!(r[0].keep_alive);
+    }
+}

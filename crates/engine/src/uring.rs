@@ -1,0 +1,623 @@
+//! The io_uring driver.
+//!
+//! Per connection: `socket(2)` (synchronous, cheap), a Connect SQE linked to a
+//! LinkTimeout, one multishot Recv into the worker's provided buffer ring
+//! (armed once, re-armed only if the kernel ends it), and one Send SQE per
+//! batch of requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a
+//! successful send posts no completion at all. Per loop: one
+//! `io_uring_enter` submits everything queued and waits for at least one
+//! completion (or the next timer), then all completions are handled and the
+//! consumed receive buffers are published back in one store.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use xload_stats::ErrorKind;
+
+use crate::clock::now_ns;
+use crate::conn::{backoff_ns, record_errno, record_fed_error, Exchange, Fed, Phase, Sent};
+use crate::ring::{build_ring, next_gen, BufRing, Token};
+use crate::sock::{sockaddr, tcp_socket, Addr};
+use crate::worker::{Ctx, DriverStats};
+
+const OP_CONNECT: u8 = 1;
+const OP_LINK_TIMEOUT: u8 = 2;
+const OP_RECV: u8 = 3;
+const OP_SEND: u8 = 4;
+
+/// A send left later than this after its intended time counts as late.
+const LATE_NS: u64 = 1_000_000;
+
+/// Receive buffer size: a pipelined batch of small responses fits one buffer.
+const RECV_BUF: u32 = 16 * 1024;
+
+/// Tries the features this driver needs, for real, and names the ring mode.
+pub(crate) fn probe() -> Result<&'static str, String> {
+    if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
+        if v.trim() == "2" {
+            return Err("kernel.io_uring_disabled=2".into());
+        }
+    }
+    let (ring, mode) = build_ring(8, 16).map_err(|e| format!("io_uring_setup: {e}"))?;
+    let bufs = BufRing::new(4, 256, 0).map_err(|e| e.to_string())?;
+    bufs.register(&ring)
+        .map_err(|e| format!("provided buffer ring (needs Linux 5.19+): {e}"))?;
+    let mut ring = ring;
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid out-array of two ints.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(format!("socketpair: {}", io::Error::last_os_error()));
+    }
+    let result = (|| {
+        let e = opcode::RecvMulti::new(types::Fd(fds[0]), 0)
+            .build()
+            .user_data(1);
+        // SAFETY: the SQE references only the socket and buffer group 0 (owned by `bufs`, alive below).
+        unsafe { ring.submission().push(&e) }.map_err(|_| "submission queue full".to_string())?;
+        // SAFETY: writing one byte from a static buffer to our own socket.
+        unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) };
+        let ts = types::Timespec::from(std::time::Duration::from_millis(500));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                return Err("multishot recv did not complete".into())
+            }
+            Err(e) => return Err(format!("io_uring_enter: {e}")),
+        }
+        let cqe = ring
+            .completion()
+            .next()
+            .ok_or("no completion from multishot recv")?;
+        if cqe.result() != 1 {
+            return Err(format!(
+                "multishot recv (needs Linux 6.0+) returned {}",
+                cqe.result()
+            ));
+        }
+        if !cqueue::more(cqe.flags()) {
+            return Err("multishot recv not supported (needs Linux 6.0+)".into());
+        }
+        Ok(mode)
+    })();
+    // SAFETY: closing our own socketpair; this ends the multishot recv.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    // Tear down the ring before the buffer memory.
+    drop(ring);
+    result
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// No socket; opened by the next sweep after `until_ns`.
+    Closed {
+        until_ns: u64,
+    },
+    Connecting,
+    Open,
+}
+
+struct Conn {
+    fd: RawFd,
+    gen: u32,
+    state: State,
+    recv_armed: bool,
+    failures: u32,
+    ex: Exchange,
+}
+
+struct Driver<'c, 'p> {
+    // Field order matters: the ring is dropped before the memory it uses.
+    ring: IoUring,
+    bufs: BufRing,
+    ctx: &'c mut Ctx<'p>,
+    conns: Vec<Conn>,
+    /// `pipeline` copies of the request, back to back (stable while the ring lives).
+    batch: Box<[u8]>,
+    req_len: usize,
+    addr: Box<Addr>,
+    connect_timeout: Box<types::Timespec>,
+    timeout_ns: u64,
+    pipeline: usize,
+    /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
+    rearm: Vec<u32>,
+    /// Open loop: open connections with nothing in flight.
+    idle: Vec<u32>,
+    cqes: Vec<cqueue::Entry>,
+    /// Receives armed and not yet finished (stale ones included).
+    recvs_live: usize,
+    connects_live: usize,
+}
+
+pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
+    let plan = ctx.plan;
+    let nconns = plan.connections_of(_index);
+    let sq = ((nconns * 3 + 64).next_power_of_two()).clamp(256, 32768) as u32;
+    let (ring, mode) = build_ring(sq, sq * 4).map_err(|e| format!("io_uring_setup: {e}"))?;
+    let nbufs = ((nconns * 2).max(256).next_power_of_two()).min(32768) as u16;
+    let bufs = BufRing::new(nbufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
+    bufs.register(&ring)
+        .map_err(|e| format!("register buffer ring: {e}"))?;
+    let pipeline = plan.pipeline.max(1);
+    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
+    for _ in 0..pipeline {
+        batch.extend_from_slice(&plan.request);
+    }
+    let mut d = Driver {
+        ring,
+        bufs,
+        conns: (0..nconns)
+            .map(|_| Conn {
+                fd: -1,
+                gen: 0,
+                state: State::Closed { until_ns: 0 },
+                recv_armed: false,
+                failures: 0,
+                ex: Exchange::new(plan.head, pipeline),
+            })
+            .collect(),
+        batch: batch.into_boxed_slice(),
+        req_len: plan.request.len(),
+        addr: sockaddr(plan.addr),
+        connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
+        timeout_ns: plan.timeout.as_nanos() as u64,
+        pipeline,
+        rearm: Vec::with_capacity(nconns),
+        idle: Vec::with_capacity(nconns),
+        cqes: Vec::with_capacity(sq as usize * 4),
+        recvs_live: 0,
+        connects_live: 0,
+        ctx,
+    };
+    d.main_loop();
+    let cq_overflow = d.ring.completion().overflow() as u64;
+    d.shutdown();
+    Ok(DriverStats { mode, cq_overflow })
+}
+
+impl Driver<'_, '_> {
+    fn main_loop(&mut self) {
+        let now = now_ns();
+        for i in 0..self.conns.len() {
+            self.open(i, now);
+        }
+        // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
+        let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        let mut next_sweep = now + sweep_ns;
+        loop {
+            let now = now_ns();
+            if !self.ctx.on_time(now) {
+                break;
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + sweep_ns;
+            }
+            if self.ctx.open_loop {
+                self.dispatch(now);
+            }
+            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+                break;
+            }
+            let wake = self.ctx.wake_ns().min(next_sweep);
+            self.wait(wake.saturating_sub(now_ns()));
+            let now = now_ns();
+            self.reap(now);
+        }
+    }
+
+    /// Submits what is queued and waits up to `wait_ns` for a completion.
+    fn wait(&mut self, wait_ns: u64) {
+        let res = if wait_ns < 2_000 {
+            self.ring.submit()
+        } else {
+            let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(1, &args)
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
+                _ => {
+                    // An unexpected enter failure: back off briefly rather than spin.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        }
+    }
+
+    /// Pushes one SQE, submitting first if the queue is full.
+    ///
+    /// # Safety
+    /// Every buffer or address the entry points to must stay valid until its
+    /// completion is reaped (or the ring is torn down after a drain).
+    #[inline]
+    unsafe fn push(&mut self, e: &squeue::Entry) {
+        // SAFETY: passed on from the caller.
+        while unsafe { self.ring.submission().push(e) }.is_err() {
+            let _ = self.ring.submit();
+        }
+    }
+
+    fn reap(&mut self, now: u64) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(self.ring.completion());
+        for cqe in &cqes {
+            self.complete(cqe, now);
+        }
+        self.cqes = cqes;
+        self.bufs.publish();
+        while let Some(i) = self.rearm.pop() {
+            self.arm_recv(i as usize);
+        }
+        if self.ctx.open_loop {
+            self.dispatch(now);
+        }
+    }
+
+    fn complete(&mut self, cqe: &cqueue::Entry, now: u64) {
+        let tok = Token::decode(cqe.user_data());
+        let res = cqe.result();
+        match tok.kind {
+            OP_RECV => {
+                let flags = cqe.flags();
+                let more = cqueue::more(flags);
+                if !more {
+                    self.recvs_live -= 1;
+                }
+                let bid = cqueue::buffer_select(flags);
+                let i = tok.index as usize;
+                let current = self.conns[i].gen == tok.gen;
+                if current && !more {
+                    self.conns[i].recv_armed = false;
+                }
+                if !current {
+                    if let Some(b) = bid {
+                        self.bufs.recycle(b);
+                    }
+                    return;
+                }
+                if res > 0 {
+                    let Some(b) = bid else { return };
+                    self.on_data(i, b, res as usize, now);
+                    if self.conns[i].state == State::Open && !self.conns[i].recv_armed {
+                        self.rearm.push(i as u32);
+                    }
+                } else if res == 0 {
+                    self.on_eof(i, now);
+                } else if res == -libc::ENOBUFS {
+                    if self.conns[i].state == State::Open {
+                        self.rearm.push(i as u32);
+                    }
+                } else {
+                    record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
+                    self.replace(i, now);
+                }
+            }
+            OP_CONNECT => {
+                self.connects_live -= 1;
+                let i = tok.index as usize;
+                if self.conns[i].gen != tok.gen {
+                    return;
+                }
+                if res == 0 {
+                    let c = &mut self.conns[i];
+                    c.state = State::Open;
+                    c.failures = 0;
+                    self.ctx.rec.record_connect();
+                    self.arm_recv(i);
+                    if self.ctx.open_loop {
+                        self.idle.push(i as u32);
+                    } else {
+                        self.send_batch(i, now);
+                    }
+                } else {
+                    record_errno(&mut self.ctx.rec, Phase::Connect, -res);
+                    self.close(i);
+                    let c = &mut self.conns[i];
+                    c.failures += 1;
+                    c.state = State::Closed {
+                        until_ns: now + backoff_ns(c.failures),
+                    };
+                }
+            }
+            OP_SEND => {
+                // Successful sends post nothing: this is a failure or a short send.
+                let i = tok.index as usize;
+                if self.conns[i].gen != tok.gen {
+                    return;
+                }
+                if res < 0 {
+                    record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
+                } else {
+                    self.ctx.rec.record_error(ErrorKind::Reset);
+                }
+                self.replace(i, now);
+            }
+            _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
+        }
+    }
+
+    #[inline]
+    fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
+        let open_loop = self.ctx.open_loop;
+        let data = self.bufs.buffer(bid, len);
+        let conn = &mut self.conns[i];
+        let (_, fed) = conn.ex.feed(data, now, &mut self.ctx.rec, open_loop);
+        self.bufs.recycle(bid);
+        match fed {
+            Fed::More => {
+                if conn.ex.pending.is_empty() {
+                    if open_loop {
+                        self.idle.push(i as u32);
+                    } else {
+                        self.send_batch(i, now);
+                    }
+                }
+            }
+            Fed::Close => self.replace(i, now),
+            Fed::Invalid(_) | Fed::Unsolicited => {
+                record_fed_error(&mut self.ctx.rec, &fed);
+                self.replace(i, now);
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: u64) {
+        let open_loop = self.ctx.open_loop;
+        let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, open_loop);
+        if let Some(k) = err {
+            self.ctx.rec.record_error(k);
+        }
+        self.replace(i, now);
+    }
+
+    /// Closed loop: sends as many requests as the pipeline and quota allow.
+    #[inline]
+    fn send_batch(&mut self, i: usize, now: u64) {
+        let n = self.ctx.allow(self.pipeline);
+        if n == 0 {
+            return;
+        }
+        self.send(
+            i,
+            n,
+            Sent {
+                intended_ns: now,
+                sent_ns: now,
+            },
+        );
+    }
+
+    /// Queues one Send SQE of `n` requests on connection `i`.
+    #[inline]
+    fn send(&mut self, i: usize, n: usize, sent: Sent) {
+        let c = &mut self.conns[i];
+        for _ in 0..n {
+            c.ex.pending.push(sent);
+        }
+        let tok = Token {
+            kind: OP_SEND,
+            gen: c.gen,
+            index: i as u32,
+        }
+        .encode();
+        let e = opcode::Send::new(
+            types::Fd(c.fd),
+            self.batch.as_ptr(),
+            (n * self.req_len) as u32,
+        )
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(tok);
+        // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
+        unsafe { self.push(&e) };
+    }
+
+    /// Open loop: hands due sends to idle connections.
+    fn dispatch(&mut self, now: u64) {
+        while let Some(&i) = self.idle.last() {
+            let i = i as usize;
+            let c = &self.conns[i];
+            if c.state != State::Open || !c.ex.pending.is_empty() {
+                self.idle.pop();
+                continue;
+            }
+            let Some(intended) = self.ctx.take_scheduled() else {
+                break;
+            };
+            self.idle.pop();
+            if now.saturating_sub(intended) > LATE_NS {
+                self.ctx.rec.record_late_send();
+            }
+            self.send(
+                i,
+                1,
+                Sent {
+                    intended_ns: intended,
+                    sent_ns: now.max(intended),
+                },
+            );
+        }
+    }
+
+    fn arm_recv(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.recv_armed || c.state != State::Open {
+            return;
+        }
+        c.recv_armed = true;
+        let tok = Token {
+            kind: OP_RECV,
+            gen: c.gen,
+            index: i as u32,
+        }
+        .encode();
+        let e = opcode::RecvMulti::new(types::Fd(c.fd), self.bufs.bgid())
+            .build()
+            .user_data(tok);
+        self.recvs_live += 1;
+        // SAFETY: the buffers come from the registered ring, owned by the driver.
+        unsafe { self.push(&e) };
+    }
+
+    fn open(&mut self, i: usize, now: u64) {
+        if self.ctx.exhausted() {
+            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            return;
+        }
+        let fd = match tcp_socket(self.addr.family, false) {
+            Ok(fd) => fd,
+            Err(errno) => {
+                record_errno(&mut self.ctx.rec, Phase::Socket, errno);
+                let c = &mut self.conns[i];
+                c.failures += 1;
+                c.state = State::Closed {
+                    until_ns: now + backoff_ns(c.failures),
+                };
+                return;
+            }
+        };
+        let c = &mut self.conns[i];
+        c.fd = fd;
+        c.state = State::Connecting;
+        let tok = Token {
+            kind: OP_CONNECT,
+            gen: c.gen,
+            index: i as u32,
+        };
+        let connect = opcode::Connect::new(
+            types::Fd(fd),
+            &self.addr.storage as *const _ as *const libc::sockaddr,
+            self.addr.len,
+        )
+        .build()
+        .flags(squeue::Flags::IO_LINK)
+        .user_data(tok.encode());
+        let timeout = opcode::LinkTimeout::new(&*self.connect_timeout)
+            .build()
+            .user_data(
+                Token {
+                    kind: OP_LINK_TIMEOUT,
+                    ..tok
+                }
+                .encode(),
+            );
+        self.connects_live += 1;
+        // The two must be adjacent in the queue: make room for both first.
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < 2 {
+            let _ = self.ring.submit();
+        }
+        // SAFETY: `addr` and `connect_timeout` are boxed and owned by the driver.
+        unsafe {
+            self.push(&connect);
+            self.push(&timeout);
+        }
+    }
+
+    /// Closes connection `i` (its in-flight requests are abandoned).
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.fd >= 0 {
+            if c.recv_armed {
+                // A pending multishot receive holds the socket open: end it.
+                // SAFETY: fd is ours.
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            }
+            // SAFETY: fd is ours and closed once.
+            unsafe { libc::close(c.fd) };
+        }
+        c.fd = -1;
+        c.gen = next_gen(c.gen);
+        c.recv_armed = false;
+        c.ex.reset();
+    }
+
+    /// Closes connection `i` and opens a new one in its place.
+    fn replace(&mut self, i: usize, now: u64) {
+        self.close(i);
+        self.open(i, now);
+    }
+
+    /// Request timeouts and reconnects after backoff.
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            match self.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Open => {
+                    if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
+                        if now.saturating_sub(t) >= self.timeout_ns {
+                            self.ctx.rec.record_error(ErrorKind::RequestTimeout);
+                            self.replace(i, now);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Cancels everything in flight, drains the completions and closes sockets.
+    fn shutdown(&mut self) {
+        let _ = self.ring.submit();
+        let _ = self.ring.submitter().register_sync_cancel(
+            Some(types::Timespec::from(std::time::Duration::from_millis(200))),
+            types::CancelBuilder::any().all(),
+        );
+        for c in &self.conns {
+            if c.fd >= 0 {
+                // SAFETY: fd is ours; shutting it down ends any receive still armed.
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            }
+        }
+        let deadline = now_ns() + 200_000_000;
+        while (self.recvs_live > 0 || self.connects_live > 0) && now_ns() < deadline {
+            self.wait(10_000_000);
+            let cqes: Vec<_> = self.ring.completion().collect();
+            for cqe in cqes {
+                let tok = Token::decode(cqe.user_data());
+                match tok.kind {
+                    OP_RECV => {
+                        if !cqueue::more(cqe.flags()) {
+                            self.recvs_live -= 1;
+                        }
+                        if let Some(b) = cqueue::buffer_select(cqe.flags()) {
+                            self.bufs.recycle(b);
+                        }
+                    }
+                    OP_CONNECT => self.connects_live -= 1,
+                    _ => {}
+                }
+            }
+        }
+        if self.recvs_live > 0 || self.connects_live > 0 {
+            // The kernel may still write into a receive buffer: keep the memory.
+            self.bufs.leak();
+        }
+        for c in &mut self.conns {
+            if c.fd >= 0 {
+                // SAFETY: fd is ours and closed once.
+                unsafe { libc::close(c.fd) };
+                c.fd = -1;
+            }
+        }
+    }
+}

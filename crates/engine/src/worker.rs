@@ -1,0 +1,312 @@
+//! Spawning the per-core workers, the state every driver shares (time window,
+//! quota, pacing, progress ticks), and collecting the results.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::Duration;
+
+use xload_stats::{Interval, Recorder};
+
+use crate::clock::now_ns;
+use crate::plan::{EngineChoice, EngineKind, Plan};
+use crate::sched::Schedule;
+use crate::{epoll, pin, uring};
+
+/// One worker's counters for one tick of the measured window.
+pub struct Tick {
+    pub worker: usize,
+    /// Tick number within the measured window, from 0.
+    pub seq: u64,
+    pub interval: Interval,
+}
+
+/// What one worker did, besides its recorder.
+#[derive(Clone, Debug)]
+pub struct WorkerInfo {
+    pub index: usize,
+    pub cpu: Option<usize>,
+    pub tid: i32,
+    pub engine: EngineKind,
+    /// io_uring setup mode, or "epoll".
+    pub mode: &'static str,
+    /// Completions the kernel could not post in the CQ ring at once.
+    pub cq_overflow: u64,
+    /// Open loop: intended sends dropped because the queue was full.
+    pub dropped: u64,
+    /// A failure that stopped this worker early, if any.
+    pub error: Option<String>,
+}
+
+/// The merged result of a run.
+pub struct Outcome {
+    pub recorder: Recorder,
+    pub engine: EngineKind,
+    pub engine_reason: String,
+    pub workers: Vec<WorkerInfo>,
+    /// Length of the measured window (ends early on Ctrl-C or `-n`).
+    pub measured: Duration,
+    /// The run was stopped by the caller's stop flag.
+    pub interrupted: bool,
+}
+
+/// Decides which driver runs, and why. For `Auto`, io_uring is tried for real:
+/// a ring with a provided buffer ring and a multishot receive on a socket pair.
+pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String> {
+    match choice {
+        EngineChoice::Epoll => Ok((
+            EngineKind::Epoll,
+            "epoll (chosen with --engine epoll)".into(),
+        )),
+        EngineChoice::Uring => {
+            uring::probe().map(|mode| (EngineKind::Uring, format!("io_uring ({mode})")))
+        }
+        EngineChoice::Auto => match uring::probe() {
+            Ok(mode) => Ok((EngineKind::Uring, format!("io_uring ({mode})"))),
+            Err(why) => Ok((
+                EngineKind::Epoll,
+                format!("epoll: io_uring unavailable: {why}"),
+            )),
+        },
+    }
+}
+
+/// State every driver shares: the time window, the quota, pacing and ticks.
+pub(crate) struct Ctx<'a> {
+    pub plan: &'a Plan,
+    pub rec: Recorder,
+    stop: &'a AtomicBool,
+    measure_ns: u64,
+    end_ns: u64,
+    pub measuring: bool,
+    measured_from_ns: u64,
+    measured_to_ns: u64,
+    next_tick_ns: u64,
+    tick_ns: u64,
+    tick_seq: u64,
+    index: usize,
+    ticks: Option<Sender<Tick>>,
+    /// Requests this worker may still send (None: unlimited).
+    quota: Option<u64>,
+    pub sched: Option<Schedule>,
+    pub open_loop: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// Whether the loop goes on at `now`: handles stop, end, the start of the
+    /// measured window and progress ticks.
+    pub fn on_time(&mut self, now: u64) -> bool {
+        if self.stop.load(Ordering::Relaxed) || now >= self.end_ns {
+            return false;
+        }
+        if !self.measuring && now >= self.measure_ns {
+            self.rec.reset();
+            self.measuring = true;
+            self.measured_from_ns = now;
+            self.next_tick_ns = self.measure_ns + self.tick_ns;
+            if let Some(s) = self.sched.as_mut() {
+                s.dropped = 0;
+            }
+        }
+        if self.measuring && now >= self.next_tick_ns {
+            self.next_tick_ns += self.tick_ns;
+            let interval = self.rec.take_interval();
+            if let Some(tx) = &self.ticks {
+                let _ = tx.send(Tick {
+                    worker: self.index,
+                    seq: self.tick_seq,
+                    interval,
+                });
+            }
+            self.tick_seq += 1;
+        }
+        if let Some(s) = self.sched.as_mut() {
+            s.advance(now);
+        }
+        true
+    }
+
+    /// The next moment the loop must wake without I/O.
+    pub fn wake_ns(&self) -> u64 {
+        let mut t = self.end_ns;
+        if self.measuring {
+            t = t.min(self.next_tick_ns);
+        } else {
+            t = t.min(self.measure_ns);
+        }
+        if let Some(s) = &self.sched {
+            if self.quota != Some(0) {
+                t = t.min(s.wake_ns());
+            }
+        }
+        t
+    }
+
+    /// How many of `want` requests may be sent now (closed loop).
+    #[inline]
+    pub fn allow(&mut self, want: usize) -> usize {
+        match self.quota.as_mut() {
+            None => want,
+            Some(q) => {
+                let n = (*q).min(want as u64) as usize;
+                *q -= n as u64;
+                n
+            }
+        }
+    }
+
+    /// Nothing more will be sent (quota used up).
+    pub fn exhausted(&self) -> bool {
+        self.quota == Some(0)
+    }
+
+    /// Open loop: the intended time of a send allowed now, if any.
+    #[inline]
+    pub fn take_scheduled(&mut self) -> Option<u64> {
+        if self.exhausted() {
+            return None;
+        }
+        let t = self.sched.as_mut()?.take()?;
+        if let Some(q) = self.quota.as_mut() {
+            *q -= 1;
+        }
+        Some(t)
+    }
+
+    /// Marks the end of the run.
+    pub fn finish(&mut self, now: u64) {
+        self.measured_to_ns = now.min(self.end_ns);
+        if !self.measuring {
+            // Stopped during warm-up: nothing was measured.
+            self.rec.reset();
+            self.measured_from_ns = self.measured_to_ns;
+        }
+        if let Some(s) = self.sched.as_mut() {
+            s.clear();
+            if self.measuring {
+                self.rec.record_dropped(s.dropped);
+            }
+        }
+    }
+}
+
+/// Runs the plan: one worker per entry of `plan.worker_cpus`, until the window
+/// ends, the quota is met or `stop` is set. Progress ticks go to `ticks`.
+pub fn run(
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    ticks: Option<Sender<Tick>>,
+) -> Result<Outcome, String> {
+    let (engine, engine_reason) = probe_engine(plan.engine)?;
+    let start_ns = now_ns();
+    let measure_ns = start_ns + plan.warmup.as_nanos() as u64;
+    let end_ns = match plan.duration {
+        Some(d) => measure_ns + d.as_nanos() as u64,
+        None => u64::MAX,
+    };
+    let plan = Arc::new(plan.clone());
+    let mut handles = Vec::new();
+    for (index, &cpu) in plan.worker_cpus.iter().enumerate() {
+        let plan = Arc::clone(&plan);
+        let stop = Arc::clone(&stop);
+        let ticks = ticks.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("xload-w{index}"))
+            .spawn(move || {
+                let mut info = WorkerInfo {
+                    index,
+                    cpu,
+                    tid: pin::gettid(),
+                    engine,
+                    mode: "epoll",
+                    cq_overflow: 0,
+                    dropped: 0,
+                    error: None,
+                };
+                if let Some(c) = cpu {
+                    if let Err(e) = pin::pin_current_thread(c) {
+                        info.error = Some(format!("cannot pin worker {index} to cpu {c}: {e}"));
+                    }
+                }
+                let open_loop = plan.open_loop.is_some();
+                let sched = plan.open_loop.zip(plan.rate_of(index)).map(|(o, r)| {
+                    Schedule::new(
+                        r,
+                        o.arrival,
+                        o.queue_cap,
+                        measure_ns.min(start_ns),
+                        0x9e37_79b9 ^ index as u64,
+                    )
+                });
+                let mut ctx = Ctx {
+                    plan: &plan,
+                    rec: if open_loop {
+                        Recorder::new_open_loop()
+                    } else {
+                        Recorder::new()
+                    },
+                    stop: &stop,
+                    measure_ns,
+                    end_ns,
+                    measuring: false,
+                    measured_from_ns: measure_ns,
+                    measured_to_ns: measure_ns,
+                    next_tick_ns: u64::MAX,
+                    tick_ns: plan.tick.as_nanos().max(1_000_000) as u64,
+                    tick_seq: 0,
+                    index,
+                    ticks,
+                    quota: plan.quota_of(index),
+                    sched,
+                    open_loop,
+                };
+                let res = match engine {
+                    EngineKind::Uring => uring::run_worker(&mut ctx, index),
+                    EngineKind::Epoll => epoll::run_worker(&mut ctx, index),
+                };
+                match res {
+                    Ok(stats) => {
+                        info.mode = stats.mode;
+                        info.cq_overflow = stats.cq_overflow;
+                    }
+                    Err(e) => info.error = Some(e),
+                }
+                ctx.finish(now_ns());
+                info.dropped = ctx.sched.as_ref().map_or(0, |s| s.dropped);
+                (ctx.rec, info, ctx.measured_from_ns, ctx.measured_to_ns)
+            })
+            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+        handles.push(h);
+    }
+    let mut recorder: Option<Recorder> = None;
+    let mut workers = Vec::new();
+    let (mut from, mut to) = (u64::MAX, 0u64);
+    for h in handles {
+        let (rec, info, f, t) = h
+            .join()
+            .map_err(|_| "a worker thread panicked".to_string())?;
+        match recorder.as_mut() {
+            Some(r) => r.merge(&rec),
+            None => recorder = Some(rec),
+        }
+        from = from.min(f);
+        to = to.max(t);
+        workers.push(info);
+    }
+    let recorder = recorder.ok_or("no workers")?;
+    let interrupted = stop.load(Ordering::Relaxed);
+    Ok(Outcome {
+        recorder,
+        engine,
+        engine_reason,
+        workers,
+        measured: Duration::from_nanos(to.saturating_sub(from)),
+        interrupted,
+    })
+}
+
+/// What a driver reports when it ends.
+pub(crate) struct DriverStats {
+    pub mode: &'static str,
+    pub cq_overflow: u64,
+}
