@@ -1,0 +1,112 @@
+//! Human durations on the command line: `500ms`, `2s`, `1.5s`, `1m`, `250us`.
+
+use std::time::Duration;
+
+/// Why a duration string was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing given.
+    #[error("empty duration")]
+    Empty,
+    /// A number without a unit (is `5` seconds or milliseconds?).
+    #[error("{0:?} has no unit: write e.g. 500ms, 10s, 2m")]
+    MissingUnit(String),
+    /// A unit other than ns, us, µs, ms, s, m, h.
+    #[error("{0:?}: unknown unit (use ns, us, ms, s, m or h)")]
+    UnknownUnit(String),
+    /// The number part is not a non-negative decimal.
+    #[error("{0:?}: not a number")]
+    BadNumber(String),
+    /// Too large to represent.
+    #[error("{0:?}: too large")]
+    Overflow(String),
+}
+
+/// Parses `<number><unit>` with unit one of `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`; the
+/// number may have a fraction (`1.5s`). A bare number is rejected as ambiguous.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| DurationError::MissingUnit(text.to_owned()))?;
+    let (number, unit) = text.split_at(split);
+    let ns_per_unit: f64 = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" => 60e9,
+        "h" => 3600e9,
+        _ => return Err(DurationError::UnknownUnit(text.to_owned())),
+    };
+    if number.is_empty()
+        || number.starts_with('.') && number.len() == 1
+        || number.matches('.').count() > 1
+    {
+        return Err(DurationError::BadNumber(text.to_owned()));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| DurationError::BadNumber(text.to_owned()))?;
+    let ns = (value * ns_per_unit).round();
+    // 2^64 ns is about 584 years; anything near it is a typo.
+    if !ns.is_finite() || ns >= u64::MAX as f64 {
+        return Err(DurationError::Overflow(text.to_owned()));
+    }
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_unit_and_fractions() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("7ns"), Ok(Duration::from_nanos(7)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration(" 10s "), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn rejects_bare_numbers_unknown_units_and_garbage() {
+        assert_eq!(parse_duration(""), Err(DurationError::Empty));
+        assert!(matches!(
+            parse_duration("5"),
+            Err(DurationError::MissingUnit(_))
+        ));
+        assert!(matches!(
+            parse_duration("5d"),
+            Err(DurationError::UnknownUnit(_))
+        ));
+        assert!(matches!(
+            parse_duration("-5s"),
+            Err(DurationError::UnknownUnit(_))
+        ));
+        assert!(matches!(
+            parse_duration("ms"),
+            Err(DurationError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration(".s"),
+            Err(DurationError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration("1.2.3s"),
+            Err(DurationError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration("99999999999999h"),
+            Err(DurationError::Overflow(_))
+        ));
+    }
+}

@@ -1,0 +1,306 @@
+//! `xtune observe`: the probe's samplers on any host (typically the server under test),
+//! printed as a compact per-interval table or JSON, with a summary naming the saturated
+//! resource. Every CPU is judged, since on a server there are no generator CPUs.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::parse_duration;
+use crate::error::ProbeError;
+use crate::sampler::{Sample, Sampler};
+use crate::verdict::{
+    cpu_usage, irq_deltas, net_softirq_deltas, summarize_host, tcp_deltas, CpuUsage, HostSummary,
+    IrqDelta,
+};
+
+/// JSON schema name of [`ObserveReport`].
+pub const SCHEMA: &str = "xtune-observe/1";
+/// IRQ lines shown per interval.
+pub const TOP_IRQS_PER_INTERVAL: usize = 3;
+
+/// Command-line options of `xtune observe`.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct ObserveArgs {
+    /// How long to observe: 500ms, 10s, 2m.
+    #[arg(long = "for", value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    pub for_duration: Duration,
+    /// Length of one table row.
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Print JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One interval of the observation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObserveInterval {
+    /// Seconds from the start of the observation to the end of this interval.
+    pub t_s: f64,
+    /// Length of this interval, seconds.
+    pub window_s: f64,
+    /// Every CPU, percent of its ticks (fields sum to 100 per CPU).
+    pub cpus: Vec<CpuUsage>,
+    /// NET_RX softirqs per CPU number in the interval.
+    pub net_rx: Vec<u64>,
+    /// NET_TX softirqs per CPU number in the interval.
+    pub net_tx: Vec<u64>,
+    /// The busiest device IRQs in the interval.
+    pub irqs: Vec<IrqDelta>,
+    /// TCP counter deltas by kernel name.
+    pub tcp: BTreeMap<String, i64>,
+}
+
+/// What `xtune observe --json` prints.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObserveReport {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Requested interval, seconds.
+    pub interval_s: f64,
+    /// Measured length of the whole observation, seconds.
+    pub duration_s: f64,
+    /// Clock ticks per second behind the CPU figures.
+    pub ticks_per_s: u64,
+    /// One entry per interval.
+    pub intervals: Vec<ObserveInterval>,
+    /// The whole observation, with the verdict.
+    pub summary: HostSummary,
+}
+
+/// Why an observation could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    /// The options make no sense (exit code 2).
+    #[error("{0}")]
+    BadArgs(String),
+    /// Reading /proc failed (exit code 1).
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// Writing the output failed (exit code 1).
+    #[error("writing output: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// Runs `xtune observe` on this host, printing to stdout. Returns the exit code: 0 done
+/// (whatever the verdict), 1 /proc could not be read, 2 bad options.
+pub fn observe_main(args: &ObserveArgs) -> i32 {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match observe(args, &mut Sampler::new(), &mut out) {
+        Ok(_) => 0,
+        Err(e) => {
+            // Keep stdout clean for --json consumers.
+            let _ = out.flush();
+            eprintln!("xtune observe: {e}");
+            match e {
+                ObserveError::BadArgs(_) => 2,
+                ObserveError::Probe(_) | ObserveError::Write(_) => 1,
+            }
+        }
+    }
+}
+
+/// Observes through `sampler` for `args.for_duration`, one row per `args.interval`
+/// (the last one shortened to end on time), writing the table as it goes — or the JSON
+/// report at the end with `--json` — to `out`. Returns the report either way.
+pub fn observe(
+    args: &ObserveArgs,
+    sampler: &mut Sampler,
+    out: &mut dyn Write,
+) -> Result<ObserveReport, ObserveError> {
+    if args.interval.is_zero() {
+        return Err(ObserveError::BadArgs(
+            "--interval must be longer than 0".into(),
+        ));
+    }
+    if args.for_duration.is_zero() {
+        return Err(ObserveError::BadArgs("--for must be longer than 0".into()));
+    }
+    let count = args
+        .for_duration
+        .as_nanos()
+        .div_ceil(args.interval.as_nanos())
+        .max(1);
+    let first = sampler.sample()?;
+    let t0 = first.at;
+    if !args.json {
+        writeln!(
+            out,
+            "observing {} CPUs every {:?} for {:?} (usr includes nice; soft = softirq)",
+            first.cpus.len(),
+            args.interval,
+            args.for_duration
+        )?;
+        writeln!(
+            out,
+            "{:>7}  {:<6}{:>6}{:>6}{:>6}{:>6}{:>11}",
+            "t", "cpu", "usr", "sys", "soft", "idle", "NET_RX/s"
+        )?;
+    }
+    let mut intervals = Vec::new();
+    let mut prev = first.clone();
+    for k in 1..=count {
+        let offset = args
+            .interval
+            .saturating_mul(u32::try_from(k).unwrap_or(u32::MAX))
+            .min(args.for_duration);
+        sleep_until(t0 + offset);
+        let cur = sampler.sample()?;
+        let interval = interval_figures(&prev, &cur, t0);
+        if !args.json {
+            print_interval(out, &interval)?;
+        }
+        intervals.push(interval);
+        prev = cur;
+    }
+    let summary = summarize_host(&first, &prev);
+    let report = ObserveReport {
+        schema: SCHEMA.to_owned(),
+        interval_s: args.interval.as_secs_f64(),
+        duration_s: prev.at.saturating_duration_since(t0).as_secs_f64(),
+        ticks_per_s: prev.ticks_per_s,
+        intervals,
+        summary,
+    };
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        print_summary(out, &report)?;
+    }
+    out.flush()?;
+    Ok(report)
+}
+
+fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline > now {
+        std::thread::sleep(deadline - now);
+    }
+}
+
+fn interval_figures(prev: &Sample, cur: &Sample, t0: Instant) -> ObserveInterval {
+    let (net_rx, net_tx) = net_softirq_deltas(&prev.softirqs, &cur.softirqs);
+    let mut irqs: Vec<IrqDelta> = irq_deltas(
+        &prev.interrupts,
+        &prev.irq_cpus,
+        &cur.interrupts,
+        &cur.irq_cpus,
+    )
+    .into_iter()
+    .filter(IrqDelta::is_device)
+    .collect();
+    irqs.truncate(TOP_IRQS_PER_INTERVAL);
+    ObserveInterval {
+        t_s: cur.at.saturating_duration_since(t0).as_secs_f64(),
+        window_s: cur.at.saturating_duration_since(prev.at).as_secs_f64(),
+        cpus: cpu_usage(&prev.cpus, &cur.cpus),
+        net_rx,
+        net_tx,
+        irqs,
+        tcp: tcp_deltas(&prev.tcp, &cur.tcp),
+    }
+}
+
+fn per_s(count: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        count as f64 / window_s
+    } else {
+        0.0
+    }
+}
+
+fn print_interval(out: &mut dyn Write, iv: &ObserveInterval) -> std::io::Result<()> {
+    for (i, c) in iv.cpus.iter().enumerate() {
+        let t = if i == 0 {
+            format!("{:.1}s", iv.t_s)
+        } else {
+            String::new()
+        };
+        let rx = per_s(iv.net_rx.get(c.cpu).copied().unwrap_or(0), iv.window_s);
+        writeln!(
+            out,
+            "{t:>7}  {:<6}{:>6.1}{:>6.1}{:>6.1}{:>6.1}{:>11.0}",
+            format!("cpu{}", c.cpu),
+            c.usr + c.nice,
+            c.sys,
+            c.softirq,
+            c.idle,
+            rx
+        )?;
+    }
+    if !iv.irqs.is_empty() {
+        let list: Vec<String> = iv
+            .irqs
+            .iter()
+            .map(|d| format!("{} {} {:.0}", d.irq, d.name, per_s(d.total, iv.window_s)))
+            .collect();
+        writeln!(out, "{:>7}  IRQs/s: {}", "", list.join(", "))?;
+    }
+    let tcp = nonzero(&iv.tcp);
+    if !tcp.is_empty() {
+        writeln!(out, "{:>7}  TCP: {tcp}", "")?;
+    }
+    Ok(())
+}
+
+fn nonzero(tcp: &BTreeMap<String, i64>) -> String {
+    tcp.iter()
+        .filter(|(_, v)| **v != 0)
+        .map(|(k, v)| format!("{k} {v:+}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_summary(out: &mut dyn Write, report: &ObserveReport) -> std::io::Result<()> {
+    let s = &report.summary;
+    writeln!(out, "summary over {:.1}s:", s.window_s)?;
+    for c in &s.cpus {
+        writeln!(
+            out,
+            "  cpu{:<3} usr {:>5.1}%  sys {:>5.1}%  irq {:>4.1}%  soft {:>5.1}%  steal {:>4.1}%  idle {:>5.1}%  \
+             NET_RX {}  NET_TX {}",
+            c.cpu,
+            c.usr + c.nice,
+            c.sys,
+            c.irq,
+            c.softirq,
+            c.steal,
+            c.idle,
+            s.net_rx.get(c.cpu).copied().unwrap_or(0),
+            s.net_tx.get(c.cpu).copied().unwrap_or(0),
+        )?;
+    }
+    if !s.irqs.is_empty() {
+        let list: Vec<String> = s
+            .irqs
+            .iter()
+            .map(|d| format!("{} {} {}", d.irq, d.name, d.total))
+            .collect();
+        writeln!(out, "  top IRQs: {}", list.join(", "))?;
+    }
+    let tcp = nonzero(&s.tcp);
+    if !tcp.is_empty() {
+        writeln!(out, "  TCP: {tcp}")?;
+    }
+    writeln!(
+        out,
+        "  sockets: {} used; TCP inuse {}, orphan {}, tw {}, mem {} pages",
+        s.sockstat.sockets_used,
+        s.sockstat.tcp_inuse,
+        s.sockstat.tcp_orphan,
+        s.sockstat.tcp_tw,
+        s.sockstat.tcp_mem_pages
+    )?;
+    for n in &s.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    for r in &s.reasons {
+        writeln!(out, "  saturated: {r}")?;
+    }
+    writeln!(out, "{}", s.verdict)
+}

@@ -1,0 +1,697 @@
+//! Window figures (per-CPU usage, worker CPU, softirq/IRQ/TCP deltas) between two
+//! samples, and the saturation verdict built from them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::budget::{Budget, FD_SLACK};
+use crate::parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters};
+use crate::sampler::Sample;
+
+/// A CPU at or above this busy percentage (usr+nice+sys+irq+softirq) is saturated.
+pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// Softirq dominating a CPU counts only when the CPU is at least this busy.
+pub const SOFTIRQ_DOMINANT_MIN_BUSY_PCT: f64 = 70.0;
+/// Steal at or above this percentage means the hypervisor took the CPU away.
+pub const STEAL_PCT: f64 = 10.0;
+/// Open fds at or above this fraction of the soft limit count as exhausted.
+pub const FD_NEAR_LIMIT_FRACTION: f64 = 0.9;
+/// Open loop: p99 schedule lag above this means the client fell behind its schedule.
+pub const SCHEDULE_LAG_P99_LIMIT_US: u64 = 1_000;
+/// Open loop: a larger fraction of late sends means the client fell behind.
+pub const LATE_SEND_RATIO_LIMIT: f64 = 0.01;
+/// Seconds a closed connection holds its local port in TIME_WAIT (Linux TCP_TIMEWAIT_LEN).
+pub const TIME_WAIT_S: f64 = 60.0;
+/// How many IRQs the summaries list, busiest first.
+pub const TOP_IRQS: usize = 5;
+
+/// One CPU's time over a window, in percent of the ticks it accounted (the eight
+/// fields sum to 100; guest time is inside usr/nice, as the kernel counts it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// CPU number.
+    pub cpu: usize,
+    /// User mode, %.
+    pub usr: f64,
+    /// Niced user mode, %.
+    pub nice: f64,
+    /// Kernel mode, %.
+    pub sys: f64,
+    /// Hard interrupts, %.
+    pub irq: f64,
+    /// Soft interrupts, %.
+    pub softirq: f64,
+    /// Stolen by the hypervisor, %.
+    pub steal: f64,
+    /// Idle with I/O outstanding, %.
+    pub iowait: f64,
+    /// Idle, %.
+    pub idle: f64,
+    /// usr + nice + sys + irq + softirq, %.
+    pub busy: f64,
+    /// Clock ticks this CPU accounted in the window (the 100% base).
+    pub ticks: u64,
+}
+
+/// Per-CPU usage between two /proc/stat readings, matched by CPU number. CPUs that
+/// accounted no ticks in the window (offline, or a window shorter than a tick) are left
+/// out. Counters that went backwards (iowait can) count as 0.
+pub fn cpu_usage(start: &[CpuTimes], end: &[CpuTimes]) -> Vec<CpuUsage> {
+    let mut out = Vec::with_capacity(end.len());
+    for e in end {
+        let Some(s) = start.iter().find(|s| s.cpu == e.cpu) else {
+            continue;
+        };
+        let d = |a: u64, b: u64| b.saturating_sub(a);
+        let usr = d(s.user, e.user);
+        let nice = d(s.nice, e.nice);
+        let sys = d(s.system, e.system);
+        let idle = d(s.idle, e.idle);
+        let iowait = d(s.iowait, e.iowait);
+        let irq = d(s.irq, e.irq);
+        let softirq = d(s.softirq, e.softirq);
+        let steal = d(s.steal, e.steal);
+        let ticks = [usr, nice, sys, idle, iowait, irq, softirq, steal]
+            .iter()
+            .fold(0u64, |a, v| a.saturating_add(*v));
+        if ticks == 0 {
+            continue;
+        }
+        let pct = |v: u64| round1(v as f64 * 100.0 / ticks as f64);
+        let busy_ticks = usr + nice + sys + irq + softirq;
+        out.push(CpuUsage {
+            cpu: e.cpu,
+            usr: pct(usr),
+            nice: pct(nice),
+            sys: pct(sys),
+            irq: pct(irq),
+            softirq: pct(softirq),
+            steal: pct(steal),
+            iowait: pct(iowait),
+            idle: pct(idle),
+            busy: pct(busy_ticks),
+            ticks,
+        });
+    }
+    out
+}
+
+/// CPU use of one worker thread over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerCpu {
+    /// Thread id.
+    pub tid: i32,
+    /// Thread name.
+    pub comm: String,
+    /// CPU it last ran on.
+    pub cpu: usize,
+    /// User time, % of one CPU over the window.
+    pub usr_pct: f64,
+    /// Kernel time, % of one CPU over the window.
+    pub sys_pct: f64,
+    /// usr + sys, % of one CPU.
+    pub busy_pct: f64,
+}
+
+/// Interrupts of one IRQ line over a window.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqDelta {
+    /// IRQ number or summary label (`LOC`, `RES`, ...).
+    pub irq: String,
+    /// Device/queue name or description.
+    pub name: String,
+    /// Interrupts in the window, all CPUs.
+    pub total: u64,
+    /// Interrupts per header column (empty when the online CPUs changed in the window).
+    pub per_cpu: Vec<u64>,
+}
+
+impl IrqDelta {
+    /// True for numbered device IRQs (NIC queues, disks), false for summary lines.
+    pub fn is_device(&self) -> bool {
+        !self.irq.is_empty() && self.irq.bytes().all(|b| b.is_ascii_digit())
+    }
+}
+
+/// IRQ lines that fired in the window, busiest first.
+pub fn irq_deltas(
+    start: &[IrqLine],
+    start_cpus: &[usize],
+    end: &[IrqLine],
+    end_cpus: &[usize],
+) -> Vec<IrqDelta> {
+    let same_columns = start_cpus == end_cpus;
+    let mut out: Vec<IrqDelta> = end
+        .iter()
+        .map(|e| {
+            let s = start.iter().find(|s| s.irq == e.irq);
+            let total = e.total().saturating_sub(s.map_or(0, IrqLine::total));
+            let per_cpu = match s {
+                Some(s) if same_columns && s.counts.len() == e.counts.len() => e
+                    .counts
+                    .iter()
+                    .zip(&s.counts)
+                    .map(|(b, a)| b.saturating_sub(*a))
+                    .collect(),
+                None if same_columns => e.counts.clone(),
+                _ => Vec::new(),
+            };
+            IrqDelta {
+                irq: e.irq.clone(),
+                name: e.name.clone(),
+                total,
+                per_cpu,
+            }
+        })
+        .filter(|d| d.total > 0)
+        .collect();
+    out.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.irq.cmp(&b.irq)));
+    out
+}
+
+/// Counter deltas by kernel name, for counters both samples have.
+pub fn tcp_deltas(start: &TcpCounters, end: &TcpCounters) -> BTreeMap<String, i64> {
+    start
+        .counters()
+        .iter()
+        .zip(end.counters().iter())
+        .filter_map(|((name, s), (_, e))| {
+            let (s, e) = ((*s)?, (*e)?);
+            Some((
+                (*name).to_owned(),
+                i128_to_i64(i128::from(e) - i128::from(s)),
+            ))
+        })
+        .collect()
+}
+
+/// Softirq count deltas per CPU number: (NET_RX, NET_TX).
+pub fn net_softirq_deltas(start: &Softirqs, end: &Softirqs) -> (Vec<u64>, Vec<u64>) {
+    let sub = |a: Vec<u64>, b: Vec<u64>| -> Vec<u64> {
+        b.iter()
+            .enumerate()
+            .map(|(i, v)| v.saturating_sub(a.get(i).copied().unwrap_or(0)))
+            .collect()
+    };
+    (
+        sub(start.net_rx_by_cpu(), end.net_rx_by_cpu()),
+        sub(start.net_tx_by_cpu(), end.net_tx_by_cpu()),
+    )
+}
+
+/// What the run itself knows that /proc does not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerdictInput {
+    /// CPUs the workers were pinned to, or all CPUs they were allowed on. Empty = all.
+    pub generator_cpus: Vec<usize>,
+    /// Thread ids of the workers.
+    pub worker_tids: Vec<i32>,
+    /// Connections the run used.
+    pub connections: usize,
+    /// New connections per second when keep-alive is off (each leaves a TIME_WAIT).
+    pub no_keepalive_conn_per_s: Option<f64>,
+    /// Open loop: p99 of (actual send − intended send), µs.
+    pub schedule_lag_p99_us: Option<u64>,
+    /// Open loop: fraction of sends later than their slot allows (0..1).
+    pub late_send_ratio: Option<f64>,
+    /// io_uring completion-queue overflows.
+    pub cq_overflows: u64,
+    /// Socket/connect failures for lack of descriptors (EMFILE, ENFILE).
+    pub fd_errors: u64,
+    /// connect() failures for lack of a local port (EADDRNOTAVAIL).
+    pub port_errors: u64,
+    /// Whether the target listens on this host (decides whether tcp_tw_reuse=2 applies).
+    pub target_is_loopback: bool,
+}
+
+/// The `client` section of a report: what the generator host did during the measured
+/// window and whether it, rather than the server, was the limit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientSummary {
+    /// Length of the window, seconds.
+    pub window_s: f64,
+    /// CPU time (user + sys) this process used in the window, seconds.
+    pub cpu_s: f64,
+    /// Per worker thread.
+    pub workers: Vec<WorkerCpu>,
+    /// The CPUs the verdict judged.
+    pub generator_cpus: Vec<usize>,
+    /// Every CPU over the window.
+    pub cpus: Vec<CpuUsage>,
+    /// NET_RX softirqs per CPU number in the window.
+    pub net_rx: Vec<u64>,
+    /// NET_TX softirqs per CPU number in the window.
+    pub net_tx: Vec<u64>,
+    /// The busiest device IRQs in the window.
+    pub irqs: Vec<IrqDelta>,
+    /// TCP counter deltas by kernel name.
+    pub tcp: BTreeMap<String, i64>,
+    /// Socket counts at the end of the window.
+    pub sockstat: SockStat,
+    /// Open fds at the end of the window.
+    pub fds_open: usize,
+    /// The fd soft limit.
+    pub fd_soft: u64,
+    /// Whether the client was a limit.
+    pub saturated: bool,
+    /// Why, one sentence per saturated resource with its evidence.
+    pub reasons: Vec<String>,
+    /// Evidence that does not make the client saturated but deserves a look.
+    pub notes: Vec<String>,
+    /// The one line for the text report.
+    pub verdict: String,
+}
+
+/// A saturated resource: the short form for the verdict line and the full reason.
+struct Finding {
+    short: String,
+    reason: String,
+}
+
+/// Builds the client summary and verdict for the window `start`..`end`.
+pub fn summarize(
+    start: &Sample,
+    end: &Sample,
+    input: &VerdictInput,
+    budget: &Budget,
+) -> ClientSummary {
+    let window_s = end.at.saturating_duration_since(start.at).as_secs_f64();
+    let ticks_per_s = end.ticks_per_s.max(1) as f64;
+    let cpus = cpu_usage(&start.cpus, &end.cpus);
+    let generator_cpus: Vec<usize> = if input.generator_cpus.is_empty() {
+        cpus.iter().map(|c| c.cpu).collect()
+    } else {
+        input.generator_cpus.clone()
+    };
+    let judged: Vec<&CpuUsage> = cpus
+        .iter()
+        .filter(|c| generator_cpus.contains(&c.cpu))
+        .collect();
+
+    let mut findings = cpu_findings(&judged);
+    let mut notes = Vec::new();
+
+    // Workers.
+    let workers = worker_usage(start, end, &input.worker_tids, window_s, ticks_per_s);
+    for w in &workers {
+        let cpu_named = findings
+            .iter()
+            .any(|f| f.short.starts_with(&format!("cpu{} ", w.cpu)));
+        if w.busy_pct >= CPU_SATURATED_PCT && !cpu_named {
+            findings.push(Finding {
+                short: format!("worker {} {}%", w.tid, floor(w.busy_pct)),
+                reason: format!(
+                    "worker thread {} ({}) used {}% of a CPU (usr {}%, sys {}%): its event loop is CPU-bound",
+                    w.tid,
+                    w.comm,
+                    floor(w.busy_pct),
+                    floor(w.usr_pct),
+                    floor(w.sys_pct)
+                ),
+            });
+        }
+    }
+
+    // File descriptors.
+    let near_limit = budget.fd_soft != u64::MAX
+        && budget.fd_soft > 0
+        && end.fds_open as f64 >= FD_NEAR_LIMIT_FRACTION * budget.fd_soft as f64;
+    if input.fd_errors > 0 || near_limit {
+        let needed = (input.connections as u64)
+            .saturating_add(FD_SLACK)
+            .max(end.fds_open as u64 * 2);
+        findings.push(Finding {
+            short: format!("fd limit ({} of {} open, {} errors)", end.fds_open, budget.fd_soft, input.fd_errors),
+            reason: format!(
+                "file descriptors: {} open of a soft limit of {}, {} sockets refused (EMFILE/ENFILE): ulimit -n {}",
+                end.fds_open, budget.fd_soft, input.fd_errors, needed
+            ),
+        });
+    }
+
+    // Ephemeral ports.
+    let ports = budget.ports_available();
+    if input.port_errors > 0 {
+        findings.push(Finding {
+            short: format!("ephemeral ports ({} errors)", input.port_errors),
+            reason: format!(
+                "ephemeral ports: {} connects failed for lack of a local port (EADDRNOTAVAIL); \
+                 net.ipv4.ip_local_port_range {}-{} gives {} and {} sockets were in TIME_WAIT: \
+                 sysctl -w net.ipv4.ip_local_port_range='1024 65000' (tuning/loadgen.toml sets it)",
+                input.port_errors,
+                budget.port_range.0,
+                budget.port_range.1,
+                ports,
+                end.sockstat.tcp_tw
+            ),
+        });
+    }
+    if let Some(rate) = input.no_keepalive_conn_per_s {
+        let held = rate * TIME_WAIT_S;
+        if held >= f64::from(ports) && !budget.tw_reuse_applies(input.target_is_loopback) {
+            notes.push(format!(
+                "{rate:.0} new connections/s keep ~{held:.0} local ports in TIME_WAIT for {TIME_WAIT_S:.0} s \
+                 when this side closes first; the port range gives {ports} and net.ipv4.tcp_tw_reuse={}: \
+                 longer runs may fail to connect (sysctl -w net.ipv4.tcp_tw_reuse=1)",
+                budget.tw_reuse
+            ));
+        }
+    }
+
+    // Open-loop schedule.
+    if let Some(lag_us) = input
+        .schedule_lag_p99_us
+        .filter(|l| *l > SCHEDULE_LAG_P99_LIMIT_US)
+    {
+        findings.push(Finding {
+            short: format!("schedule lag p99 {:.1} ms", lag_us as f64 / 1000.0),
+            reason: format!(
+                "open loop: p99 send lag {:.1} ms behind the intended schedule (limit {} ms): \
+                 the client could not keep the rate",
+                lag_us as f64 / 1000.0,
+                SCHEDULE_LAG_P99_LIMIT_US / 1000
+            ),
+        });
+    }
+    if let Some(late) = input.late_send_ratio.filter(|r| *r > LATE_SEND_RATIO_LIMIT) {
+        findings.push(Finding {
+            short: format!("late sends {:.1}%", late * 100.0),
+            reason: format!(
+                "open loop: {:.1}% of requests were sent late (limit {:.0}%): the client could not keep the rate",
+                late * 100.0,
+                LATE_SEND_RATIO_LIMIT * 100.0
+            ),
+        });
+    }
+
+    // io_uring.
+    if input.cq_overflows > 0 {
+        findings.push(Finding {
+            short: format!("io_uring CQ overflow ({})", input.cq_overflows),
+            reason: format!(
+                "io_uring: {} completion-queue overflows: completions arrived faster than the workers reaped them",
+                input.cq_overflows
+            ),
+        });
+    }
+
+    // Evidence that is not client saturation.
+    for c in cpus
+        .iter()
+        .filter(|c| !generator_cpus.contains(&c.cpu) && c.busy >= CPU_SATURATED_PCT)
+    {
+        notes.push(format!(
+            "cpu{} {}% busy is not a generator CPU: a local server or other load is saturating it",
+            c.cpu,
+            floor(c.busy)
+        ));
+    }
+    let tcp = tcp_deltas(&start.tcp, &end.tcp);
+    notes.extend(tcp_notes(&tcp));
+
+    let judged_max = judged
+        .iter()
+        .copied()
+        .max_by(|a, b| a.busy.total_cmp(&b.busy));
+    let verdict = verdict_line("client", &findings, judged_max);
+    let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
+    let mut irqs = irq_deltas(
+        &start.interrupts,
+        &start.irq_cpus,
+        &end.interrupts,
+        &end.irq_cpus,
+    );
+    irqs.retain(IrqDelta::is_device);
+    irqs.truncate(TOP_IRQS);
+    let cpu_ticks = end
+        .process
+        .cpu_ticks()
+        .saturating_sub(start.process.cpu_ticks());
+    ClientSummary {
+        window_s,
+        cpu_s: cpu_ticks as f64 / ticks_per_s,
+        workers,
+        generator_cpus,
+        cpus,
+        net_rx,
+        net_tx,
+        irqs,
+        tcp,
+        sockstat: end.sockstat,
+        fds_open: end.fds_open,
+        fd_soft: budget.fd_soft,
+        saturated: !findings.is_empty(),
+        reasons: findings.iter().map(|f| f.reason.clone()).collect(),
+        notes,
+        verdict,
+    }
+}
+
+/// The server-side (or any host) view of a window: the same evidence, every CPU judged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    /// Length of the window, seconds.
+    pub window_s: f64,
+    /// Every CPU over the window.
+    pub cpus: Vec<CpuUsage>,
+    /// NET_RX softirqs per CPU number.
+    pub net_rx: Vec<u64>,
+    /// NET_TX softirqs per CPU number.
+    pub net_tx: Vec<u64>,
+    /// The busiest device IRQs.
+    pub irqs: Vec<IrqDelta>,
+    /// TCP counter deltas by kernel name.
+    pub tcp: BTreeMap<String, i64>,
+    /// Socket counts at the end.
+    pub sockstat: SockStat,
+    /// Whether a resource of this host was saturated.
+    pub saturated: bool,
+    /// One sentence per saturated resource.
+    pub reasons: Vec<String>,
+    /// Evidence worth a look that is not saturation.
+    pub notes: Vec<String>,
+    /// The one-line verdict (`host: ...`).
+    pub verdict: String,
+}
+
+/// Judges a host (no generator, e.g. the server under test) over `start`..`end`: CPU
+/// saturation, softirq domination and steal on every CPU, and listen-queue overflows.
+pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
+    let cpus = cpu_usage(&start.cpus, &end.cpus);
+    let all: Vec<&CpuUsage> = cpus.iter().collect();
+    let mut findings = cpu_findings(&all);
+    let tcp = tcp_deltas(&start.tcp, &end.tcp);
+    let overflows = tcp.get("ListenOverflows").copied().unwrap_or(0);
+    let drops = tcp.get("ListenDrops").copied().unwrap_or(0);
+    if overflows > 0 || drops > 0 {
+        findings.push(Finding {
+            short: format!("accept queue (ListenOverflows +{overflows}, ListenDrops +{drops})"),
+            reason: format!(
+                "accept queue: ListenOverflows +{overflows}, ListenDrops +{drops}: a listener did not accept \
+                 fast enough (raise its listen() backlog and net.core.somaxconn, or find what slows accept)"
+            ),
+        });
+    }
+    let notes = tcp_notes(&tcp)
+        .into_iter()
+        .filter(|n| !n.starts_with("ListenOverflows"))
+        .collect();
+    let max = all.iter().copied().max_by(|a, b| a.busy.total_cmp(&b.busy));
+    let verdict = verdict_line("host", &findings, max);
+    let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
+    let mut irqs = irq_deltas(
+        &start.interrupts,
+        &start.irq_cpus,
+        &end.interrupts,
+        &end.irq_cpus,
+    );
+    irqs.retain(IrqDelta::is_device);
+    irqs.truncate(TOP_IRQS);
+    HostSummary {
+        window_s: end.at.saturating_duration_since(start.at).as_secs_f64(),
+        cpus,
+        net_rx,
+        net_tx,
+        irqs,
+        tcp,
+        sockstat: end.sockstat,
+        saturated: !findings.is_empty(),
+        reasons: findings.into_iter().map(|f| f.reason).collect(),
+        notes,
+        verdict,
+    }
+}
+
+/// CPU rules over the judged CPUs: ≥ 90% busy; softirq > usr+nice+sys at ≥ 70% busy;
+/// steal ≥ 10%.
+fn cpu_findings(judged: &[&CpuUsage]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in judged {
+        let task = c.usr + c.nice + c.sys;
+        if c.busy >= CPU_SATURATED_PCT {
+            out.push(Finding {
+                short: cpu_short(c),
+                reason: format!(
+                    "cpu{} {}% busy ({}) — at ≥ {}% it cannot do more work",
+                    c.cpu,
+                    floor(c.busy),
+                    components(c, usize::MAX).join(", "),
+                    CPU_SATURATED_PCT
+                ),
+            });
+        } else if c.softirq > task && c.busy >= SOFTIRQ_DOMINANT_MIN_BUSY_PCT {
+            out.push(Finding {
+                short: cpu_short(c),
+                reason: format!(
+                    "cpu{}: softirq {}% exceeds usr+sys {}% at {}% busy — packet processing dominates this CPU \
+                     (spread NET_RX with IRQ affinity or RPS)",
+                    c.cpu,
+                    floor(c.softirq),
+                    floor(task),
+                    floor(c.busy)
+                ),
+            });
+        }
+        if c.steal >= STEAL_PCT {
+            out.push(Finding {
+                short: format!("cpu{} steal {}%", c.cpu, floor(c.steal)),
+                reason: format!(
+                    "cpu{}: steal {}% — the hypervisor ran something else while this CPU wanted to run",
+                    c.cpu,
+                    floor(c.steal)
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// `cpu0 99% (sys 61%, softirq 30%)`: the busy figure and its two largest parts.
+fn cpu_short(c: &CpuUsage) -> String {
+    format!(
+        "cpu{} {}% ({})",
+        c.cpu,
+        floor(c.busy),
+        components(c, 2).join(", ")
+    )
+}
+
+/// The non-zero busy components, largest first, as `name N%`.
+fn components(c: &CpuUsage, max: usize) -> Vec<String> {
+    let mut parts = [
+        ("usr", c.usr),
+        ("nice", c.nice),
+        ("sys", c.sys),
+        ("irq", c.irq),
+        ("softirq", c.softirq),
+    ];
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    parts
+        .iter()
+        .filter(|(_, v)| floor(*v) >= 1)
+        .take(max)
+        .map(|(name, v)| format!("{name} {}%", floor(*v)))
+        .collect()
+}
+
+fn verdict_line(who: &str, findings: &[Finding], max: Option<&CpuUsage>) -> String {
+    if findings.is_empty() {
+        match max {
+            Some(c) => format!(
+                "{who}: not saturated (max CPU {}% on cpu{})",
+                floor(c.busy),
+                c.cpu
+            ),
+            None => format!("{who}: not saturated (no CPU figures)"),
+        }
+    } else {
+        let shorts: Vec<&str> = findings.iter().map(|f| f.short.as_str()).collect();
+        let consequence = if who == "client" {
+            ": results understate the server"
+        } else {
+            ""
+        };
+        format!("{who}: SATURATED — {}{consequence}", shorts.join(", "))
+    }
+}
+
+fn tcp_notes(tcp: &BTreeMap<String, i64>) -> Vec<String> {
+    let get = |k: &str| tcp.get(k).copied().unwrap_or(0);
+    let mut notes = Vec::new();
+    if get("ListenOverflows") > 0 || get("ListenDrops") > 0 {
+        notes.push(format!(
+            "ListenOverflows +{}, ListenDrops +{} on this host: a local listener's accept queue overflowed \
+             (server-side evidence)",
+            get("ListenOverflows"),
+            get("ListenDrops")
+        ));
+    }
+    if get("RetransSegs") > 0 {
+        notes.push(format!(
+            "RetransSegs +{} (TCPTimeouts +{}, TCPSynRetrans +{}): segments were lost or delayed on the path",
+            get("RetransSegs"),
+            get("TCPTimeouts"),
+            get("TCPSynRetrans")
+        ));
+    }
+    if get("AttemptFails") > 0 || get("EstabResets") > 0 {
+        notes.push(format!(
+            "AttemptFails +{}, EstabResets +{}: connections were refused or reset",
+            get("AttemptFails"),
+            get("EstabResets")
+        ));
+    }
+    notes
+}
+
+fn worker_usage(
+    start: &Sample,
+    end: &Sample,
+    tids: &[i32],
+    window_s: f64,
+    ticks_per_s: f64,
+) -> Vec<WorkerCpu> {
+    if window_s <= 0.0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(tids.len());
+    for tid in tids {
+        let (Some(s), Some(e)) = (
+            start.threads.iter().find(|t| t.tid == *tid),
+            end.threads.iter().find(|t| t.tid == *tid),
+        ) else {
+            continue;
+        };
+        let pct =
+            |a: u64, b: u64| round1(b.saturating_sub(a) as f64 / ticks_per_s / window_s * 100.0);
+        let usr_pct = pct(s.utime_ticks, e.utime_ticks);
+        let sys_pct = pct(s.stime_ticks, e.stime_ticks);
+        out.push(WorkerCpu {
+            tid: *tid,
+            comm: e.comm.clone(),
+            cpu: e.last_cpu,
+            usr_pct,
+            sys_pct,
+            busy_pct: round1(usr_pct + sys_pct),
+        });
+    }
+    out
+}
+
+fn round1(v: f64) -> f64 {
+    (v * 10.0).round() / 10.0
+}
+
+/// Percent shown in verdicts: floored, so a figure shown as 90% really reached 90%.
+fn floor(v: f64) -> u64 {
+    if v.is_finite() && v > 0.0 {
+        v.floor() as u64
+    } else {
+        0
+    }
+}
+
+fn i128_to_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
