@@ -759,3 +759,25 @@ fn run_xload_runs_the_built_binary() {
     assert!(status.success(), "xload --help: {status}\n{stderr}");
     assert!(elapsed < Duration::from_secs(10));
 }
+
+// ---- benches/compare ------------------------------------------------------
+
+#[test]
+fn benches_compare_self_test_passes() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/compare");
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("python3 not installed: skipping benches/compare --self-test");
+        return;
+    }
+    let mut command = Command::new("python3");
+    command.arg("-B").arg(&script).arg("--self-test");
+    let output = run_command_with_timeout(command, Duration::from_secs(60));
+    assert!(
+        output.status.success() && output.stdout.contains("self-test ok"),
+        "{} --self-test: {}\n{}{}",
+        script.display(),
+        output.status,
+        output.stdout,
+        output.stderr
+    );
+}
