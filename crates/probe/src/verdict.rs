@@ -321,11 +321,17 @@ pub fn summarize(
         let needed = (input.connections as u64)
             .saturating_add(FD_SLACK)
             .max(end.fds_open as u64 * 2);
+        let soft = if budget.fd_soft == u64::MAX {
+            "unlimited".to_owned()
+        } else {
+            budget.fd_soft.to_string()
+        };
         findings.push(Finding {
-            short: format!("fd limit ({} of {} open, {} errors)", end.fds_open, budget.fd_soft, input.fd_errors),
+            short: format!("fd limit ({} of {} open, {} errors)", end.fds_open, soft, input.fd_errors),
             reason: format!(
-                "file descriptors: {} open of a soft limit of {}, {} sockets refused (EMFILE/ENFILE): ulimit -n {}",
-                end.fds_open, budget.fd_soft, input.fd_errors, needed
+                "file descriptors: {} open of a soft limit of {soft}, {} sockets refused (EMFILE/ENFILE): \
+                 ulimit -n {needed}",
+                end.fds_open, input.fd_errors
             ),
         });
     }

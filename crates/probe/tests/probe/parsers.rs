@@ -90,6 +90,12 @@ fn stat_every_layout_maps_columns_like_the_aggregate_line() {
 }
 
 #[test]
+fn stat_keeps_cpu_numbers_when_a_cpu_is_offline() {
+    let cpus = parse_stat("cpu  2 0 2 8\ncpu0 1 0 1 4\ncpu2 1 0 1 4\nintr 0\n").expect("parse");
+    assert_eq!(cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![0, 2]);
+}
+
+#[test]
 fn stat_rejects_truncated_and_garbled_lines() {
     let kind = |t: &str| parse_stat(t).expect_err(t).parse_kind().cloned();
     assert_eq!(kind(""), Some(ParseErrorKind::Empty));

@@ -254,6 +254,25 @@ fn fds_near_the_soft_limit_saturate_the_client() {
         s.verdict
     );
     assert!(s.reasons[0].contains("ulimit -n 1900"), "{}", s.reasons[0]);
+    let unlimited = Budget {
+        fd_soft: u64::MAX,
+        ..budget()
+    };
+    let s = summarize(
+        &start,
+        &end,
+        &VerdictInput {
+            fd_errors: 1,
+            ..Default::default()
+        },
+        &unlimited,
+    );
+    assert!(
+        s.verdict
+            .contains("fd limit (950 of unlimited open, 1 errors)"),
+        "{}",
+        s.verdict
+    );
 }
 
 #[test]
