@@ -1,0 +1,86 @@
+//! The record path never allocates: a counting global allocator watches
+//! this thread while a recorder takes every kind of event.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use xload_stats::{ErrorKind, Recorder};
+
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so `System`'s guarantees hold; the counter is a const-initialized
+// thread-local `Cell`, whose access never allocates or re-enters the allocator.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: `ptr`/`layout` came from this allocator, forwarded as is.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+#[test]
+fn record_path_does_not_allocate_after_first_occurrence_of_each_cause() {
+    let mut closed = Recorder::new();
+    let mut open = Recorder::new_open_loop();
+    // First occurrences may allocate (the breakdown vectors).
+    for r in [&mut closed, &mut open] {
+        r.record_parse_error("bad_chunk_size");
+        r.record_parse_error("header_too_large");
+        r.record_errno(libc::ENOBUFS);
+    }
+    let before = allocations();
+    for i in 0..200_000u64 {
+        let latency_us = (i * 7919) % 5_000_000;
+        closed.record_response(latency_us, 200 + (i % 4) as u16, 180);
+        open.record_response_open_loop(latency_us + 5, latency_us, 5, 200, 180);
+        closed.add_bytes_sent(60);
+        if i % 97 == 0 {
+            for r in [&mut closed, &mut open] {
+                r.record_error(ErrorKind::ALL[(i % 10) as usize]);
+                r.record_parse_error(if i % 2 == 0 {
+                    "bad_chunk_size"
+                } else {
+                    "header_too_large"
+                });
+                r.record_errno(libc::ENOBUFS);
+                r.record_errno(libc::ECONNRESET);
+                r.record_connect();
+            }
+            open.record_late_send();
+            open.record_dropped(1);
+        }
+    }
+    let during = allocations() - before;
+    assert_eq!(during, 0, "the record path allocated {during} times");
+    assert_eq!(closed.requests(), 200_000);
+    // The counter does see allocations: a tick allocates its histogram.
+    let before = allocations();
+    let _ = closed.take_interval();
+    assert!(allocations() > before);
+}
