@@ -1,0 +1,20 @@
+//! xtune: apply, verify by meaning, diff and roll back a host tuning profile
+//! (sysctl, NIC settings, IRQ affinity, RPS/XPS/RFS, CPU governor, irqbalance)
+//! on a host, inside a network namespace, or on remote hosts over ssh.
+//!
+//! Main design choice: a pure planner and a thin applier. A TOML profile is
+//! checked into a [`profile::Profile`] (unknown keys and wrong types fail
+//! here, before anything is read or written); [`knob::build`] expands it
+//! against the host [`host::Topology`] into knobs with stable identities
+//! (`sysctl:net.core.somaxconn`, `rps:eth0:rx-0`, `irq:45`, `governor:cpu1`),
+//! each carrying the *meaning* its value must have (a CPU set, a vector of
+//! integers, a power of two); [`plan::Plan`] pairs them with what was read and
+//! [`knob::compare`] judges each by meaning. Only [`apply`] writes, always
+//! after an fsync'd [`snapshot`], and always through the [`fs::Fs`] door, so
+//! everything but the kernel's own behaviour is testable on a temporary tree.
+
+pub mod cpuset;
+pub mod profile;
+
+#[cfg(test)]
+pub(crate) mod testutil;
