@@ -275,6 +275,36 @@ fn histograms_written_by_java_hdrhistogram_decode_and_merge() {
     assert!(h.equivalent(h.max(), max_ns));
 }
 
+/// Written by the Python implementation (PyPI `hdrhistogram` 0.10.8):
+/// `h = HdrHistogram(1, 3600000000, 3)`, values 5, 100, 100, 2500, 999999
+/// recorded, then `h.encode()`. The same session decoded a report of this
+/// crate with `HdrHistogram.decode` and got identical p50/p90/p99/p999,
+/// min, max, mean and total count.
+const PYTHON_HISTOGRAM: &str =
+    "HISTFAAAACx4nJNpmSzMwMDAwwABzFCaEURcm7yEwf4DRICTaTcjy09Fpt9djEwAnnAIAg==";
+
+#[test]
+fn histogram_written_by_python_hdrh_decodes_to_the_recorded_values() {
+    let h = decode_histogram(PYTHON_HISTOGRAM).expect("Python V2 histogram decodes");
+    assert_eq!(h.len(), 5);
+    assert_eq!(h.count_at(5), 1);
+    assert_eq!(h.count_at(100), 2);
+    assert_eq!(h.count_at(2_500), 1);
+    assert_eq!(h.count_at(999_999), 1);
+    // Same configuration as ours, so it merges exactly with our reports.
+    let mut rec = Recorder::new();
+    rec.record_response(100, 200, 0);
+    let ours = Report::build(&meta("py", 1, 1, 1.0), &rec);
+    let mut theirs = ours.clone();
+    theirs.histogram = PYTHON_HISTOGRAM.to_string();
+    theirs.requests = 5;
+    let merged = Report::merge(&[ours, theirs]).expect("merges");
+    let m = merged.latency_histogram().expect("decodes");
+    assert_eq!(m.count_at(100), 3);
+    assert_eq!(m.len(), 6);
+    assert_eq!(merged.latency_us.p50, 100);
+}
+
 #[test]
 fn summary_percentiles_equal_value_at_quantile() {
     let rec = busy_recorder(5, 10_000, false);
