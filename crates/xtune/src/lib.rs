@@ -14,7 +14,13 @@
 //! everything but the kernel's own behaviour is testable on a temporary tree.
 
 pub mod cpuset;
+pub mod fs;
+pub mod host;
+pub mod knob;
+pub mod plan;
 pub mod profile;
+pub mod report;
+pub mod snapshot;
 
 #[cfg(test)]
 pub(crate) mod testutil;

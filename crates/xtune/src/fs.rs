@@ -1,0 +1,216 @@
+//! The one door to the host: every read and write of `/proc`, `/sys` and `/etc`
+//! goes through [`Fs`], rooted at `/` in production and at a temporary tree
+//! imitating `/proc/sys` and `/sys/class/net` in tests.
+
+use std::fmt;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// A failed read or write, with the errno the kernel gave.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct FsError {
+    /// "read", "write", "list", "remove".
+    pub op: &'static str,
+    /// Path as seen by the host (`/proc/sys/...`), not the test root.
+    pub path: String,
+    /// errno (0 when the failure was not a system call error, e.g. a short write).
+    pub errno: i32,
+    /// Extra words when errno alone does not say it.
+    pub detail: String,
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.op, self.path, errno_text(self.errno))?;
+        if !self.detail.is_empty() {
+            write!(f, " ({})", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+impl FsError {
+    fn from_io(op: &'static str, path: &str, e: &std::io::Error) -> FsError {
+        FsError {
+            op,
+            path: path.to_string(),
+            errno: e.raw_os_error().unwrap_or(0),
+            detail: if e.raw_os_error().is_some() {
+                String::new()
+            } else {
+                e.to_string()
+            },
+        }
+    }
+
+    /// The symbolic errno, `EINVAL`.
+    pub fn errno_name(&self) -> &'static str {
+        errno_name(self.errno)
+    }
+}
+
+/// `EINVAL (Invalid argument)`.
+pub fn errno_text(errno: i32) -> String {
+    if errno == 0 {
+        return "error".into();
+    }
+    format!("{} ({})", errno_name(errno), std::io::Error::from_raw_os_error(errno))
+        .replace(&format!(" (os error {errno})"), "")
+}
+
+/// Symbolic name of the errnos a tuning write can meet.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::E2BIG => "E2BIG",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSPC => "ENOSPC",
+        libc::EROFS => "EROFS",
+        libc::ERANGE => "ERANGE",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::ESRCH => "ESRCH",
+        0 => "no errno",
+        _ => "errno",
+    }
+}
+
+/// Reads and writes of the host's kernel interfaces and configuration files.
+pub trait Fs {
+    /// Whole content of a file.
+    fn read(&self, path: &str) -> Result<String, FsError>;
+    /// Writes `value` plus a newline in one `write(2)`, as `echo value > path`
+    /// does; never creates the file (a missing knob is `ENOENT`, as in the kernel).
+    fn write(&self, path: &str, value: &str) -> Result<(), FsError>;
+    /// Replaces a regular file atomically (temp file, fsync, rename), creating it.
+    fn replace_file(&self, path: &str, content: &str) -> Result<(), FsError>;
+    /// Removes a regular file.
+    fn remove(&self, path: &str) -> Result<(), FsError>;
+    /// True when the path exists (following symlinks).
+    fn exists(&self, path: &str) -> bool;
+    /// Entry names of a directory, sorted.
+    fn list(&self, dir: &str) -> Result<Vec<String>, FsError>;
+}
+
+/// [`Fs`] over the real file system below `root`.
+#[derive(Clone, Debug)]
+pub struct RootFs {
+    root: PathBuf,
+}
+
+impl RootFs {
+    /// `root` is `/` on a real host.
+    pub fn new(root: impl Into<PathBuf>) -> RootFs {
+        RootFs { root: root.into() }
+    }
+
+    /// Where `path` (host-absolute) lives under the root.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Fs for RootFs {
+    fn read(&self, path: &str) -> Result<String, FsError> {
+        let bytes = std::fs::read(self.resolve(path)).map_err(|e| FsError::from_io("read", path, &e))?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn write(&self, path: &str, value: &str) -> Result<(), FsError> {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(self.resolve(path))
+            .map_err(|e| FsError::from_io("write", path, &e))?;
+        let mut buf = Vec::with_capacity(value.len() + 1);
+        buf.extend_from_slice(value.as_bytes());
+        buf.push(b'\n');
+        // One write call: procfs and sysfs parse each write on its own, so a
+        // value split over two writes would be two different values.
+        let n = file.write(&buf).map_err(|e| FsError::from_io("write", path, &e))?;
+        if n != buf.len() {
+            return Err(FsError {
+                op: "write",
+                path: path.to_string(),
+                errno: 0,
+                detail: format!("short write: {n} of {} bytes", buf.len()),
+            });
+        }
+        Ok(())
+    }
+
+    fn replace_file(&self, path: &str, content: &str) -> Result<(), FsError> {
+        let target = self.resolve(path);
+        crate::snapshot::write_atomic(&target, content.as_bytes())
+            .map_err(|e| FsError::from_io("write", path, &e))
+    }
+
+    fn remove(&self, path: &str) -> Result<(), FsError> {
+        std::fs::remove_file(self.resolve(path)).map_err(|e| FsError::from_io("remove", path, &e))
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.resolve(path).exists()
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<String>, FsError> {
+        let rd = std::fs::read_dir(self.resolve(dir)).map_err(|e| FsError::from_io("list", dir, &e))?;
+        let mut names: Vec<String> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Trims the one trailing newline the kernel appends to every value.
+pub fn trim_value(raw: &str) -> &str {
+    raw.strip_suffix('\n').unwrap_or(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::TempDir;
+
+    #[test]
+    fn write_appends_newline_and_never_creates_a_missing_knob() {
+        let t = TempDir::new("fs-write");
+        t.put("/proc/sys/net/core/somaxconn", "4096\n");
+        let fs = RootFs::new(t.path());
+        fs.write("/proc/sys/net/core/somaxconn", "128").unwrap();
+        assert_eq!(t.get("/proc/sys/net/core/somaxconn"), "128\n");
+        let e = fs.write("/proc/sys/net/core/nope", "1").unwrap_err();
+        assert_eq!(e.errno, libc::ENOENT);
+        assert_eq!(e.to_string(), "write /proc/sys/net/core/nope: ENOENT (No such file or directory)");
+        assert!(!fs.exists("/proc/sys/net/core/nope"));
+    }
+
+    #[test]
+    fn errno_names_are_symbolic() {
+        assert_eq!(errno_name(libc::EINVAL), "EINVAL");
+        assert_eq!(errno_name(libc::EPERM), "EPERM");
+        assert_eq!(errno_text(libc::EIO), "EIO (Input/output error)");
+    }
+}

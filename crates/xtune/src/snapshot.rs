@@ -1,0 +1,396 @@
+//! Snapshots: the original value of every knob apply is about to write, saved
+//! and fsync'd before the first write, so a crash mid-apply still leaves a way
+//! back. One JSON file per snapshot under the state dir (`/var/lib/xtune`).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::ProcInfo;
+use crate::knob::Stage;
+
+/// Snapshot file schema.
+pub const SCHEMA: &str = "xtune-snapshot/1";
+
+/// Default state directory.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/xtune";
+
+/// What a knob was before apply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Original {
+    /// A kernel file; `raw` is the bytes read, newline included.
+    File {
+        /// Host path.
+        path: String,
+        /// Content as read.
+        raw: String,
+    },
+    /// irqbalance environment file (None: it did not exist).
+    Config {
+        /// Host path.
+        path: String,
+        /// Content, or None when absent.
+        content: Option<String>,
+    },
+    /// irqbalance processes that were running.
+    Service {
+        /// Processes to start again.
+        running: Vec<ProcInfo>,
+    },
+}
+
+/// One saved knob.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Knob identity.
+    pub knob: String,
+    /// Write stage (rollback goes in reverse).
+    pub stage: Stage,
+    /// Value before apply.
+    pub original: Original,
+}
+
+/// Life of a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Saved; writes in progress (a crash leaves this state).
+    Pending,
+    /// Apply finished.
+    Applied,
+    /// Apply failed and restored what it had written.
+    Undone,
+    /// Rolled back by `xtune rollback`.
+    RolledBack,
+}
+
+/// A snapshot file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// File stem, sortable by time: `20260301-142501-123-host`.
+    pub id: String,
+    /// Creation time.
+    pub created_unix_ms: u64,
+    /// `host` or `netns:NAME`.
+    pub target: String,
+    /// Host name.
+    pub hostname: String,
+    /// Profile name.
+    pub profile: String,
+    /// Saved knobs in write order.
+    pub entries: Vec<Entry>,
+    /// Knobs the kernel refused to move (managed IRQs).
+    #[serde(default)]
+    pub fixed_by_kernel: Vec<String>,
+    /// Lifecycle state.
+    pub state: State,
+    /// When rolled back.
+    #[serde(default)]
+    pub rolled_back_unix_ms: Option<u64>,
+}
+
+/// Snapshot store errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// I/O on the state dir.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// File or directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A snapshot file that is not valid JSON of the schema.
+    #[error("{}: not an xtune snapshot: {message}", path.display())]
+    Corrupt {
+        /// File.
+        path: PathBuf,
+        /// Parser message.
+        message: String,
+    },
+    /// Named snapshot absent.
+    #[error("no snapshot `{0}` (see `xtune snapshots`)")]
+    NotFound(String),
+    /// No snapshot to roll back for this target.
+    #[error("no snapshot to roll back for {0} (see `xtune snapshots`)")]
+    NothingToRollBack(String),
+}
+
+/// The state directory.
+#[derive(Clone, Debug)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// Store at `dir` (created on first save, mode 0700).
+    pub fn new(dir: impl Into<PathBuf>) -> Store {
+        Store { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new id for `target`, unique in this store.
+    pub fn new_id(&self, target: &str, now_ms: u64) -> String {
+        let stem = format!("{}-{}", timestamp_id(now_ms), target.replace([':', '/'], "-"));
+        let mut id = stem.clone();
+        let mut n = 1;
+        while self.path_of(&id).exists() {
+            n += 1;
+            id = format!("{stem}-{n}");
+        }
+        id
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    /// Writes the snapshot durably (temp file, fsync, rename, fsync dir).
+    pub fn save(&self, snap: &Snapshot) -> Result<PathBuf, StoreError> {
+        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        let _ = set_mode_0700(&self.dir);
+        let path = self.path_of(&snap.id);
+        let json = serde_json::to_vec_pretty(snap).map_err(|e| StoreError::Corrupt {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        write_atomic(&path, &json).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+
+    /// Loads one snapshot by id (or file name).
+    pub fn load(&self, id: &str) -> Result<Snapshot, StoreError> {
+        let id = id.strip_suffix(".json").unwrap_or(id);
+        if id.is_empty() || id.contains('/') || id.starts_with('.') {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        let path = self.path_of(id);
+        if !path.exists() {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        read_snapshot(&path)
+    }
+
+    /// All snapshots, oldest first. Unreadable files are returned as errors
+    /// alongside, so one bad file does not hide the others.
+    pub fn list(&self) -> (Vec<Snapshot>, Vec<StoreError>) {
+        let mut snaps = Vec::new();
+        let mut errors = Vec::new();
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (snaps, errors),
+            Err(source) => {
+                errors.push(StoreError::Io {
+                    path: self.dir.clone(),
+                    source,
+                });
+                return (snaps, errors);
+            }
+        };
+        for entry in rd.flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            match read_snapshot(&path) {
+                Ok(s) => snaps.push(s),
+                Err(e) => errors.push(e),
+            }
+        }
+        snaps.sort_by(|a, b| (a.created_unix_ms, &a.id).cmp(&(b.created_unix_ms, &b.id)));
+        (snaps, errors)
+    }
+
+    /// The newest snapshot of `target` that still has something to restore
+    /// (applied or left pending by a crash), for `xtune rollback` without a name.
+    pub fn latest_for(&self, target: &str) -> Result<Snapshot, StoreError> {
+        let (snaps, _) = self.list();
+        snaps
+            .into_iter()
+            .rev()
+            .find(|s| s.target == target && matches!(s.state, State::Applied | State::Pending))
+            .ok_or_else(|| StoreError::NothingToRollBack(target.to_string()))
+    }
+}
+
+fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let snap: Snapshot = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    if snap.schema != SCHEMA {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("schema `{}`, expected `{SCHEMA}`", snap.schema),
+        });
+    }
+    Ok(snap)
+}
+
+fn set_mode_0700(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Replaces `path` with `bytes` durably: write a temp file in the same
+/// directory, fsync it, rename over `path`, fsync the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    File::open(dir)?.sync_all()
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// `YYYYMMDD-HHMMSS-mmm` in UTC.
+pub fn timestamp_id(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{:03}", ms % 1000)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` UTC, for listings.
+pub fn human_time(ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(ms / 1000);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}Z")
+}
+
+/// Days-from-civil inverse (Howard Hinnant's algorithm), UTC.
+fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        ((rem % 3600) / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::TempDir;
+
+    fn snap(store: &Store, target: &str, ms: u64, state: State) -> Snapshot {
+        Snapshot {
+            schema: SCHEMA.into(),
+            id: store.new_id(target, ms),
+            created_unix_ms: ms,
+            target: target.into(),
+            hostname: "h".into(),
+            profile: "p".into(),
+            entries: vec![Entry {
+                knob: "sysctl:net.core.somaxconn".into(),
+                stage: Stage::Sysctl,
+                original: Original::File {
+                    path: "/proc/sys/net/core/somaxconn".into(),
+                    raw: "4096\n".into(),
+                },
+            }],
+            fixed_by_kernel: vec![],
+            state,
+            rolled_back_unix_ms: None,
+        }
+    }
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        assert_eq!(timestamp_id(0), "19700101-000000-000");
+        assert_eq!(timestamp_id(1_709_251_200_123), "20240301-000000-123");
+        assert_eq!(human_time(951_782_400_000), "2000-02-29 00:00:00Z");
+    }
+
+    #[test]
+    fn saved_snapshots_load_back_and_latest_skips_rolled_back_and_other_targets() {
+        let t = TempDir::new("snap-store");
+        let store = Store::new(t.path().join("state"));
+        let a = snap(&store, "host", 1_000, State::Applied);
+        store.save(&a).unwrap();
+        let b = snap(&store, "host", 2_000, State::RolledBack);
+        store.save(&b).unwrap();
+        let c = snap(&store, "netns:lab", 3_000, State::Applied);
+        store.save(&c).unwrap();
+        assert_eq!(store.load(&a.id).unwrap(), a);
+        assert_eq!(store.latest_for("host").unwrap().id, a.id);
+        assert_eq!(store.latest_for("netns:lab").unwrap().id, c.id);
+        assert!(matches!(store.latest_for("netns:x"), Err(StoreError::NothingToRollBack(_))));
+        let (all, errs) = store.list();
+        assert_eq!(all.len(), 3);
+        assert!(errs.is_empty());
+        assert!(matches!(store.load("../etc/passwd"), Err(StoreError::NotFound(_))));
+    }
+
+    #[test]
+    fn ids_are_unique_within_one_millisecond() {
+        let t = TempDir::new("snap-ids");
+        let store = Store::new(t.path());
+        let a = snap(&store, "host", 5, State::Applied);
+        store.save(&a).unwrap();
+        let b = store.new_id("host", 5);
+        assert_ne!(a.id, b);
+        assert!(b.ends_with("-2"));
+    }
+
+    #[test]
+    fn a_corrupt_file_is_reported_not_fatal() {
+        let t = TempDir::new("snap-corrupt");
+        let store = Store::new(t.path());
+        std::fs::write(t.path().join("bad.json"), "{not json").unwrap();
+        let good = snap(&store, "host", 7, State::Applied);
+        store.save(&good).unwrap();
+        let (all, errs) = store.list();
+        assert_eq!(all.len(), 1);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].to_string().contains("not an xtune snapshot"));
+    }
+}
