@@ -1,0 +1,783 @@
+//! The applier: snapshot first, then write in stage order, undo on failure;
+//! and rollback from a snapshot. The only code that changes the host.
+
+use std::time::{Duration, Instant};
+
+use crate::fs::{trim_value, Fs, FsError};
+use crate::host::ProcInfo;
+use crate::knob::{compare, with_banned_cpulist, Current, Stage, Target, Wanted};
+use crate::plan::{observe_one, Item, Plan};
+use crate::report::{KnobLine, Verdict};
+use crate::snapshot::{now_ms, Entry, Original, Snapshot, State, Store, SCHEMA};
+
+/// Starting and stopping irqbalance.
+pub trait Services {
+    /// Stops these irqbalance processes and waits until they are gone.
+    fn stop_irqbalance(&self, running: &[ProcInfo]) -> Result<(), String>;
+    /// Starts irqbalance again the way it ran before.
+    fn start_irqbalance(&self, was: &[ProcInfo]) -> Result<(), String>;
+}
+
+/// systemd when the process lives in a unit, else signals and the recorded argv.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemServices;
+
+impl Services for SystemServices {
+    fn stop_irqbalance(&self, running: &[ProcInfo]) -> Result<(), String> {
+        for p in running {
+            if let Some(unit) = &p.unit {
+                systemctl("stop", unit)?;
+            } else {
+                // SAFETY: kill(2) with a pid read from /proc and a valid signal number.
+                let rc = unsafe { libc::kill(p.pid as libc::pid_t, libc::SIGTERM) };
+                if rc != 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::ESRCH) {
+                        return Err(format!("kill {}: {e}", p.pid));
+                    }
+                }
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for p in running {
+            while std::path::Path::new(&format!("/proc/{}", p.pid)).exists() {
+                if Instant::now() > deadline {
+                    return Err(format!("irqbalance pid {} still running after 5 s", p.pid));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    fn start_irqbalance(&self, was: &[ProcInfo]) -> Result<(), String> {
+        for p in was {
+            if let Some(unit) = &p.unit {
+                systemctl("start", unit)?;
+            } else if let Some((prog, args)) = p.cmdline.split_first() {
+                std::process::Command::new(prog)
+                    .args(args)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("start {prog}: {e}"))?;
+            } else {
+                return Err(format!("irqbalance pid {} had no command line to restart it with", p.pid));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn systemctl(verb: &str, unit: &str) -> Result<(), String> {
+    let out = std::process::Command::new("systemctl")
+        .args([verb, unit])
+        .output()
+        .map_err(|e| format!("systemctl {verb} {unit}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "systemctl {verb} {unit}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Who and what an apply is for (stored in the snapshot).
+#[derive(Clone, Debug)]
+pub struct ApplyMeta {
+    /// `host` or `netns:NAME`.
+    pub target: String,
+    /// Host name.
+    pub hostname: String,
+    /// Profile name.
+    pub profile: String,
+}
+
+/// Result of [`apply`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplyOutcome {
+    /// One line per knob of the plan.
+    pub lines: Vec<KnobLine>,
+    /// Snapshot id, when anything was to be written.
+    pub snapshot: Option<String>,
+    /// The failure (knob and errno) that made apply undo its writes.
+    pub error: Option<String>,
+    /// Notes (re-asserted IRQs, readback mismatches).
+    pub notes: Vec<String>,
+}
+
+impl ApplyOutcome {
+    /// 0 when every write went through, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.error.is_some())
+    }
+}
+
+/// Errors before the first write: nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The snapshot could not be saved.
+    #[error("cannot save the snapshot, nothing written: {0}")]
+    Snapshot(#[from] crate::snapshot::StoreError),
+    /// A knob to change could not be read, so it could not be saved.
+    #[error("cannot read {knob} to save it, nothing written: {error}")]
+    Unreadable {
+        /// Knob.
+        knob: String,
+        /// Read error.
+        error: FsError,
+    },
+}
+
+enum WriteResult {
+    Written,
+    FixedByKernel(FsError),
+}
+
+/// Applies the plan: saves the original of every knob to change, fsyncs the
+/// snapshot, then writes in stage order. Knobs that already mean the wanted
+/// value are not written. If a write fails, every earlier write is restored
+/// from the snapshot and the outcome names the knob and errno.
+pub fn apply(
+    fs: &dyn Fs,
+    services: &dyn Services,
+    store: &Store,
+    plan: &Plan,
+    meta: &ApplyMeta,
+) -> Result<ApplyOutcome, ApplyError> {
+    let changes: Vec<&Item> = plan.changes().collect();
+    let mut outcome = ApplyOutcome {
+        lines: Vec::new(),
+        snapshot: None,
+        error: None,
+        notes: Vec::new(),
+    };
+    if changes.is_empty() {
+        outcome.lines = plan.items.iter().map(|i| line_for(i, verdict_unwritten(i))).collect();
+        return Ok(outcome);
+    }
+
+    // 1. Snapshot, durable before the first write.
+    let mut entries = Vec::with_capacity(changes.len());
+    for item in &changes {
+        entries.push(Entry {
+            knob: item.desired.knob.clone(),
+            stage: item.desired.stage,
+            original: original_of(item)?,
+        });
+    }
+    let created = now_ms();
+    let mut snap = Snapshot {
+        schema: SCHEMA.into(),
+        id: store.new_id(&meta.target, created),
+        created_unix_ms: created,
+        target: meta.target.clone(),
+        hostname: meta.hostname.clone(),
+        profile: meta.profile.clone(),
+        entries,
+        fixed_by_kernel: Vec::new(),
+        state: State::Pending,
+        rolled_back_unix_ms: None,
+    };
+    store.save(&snap)?;
+    outcome.snapshot = Some(snap.id.clone());
+
+    // 2. Writes, in the plan's stage order.
+    let mut verdicts: Vec<(Verdict, String, Option<String>)> =
+        vec![(Verdict::Ok, String::new(), None); plan.items.len()];
+    let mut written: Vec<usize> = Vec::new(); // indices into snap.entries
+    let mut failed_at: Option<usize> = None;
+    let mut change_idx = 0usize;
+    for (i, item) in plan.items.iter().enumerate() {
+        if !item.needs_change() {
+            verdicts[i] = (verdict_unwritten(item), item.cmp.reason.clone(), None);
+            continue;
+        }
+        let entry_idx = change_idx;
+        change_idx += 1;
+        match write_knob(fs, services, item) {
+            Ok(WriteResult::Written) => {
+                written.push(entry_idx);
+                verdicts[i] = (Verdict::Written, String::new(), None);
+            }
+            Ok(WriteResult::FixedByKernel(e)) => {
+                snap.fixed_by_kernel.push(item.desired.knob.clone());
+                verdicts[i] = (
+                    Verdict::FixedByKernel,
+                    format!("managed interrupt: the kernel refuses to move it ({})", e.errno_name()),
+                    Some(e.errno_name().to_string()),
+                );
+            }
+            Err(e) => {
+                outcome.error = Some(format!("{}: {}", item.desired.knob, e.message));
+                verdicts[i] = (Verdict::Failed, e.message.clone(), e.errno.clone());
+                failed_at = Some(i);
+                break;
+            }
+        }
+    }
+
+    if let Some(fail_idx) = failed_at {
+        // 3a. Undo in reverse order.
+        let mut undo_failures = Vec::new();
+        for &ei in written.iter().rev() {
+            let entry = &snap.entries[ei];
+            let pos = plan.items.iter().position(|it| it.desired.knob == entry.knob);
+            match restore_entry(fs, services, entry) {
+                Ok(()) => {
+                    if let Some(p) = pos {
+                        verdicts[p] = (Verdict::Undone, "restored after the failure".into(), None);
+                    }
+                }
+                Err(msg) => {
+                    undo_failures.push(format!("{}: {msg}", entry.knob));
+                    if let Some(p) = pos {
+                        verdicts[p] = (Verdict::UndoFailed, msg, None);
+                    }
+                }
+            }
+        }
+        // Knobs after the failure were not attempted.
+        for (i, item) in plan.items.iter().enumerate().skip(fail_idx + 1) {
+            if item.needs_change() {
+                verdicts[i] = (Verdict::Change, "not attempted".into(), None);
+            }
+        }
+        snap.state = State::Undone;
+        if !undo_failures.is_empty() {
+            snap.state = State::Applied; // something is still changed: keep it rollback-able
+            outcome.notes.push(format!(
+                "could not restore: {}; run `xtune rollback {}`",
+                undo_failures.join("; "),
+                snap.id
+            ));
+        }
+        if let Err(e) = store.save(&snap) {
+            outcome.notes.push(format!("could not update the snapshot state: {e}"));
+        }
+    } else {
+        // 3b. If irqbalance was stopped after IRQs were pinned, it may have
+        // moved them in between: put back any that moved.
+        let stopped_irqbalance = plan
+            .items
+            .iter()
+            .zip(&verdicts)
+            .any(|(it, v)| matches!(it.desired.target, Target::IrqbalanceService) && v.0 == Verdict::Written);
+        if stopped_irqbalance {
+            for (i, item) in plan.items.iter().enumerate() {
+                if item.desired.stage != Stage::Irq || verdicts[i].0 != Verdict::Written {
+                    continue;
+                }
+                let now = observe_one(fs, &item.desired);
+                if !compare(&item.desired, &now).matches {
+                    if let Target::File { path, value } = &item.desired.target {
+                        match fs.write(path, value) {
+                            Ok(()) => outcome.notes.push(format!(
+                                "{} moved before irqbalance stopped; written again",
+                                item.desired.knob
+                            )),
+                            Err(e) => outcome.notes.push(format!("{}: rewrite failed: {e}", item.desired.knob)),
+                        }
+                    }
+                }
+            }
+        }
+        // Read back what was written: the kernel may accept a value and store another.
+        for (i, item) in plan.items.iter().enumerate() {
+            if verdicts[i].0 != Verdict::Written {
+                continue;
+            }
+            let now = observe_one(fs, &item.desired);
+            let c = compare(&item.desired, &now);
+            if !c.matches {
+                verdicts[i].1 = format!("written, but reads back as {}", c.actual);
+            } else if !c.reason.is_empty() {
+                verdicts[i].1 = c.reason;
+            }
+        }
+        snap.state = State::Applied;
+        if let Err(e) = store.save(&snap) {
+            outcome.notes.push(format!("could not update the snapshot state: {e}"));
+        }
+    }
+
+    outcome.lines = plan
+        .items
+        .iter()
+        .zip(verdicts)
+        .map(|(item, (verdict, reason, errno))| {
+            let mut l = line_for(item, verdict);
+            if !reason.is_empty() {
+                l.reason = reason;
+            }
+            l.errno = errno;
+            l
+        })
+        .collect();
+    Ok(outcome)
+}
+
+/// Verdict of a knob apply did not write.
+fn verdict_unwritten(item: &Item) -> Verdict {
+    match &item.desired.target {
+        Target::Unavailable { .. } => Verdict::NotApplicable,
+        Target::Advice => Verdict::Advice,
+        _ if item.cmp.matches => Verdict::Ok,
+        _ => Verdict::Change,
+    }
+}
+
+/// A report line for a planned knob.
+pub fn line_for(item: &Item, verdict: Verdict) -> KnobLine {
+    KnobLine {
+        knob: item.desired.knob.clone(),
+        wanted: item.cmp.wanted.clone(),
+        actual: item.cmp.actual.clone(),
+        verdict,
+        reason: item.cmp.reason.clone(),
+        agent: None,
+        errno: None,
+        path: match &item.desired.target {
+            Target::File { path, .. } | Target::IrqbalanceConfig { path } => Some(path.clone()),
+            _ => None,
+        },
+    }
+}
+
+fn original_of(item: &Item) -> Result<Original, ApplyError> {
+    match (&item.desired.target, &item.current) {
+        (Target::File { path, .. }, Current::File { raw, .. }) => match raw {
+            Ok(raw) => Ok(Original::File {
+                path: path.clone(),
+                raw: raw.clone(),
+            }),
+            Err(e) => Err(ApplyError::Unreadable {
+                knob: item.desired.knob.clone(),
+                error: e.clone(),
+            }),
+        },
+        (Target::IrqbalanceConfig { path }, Current::Config(content)) => Ok(Original::Config {
+            path: path.clone(),
+            content: content.clone(),
+        }),
+        (Target::IrqbalanceService, Current::Service(running)) => Ok(Original::Service {
+            running: running.clone(),
+        }),
+        _ => Err(ApplyError::Unreadable {
+            knob: item.desired.knob.clone(),
+            error: FsError {
+                op: "read",
+                path: String::new(),
+                errno: 0,
+                detail: "no current value".into(),
+            },
+        }),
+    }
+}
+
+struct WriteError {
+    message: String,
+    errno: Option<String>,
+}
+
+fn write_knob(fs: &dyn Fs, services: &dyn Services, item: &Item) -> Result<WriteResult, WriteError> {
+    match &item.desired.target {
+        Target::File { path, value } => match fs.write(path, value) {
+            Ok(()) => Ok(WriteResult::Written),
+            // Managed interrupts: EIO before Linux 6.12, EPERM from 6.12.
+            Err(e) if item.desired.stage == Stage::Irq && (e.errno == libc::EIO || e.errno == libc::EPERM) => {
+                Ok(WriteResult::FixedByKernel(e))
+            }
+            Err(e) => Err(WriteError {
+                message: format!("writing `{value}` to {path} failed: {}", crate::fs::errno_text(e.errno)),
+                errno: Some(e.errno_name().to_string()),
+            }),
+        },
+        Target::IrqbalanceConfig { path } => {
+            let Wanted::BannedCpus(cpus) = &item.desired.wanted else {
+                return Err(WriteError {
+                    message: "internal: ban knob without a CPU list".into(),
+                    errno: None,
+                });
+            };
+            let content = match &item.current {
+                Current::Config(c) => c.as_deref(),
+                _ => None,
+            };
+            fs.replace_file(path, &with_banned_cpulist(content, cpus))
+                .map_err(|e| WriteError {
+                    message: e.to_string(),
+                    errno: Some(e.errno_name().to_string()),
+                })?;
+            // A running daemon reads its environment at start only.
+            let running = crate::host::find_processes(fs, "irqbalance");
+            if !running.is_empty() {
+                services
+                    .stop_irqbalance(&running)
+                    .and_then(|()| services.start_irqbalance(&running))
+                    .map_err(|m| WriteError {
+                        message: format!("restarting irqbalance: {m}"),
+                        errno: None,
+                    })?;
+            }
+            Ok(WriteResult::Written)
+        }
+        Target::IrqbalanceService => {
+            let running = match &item.current {
+                Current::Service(r) => r.clone(),
+                _ => Vec::new(),
+            };
+            services.stop_irqbalance(&running).map_err(|m| WriteError {
+                message: format!("stopping irqbalance: {m}"),
+                errno: None,
+            })?;
+            Ok(WriteResult::Written)
+        }
+        Target::Unavailable { .. } | Target::Advice => Ok(WriteResult::Written),
+    }
+}
+
+/// Writes an entry's original value back.
+fn restore_entry(fs: &dyn Fs, services: &dyn Services, entry: &Entry) -> Result<(), String> {
+    match &entry.original {
+        Original::File { path, raw } => fs.write(path, trim_value(raw)).map_err(|e| e.to_string()),
+        Original::Config { path, content } => {
+            match content {
+                Some(c) => fs.replace_file(path, c).map_err(|e| e.to_string())?,
+                None => match fs.remove(path) {
+                    Ok(()) => {}
+                    Err(e) if e.errno == libc::ENOENT => {}
+                    Err(e) => return Err(e.to_string()),
+                },
+            }
+            let running = crate::host::find_processes(fs, "irqbalance");
+            if !running.is_empty() {
+                services.stop_irqbalance(&running)?;
+                services.start_irqbalance(&running)?;
+            }
+            Ok(())
+        }
+        Original::Service { running } => {
+            if running.is_empty() || !crate::host::find_processes(fs, "irqbalance").is_empty() {
+                return Ok(());
+            }
+            services.start_irqbalance(running)
+        }
+    }
+}
+
+/// Restores a snapshot: every entry, last written first. A file is written
+/// only when its content differs from the original, and read back to check
+/// it is the original byte for byte.
+pub fn rollback(fs: &dyn Fs, services: &dyn Services, store: &Store, mut snap: Snapshot) -> (Vec<KnobLine>, bool) {
+    let mut lines = Vec::new();
+    let mut ok = true;
+    for entry in snap.entries.iter().rev() {
+        let (verdict, actual, reason, path) = match &entry.original {
+            Original::File { path, raw } => {
+                let before = fs.read(path);
+                if before.as_deref() == Ok(raw.as_str()) {
+                    (Verdict::Unchanged, String::new(), String::new(), Some(path.clone()))
+                } else {
+                    match fs.write(path, trim_value(raw)) {
+                        Err(e) if snap.fixed_by_kernel.contains(&entry.knob) => (
+                            Verdict::FixedByKernel,
+                            String::new(),
+                            format!("never moved: {}", e.errno_name()),
+                            Some(path.clone()),
+                        ),
+                        Err(e) => {
+                            ok = false;
+                            (Verdict::UndoFailed, String::new(), e.to_string(), Some(path.clone()))
+                        }
+                        Ok(()) => match fs.read(path) {
+                            Ok(after) if after == *raw => (
+                                Verdict::Restored,
+                                before.map(|b| trim_value(&b).to_string()).unwrap_or_default(),
+                                String::new(),
+                                Some(path.clone()),
+                            ),
+                            Ok(after) => {
+                                ok = false;
+                                (
+                                    Verdict::UndoFailed,
+                                    String::new(),
+                                    format!("reads back as `{}`", trim_value(&after)),
+                                    Some(path.clone()),
+                                )
+                            }
+                            Err(e) => {
+                                ok = false;
+                                (Verdict::UndoFailed, String::new(), e.to_string(), Some(path.clone()))
+                            }
+                        },
+                    }
+                }
+            }
+            other => match restore_entry(fs, services, entry) {
+                Ok(()) => (
+                    Verdict::Restored,
+                    String::new(),
+                    String::new(),
+                    match other {
+                        Original::Config { path, .. } => Some(path.clone()),
+                        _ => None,
+                    },
+                ),
+                Err(m) => {
+                    ok = false;
+                    (Verdict::UndoFailed, String::new(), m, None)
+                }
+            },
+        };
+        let original = match &entry.original {
+            Original::File { raw, .. } => trim_value(raw).to_string(),
+            Original::Config { content: Some(_), .. } => "(file content)".into(),
+            Original::Config { content: None, .. } => "(no file)".into(),
+            Original::Service { running } if running.is_empty() => "not running".into(),
+            Original::Service { running } => format!("running ({} process)", running.len()),
+        };
+        let reason = if reason.is_empty() && verdict == Verdict::Restored && !actual.is_empty() {
+            format!("was {actual}")
+        } else {
+            reason
+        };
+        lines.push(KnobLine {
+            knob: entry.knob.clone(),
+            wanted: original.clone(),
+            actual: original,
+            verdict,
+            reason,
+            agent: None,
+            errno: None,
+            path,
+        });
+    }
+    lines.reverse();
+    if ok {
+        snap.state = State::RolledBack;
+        snap.rolled_back_unix_ms = Some(now_ms());
+        let _ = store.save(&snap);
+    }
+    (lines, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::RootFs;
+    use crate::host::Topology;
+    use crate::knob::{build, TargetCtx};
+    use crate::plan::observe;
+    use crate::profile::Profile;
+    use crate::testutil::{fake_host, TempDir};
+    use std::cell::RefCell;
+
+    /// An Fs that fails the n-th write (1-based) with `errno` and counts writes.
+    struct FaultyFs {
+        inner: RootFs,
+        fail_on: usize,
+        errno: i32,
+        writes: RefCell<usize>,
+    }
+
+    impl Fs for FaultyFs {
+        fn read(&self, p: &str) -> Result<String, FsError> {
+            self.inner.read(p)
+        }
+        fn write(&self, p: &str, v: &str) -> Result<(), FsError> {
+            *self.writes.borrow_mut() += 1;
+            if *self.writes.borrow() == self.fail_on {
+                return Err(FsError {
+                    op: "write",
+                    path: p.into(),
+                    errno: self.errno,
+                    detail: String::new(),
+                });
+            }
+            self.inner.write(p, v)
+        }
+        fn replace_file(&self, p: &str, c: &str) -> Result<(), FsError> {
+            self.inner.replace_file(p, c)
+        }
+        fn remove(&self, p: &str) -> Result<(), FsError> {
+            self.inner.remove(p)
+        }
+        fn exists(&self, p: &str) -> bool {
+            self.inner.exists(p)
+        }
+        fn list(&self, d: &str) -> Result<Vec<String>, FsError> {
+            self.inner.list(d)
+        }
+    }
+
+    struct NoServices;
+    impl Services for NoServices {
+        fn stop_irqbalance(&self, _: &[ProcInfo]) -> Result<(), String> {
+            Ok(())
+        }
+        fn start_irqbalance(&self, _: &[ProcInfo]) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn meta() -> ApplyMeta {
+        ApplyMeta {
+            target: "host".into(),
+            hostname: "test".into(),
+            profile: "p".into(),
+        }
+    }
+
+    fn plan_for(fs: &dyn Fs, text: &str, dir: &TempDir) -> Plan {
+        let p = Profile::from_text(text, "p", dir.path()).unwrap();
+        let topo = Topology::read(fs, &p);
+        let b = build(&p, &topo, &TargetCtx::default()).unwrap();
+        let cur = observe(fs, &b.desired);
+        Plan::from_parts(b.desired, cur, b.notes)
+    }
+
+    const SYSCTLS: &[(&str, &str)] = &[
+        ("net.core.somaxconn", "4096"),
+        ("net.ipv4.tcp_fin_timeout", "60"),
+        ("net.ipv4.ip_local_port_range", "32768\t60999"),
+        ("net.ipv4.tcp_tw_reuse", "2"),
+    ];
+    const PROFILE: &str = "[sysctl]\n\"net.core.somaxconn\" = 65535\n\"net.ipv4.tcp_fin_timeout\" = 15\n\"net.ipv4.ip_local_port_range\" = \"1024 65535\"\n\"net.ipv4.tcp_tw_reuse\" = 1\n";
+
+    #[test]
+    fn apply_writes_in_order_then_reapply_writes_nothing() {
+        let host = fake_host("apply-ok", 2, SYSCTLS, &[("eth0", 2, 2)]);
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let text = format!("{PROFILE}[rps]\neth0 = \"all\"\n");
+        let plan = plan_for(&fs, &text, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None);
+        assert_eq!(host.get("/proc/sys/net/core/somaxconn"), "65535\n");
+        assert_eq!(host.get("/proc/sys/net/ipv4/ip_local_port_range"), "1024 65535\n");
+        assert_eq!(host.get("/sys/class/net/eth0/queues/rx-1/rps_cpus"), "3\n");
+        // RPS (steering) before sysctls.
+        let order: Vec<&str> = out.lines.iter().map(|l| l.knob.as_str()).collect();
+        assert_eq!(order[0], "rps:eth0:rx-0");
+        let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+        assert_eq!(snap.state, State::Applied);
+        assert_eq!(snap.entries.len(), 6);
+
+        let again = plan_for(&fs, &text, &host);
+        assert_eq!(again.changes().count(), 0);
+        let out2 = apply(&fs, &NoServices, &store, &again, &meta()).unwrap();
+        assert_eq!(out2.snapshot, None, "nothing to write, no snapshot");
+        assert!(out2.lines.iter().all(|l| l.verdict == Verdict::Ok));
+    }
+
+    #[test]
+    fn third_write_failing_undoes_the_first_two_and_names_knob_and_errno() {
+        let host = fake_host("apply-fail", 2, SYSCTLS, &[]);
+        let before: Vec<String> = SYSCTLS
+            .iter()
+            .map(|(k, _)| host.get(&format!("/proc/sys/{}", k.replace('.', "/"))))
+            .collect();
+        let fs = FaultyFs {
+            inner: RootFs::new(host.path()),
+            fail_on: 3,
+            errno: libc::EINVAL,
+            writes: RefCell::new(0),
+        };
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, PROFILE, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        let err = out.error.clone().unwrap();
+        assert!(err.starts_with("sysctl:net.ipv4.ip_local_port_range: "), "{err}");
+        assert!(err.contains("EINVAL"), "{err}");
+        let after: Vec<String> = SYSCTLS
+            .iter()
+            .map(|(k, _)| host.get(&format!("/proc/sys/{}", k.replace('.', "/"))))
+            .collect();
+        assert_eq!(before, after, "every earlier write undone byte for byte");
+        let verdicts: Vec<Verdict> = out.lines.iter().map(|l| l.verdict).collect();
+        assert_eq!(
+            verdicts,
+            vec![Verdict::Undone, Verdict::Undone, Verdict::Failed, Verdict::Change]
+        );
+        assert_eq!(out.lines[2].errno.as_deref(), Some("EINVAL"));
+        let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+        assert_eq!(snap.state, State::Undone);
+        assert!(store.latest_for("host").is_err(), "an undone apply has nothing to roll back");
+    }
+
+    #[test]
+    fn managed_irq_refusal_is_fixed_by_kernel_not_a_failure() {
+        let host = fake_host("apply-irq", 2, &[], &[]);
+        host.put("/sys/class/net/eth0/tx_queue_len", "1000\n");
+        host.mkdir("/sys/class/net/eth0/device");
+        host.mkdir("/proc/irq/40/eth0-TxRx-0");
+        host.mkdir("/proc/irq/41/eth0-TxRx-1");
+        host.put("/proc/irq/40/smp_affinity", "3\n");
+        host.put("/proc/irq/41/smp_affinity", "3\n");
+        for errno in [libc::EPERM, libc::EIO] {
+            let fs = FaultyFs {
+                inner: RootFs::new(host.path()),
+                fail_on: 1,
+                errno,
+                writes: RefCell::new(0),
+            };
+            let store = Store::new(host.path().join(format!("state{errno}")));
+            let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
+            let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+            assert_eq!(out.error, None);
+            assert_eq!(out.lines[0].verdict, Verdict::FixedByKernel);
+            assert_eq!(out.lines[1].verdict, Verdict::Written);
+            let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+            assert_eq!(snap.fixed_by_kernel, vec!["irq:40".to_string()]);
+            host.put("/proc/irq/41/smp_affinity", "3\n");
+        }
+    }
+
+    #[test]
+    fn rollback_restores_originals_byte_for_byte() {
+        let host = fake_host("apply-rollback", 2, SYSCTLS, &[("eth0", 2, 2)]);
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let text = format!("{PROFILE}[rps]\neth0 = \"all\"\n[rfs.flow_cnt]\neth0 = 1000\n");
+        let paths = [
+            "/proc/sys/net/core/somaxconn",
+            "/proc/sys/net/ipv4/ip_local_port_range",
+            "/sys/class/net/eth0/queues/rx-0/rps_cpus",
+            "/sys/class/net/eth0/queues/rx-1/rps_flow_cnt",
+        ];
+        let before: Vec<String> = paths.iter().map(|p| host.get(p)).collect();
+        let plan = plan_for(&fs, &text, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None);
+        assert_ne!(host.get(paths[0]), before[0]);
+        let snap = store.latest_for("host").unwrap();
+        let (lines, ok) = rollback(&fs, &NoServices, &store, snap);
+        assert!(ok, "{lines:?}");
+        let after: Vec<String> = paths.iter().map(|p| host.get(p)).collect();
+        assert_eq!(before, after);
+        assert!(lines.iter().all(|l| l.verdict == Verdict::Restored), "{lines:?}");
+        assert!(store.latest_for("host").is_err(), "rolled back snapshots are not rolled back twice");
+    }
+
+    #[test]
+    fn irqbalance_ban_writes_the_config_and_rollback_removes_a_created_file() {
+        let host = fake_host("apply-ban", 2, &[], &[]);
+        host.mkdir("/etc/default");
+        host.put("/proc/700/comm", "irqbalance\n");
+        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None, "{out:?}");
+        assert!(host.get("/etc/default/irqbalance").contains("IRQBALANCE_BANNED_CPULIST=1\n"));
+        let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
+        assert!(ok, "{lines:?}");
+        assert!(!fs.exists("/etc/default/irqbalance"));
+    }
+}
