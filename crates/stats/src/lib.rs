@@ -14,6 +14,17 @@
 //! hosts merge exactly ([`Report::merge`]) and other HdrHistogram tools can
 //! read them. Percentiles are always recomputed from histograms, never
 //! averaged.
+//!
+//! JSON keys beyond DESIGN.md's required set: `engine_reason`, `pipeline`,
+//! `bytes_sent`, `connects`, `parse_errors` (cause -> count),
+//! `errors_other` (`"errno_ENOBUFS"` -> count), `latency_us.{stdev,p75,p95,
+//! p9999}`; open loop: `rate_target`, `latency_uncorrected_us`,
+//! `histogram_uncorrected`, `schedule_lag_us`, `histogram_schedule_lag`,
+//! `late_sends`, `dropped`; then `client` (opaque, from the probe) and
+//! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
+//! `errors`). Unknown keys round-trip through [`Report::extra`].
+
+#![forbid(unsafe_code)]
 
 mod error_kind;
 mod hist;
