@@ -602,6 +602,25 @@ fn counters_reconcile_over_many_connections_and_pipelined_batches() {
     );
 }
 
+#[test]
+fn assert_reconciles_accepts_in_flight_slack_and_rejects_overcount() {
+    let server = TestServer::start(Behavior::Ok { body_len: 0 });
+    let mut stream = connect(server.addr());
+    stream.write_all(&GET.repeat(3)).unwrap();
+    for _ in 0..3 {
+        read_response(&mut stream);
+    }
+    server.assert_reconciles(3, 0);
+    server.assert_reconciles(1, 2);
+    let too_many = std::panic::catch_unwind(|| server.assert_reconciles(4, 10));
+    assert!(
+        too_many.is_err(),
+        "a client cannot count more than was served"
+    );
+    let too_few = std::panic::catch_unwind(|| server.assert_reconciles(0, 2));
+    assert!(too_few.is_err(), "more missing than could be in flight");
+}
+
 // ---- nginx harness --------------------------------------------------------
 
 #[test]

@@ -200,6 +200,19 @@ impl TestServer {
         lock(&self.shared.first_request_head).clone()
     }
 
+    /// Asserts that a client's count of completed responses reconciles with
+    /// this server's: never more than `served()`, and short of it by at most
+    /// `max_in_flight` (responses written but still in flight when the client
+    /// stopped, e.g. connections × pipeline depth).
+    pub fn assert_reconciles(&self, client_responses: u64, max_in_flight: u64) {
+        let served = self.served();
+        assert!(
+            client_responses <= served && served - client_responses <= max_in_flight,
+            "client counted {client_responses} responses, server wrote {served} \
+             (allowed in flight at the end: {max_in_flight})"
+        );
+    }
+
     /// Stops accepting, shuts every connection down, wakes every held
     /// response and joins all threads. Idempotent; counters stay readable.
     pub fn stop(&self) {
