@@ -63,7 +63,10 @@ impl Services for SystemServices {
                     .spawn()
                     .map_err(|e| format!("start {prog}: {e}"))?;
             } else {
-                return Err(format!("irqbalance pid {} had no command line to restart it with", p.pid));
+                return Err(format!(
+                    "irqbalance pid {} had no command line to restart it with",
+                    p.pid
+                ));
             }
         }
         Ok(())
@@ -156,7 +159,11 @@ pub fn apply(
         notes: Vec::new(),
     };
     if changes.is_empty() {
-        outcome.lines = plan.items.iter().map(|i| line_for(i, verdict_unwritten(i))).collect();
+        outcome.lines = plan
+            .items
+            .iter()
+            .map(|i| line_for(i, verdict_unwritten(i)))
+            .collect();
         return Ok(outcome);
     }
 
@@ -207,7 +214,10 @@ pub fn apply(
                 snap.fixed_by_kernel.push(item.desired.knob.clone());
                 verdicts[i] = (
                     Verdict::FixedByKernel,
-                    format!("managed interrupt: the kernel refuses to move it ({})", e.errno_name()),
+                    format!(
+                        "managed interrupt: the kernel refuses to move it ({})",
+                        e.errno_name()
+                    ),
                     Some(e.errno_name().to_string()),
                 );
             }
@@ -225,7 +235,10 @@ pub fn apply(
         let mut undo_failures = Vec::new();
         for &ei in written.iter().rev() {
             let entry = &snap.entries[ei];
-            let pos = plan.items.iter().position(|it| it.desired.knob == entry.knob);
+            let pos = plan
+                .items
+                .iter()
+                .position(|it| it.desired.knob == entry.knob);
             match restore_entry(fs, services, entry) {
                 Ok(()) => {
                     if let Some(p) = pos {
@@ -256,16 +269,16 @@ pub fn apply(
             ));
         }
         if let Err(e) = store.save(&snap) {
-            outcome.notes.push(format!("could not update the snapshot state: {e}"));
+            outcome
+                .notes
+                .push(format!("could not update the snapshot state: {e}"));
         }
     } else {
         // 3b. If irqbalance was stopped after IRQs were pinned, it may have
         // moved them in between: put back any that moved.
-        let stopped_irqbalance = plan
-            .items
-            .iter()
-            .zip(&verdicts)
-            .any(|(it, v)| matches!(it.desired.target, Target::IrqbalanceService) && v.0 == Verdict::Written);
+        let stopped_irqbalance = plan.items.iter().zip(&verdicts).any(|(it, v)| {
+            matches!(it.desired.target, Target::IrqbalanceService) && v.0 == Verdict::Written
+        });
         if stopped_irqbalance {
             for (i, item) in plan.items.iter().enumerate() {
                 if item.desired.stage != Stage::Irq || verdicts[i].0 != Verdict::Written {
@@ -279,7 +292,9 @@ pub fn apply(
                                 "{} moved before irqbalance stopped; written again",
                                 item.desired.knob
                             )),
-                            Err(e) => outcome.notes.push(format!("{}: rewrite failed: {e}", item.desired.knob)),
+                            Err(e) => outcome
+                                .notes
+                                .push(format!("{}: rewrite failed: {e}", item.desired.knob)),
                         }
                     }
                 }
@@ -300,7 +315,9 @@ pub fn apply(
         }
         snap.state = State::Applied;
         if let Err(e) = store.save(&snap) {
-            outcome.notes.push(format!("could not update the snapshot state: {e}"));
+            outcome
+                .notes
+                .push(format!("could not update the snapshot state: {e}"));
         }
     }
 
@@ -383,16 +400,26 @@ struct WriteError {
     errno: Option<String>,
 }
 
-fn write_knob(fs: &dyn Fs, services: &dyn Services, item: &Item) -> Result<WriteResult, WriteError> {
+fn write_knob(
+    fs: &dyn Fs,
+    services: &dyn Services,
+    item: &Item,
+) -> Result<WriteResult, WriteError> {
     match &item.desired.target {
         Target::File { path, value } => match fs.write(path, value) {
             Ok(()) => Ok(WriteResult::Written),
             // Managed interrupts: EIO before Linux 6.12, EPERM from 6.12.
-            Err(e) if item.desired.stage == Stage::Irq && (e.errno == libc::EIO || e.errno == libc::EPERM) => {
+            Err(e)
+                if item.desired.stage == Stage::Irq
+                    && (e.errno == libc::EIO || e.errno == libc::EPERM) =>
+            {
                 Ok(WriteResult::FixedByKernel(e))
             }
             Err(e) => Err(WriteError {
-                message: format!("writing `{value}` to {path} failed: {}", crate::fs::errno_text(e.errno)),
+                message: format!(
+                    "writing `{value}` to {path} failed: {}",
+                    crate::fs::errno_text(e.errno)
+                ),
                 errno: Some(e.errno_name().to_string()),
             }),
         },
@@ -469,49 +496,59 @@ fn restore_entry(fs: &dyn Fs, services: &dyn Services, entry: &Entry) -> Result<
     }
 }
 
+/// A raw kernel value for display: whitespace runs (the kernel's tabs) as one space.
+pub fn display_value(raw: &str) -> String {
+    raw.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Restores a snapshot: every entry, last written first. A file is written
 /// only when its content differs from the original, and read back to check
 /// it is the original byte for byte.
-pub fn rollback(fs: &dyn Fs, services: &dyn Services, store: &Store, mut snap: Snapshot) -> (Vec<KnobLine>, bool) {
+pub fn rollback(
+    fs: &dyn Fs,
+    services: &dyn Services,
+    store: &Store,
+    mut snap: Snapshot,
+) -> (Vec<KnobLine>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
     for entry in snap.entries.iter().rev() {
-        let (verdict, actual, reason, path) = match &entry.original {
+        let mut before_text = String::new();
+        let (verdict, reason, path) = match &entry.original {
             Original::File { path, raw } => {
                 let before = fs.read(path);
+                before_text = match &before {
+                    Ok(b) => display_value(b),
+                    Err(e) => format!("unreadable: {}", e.errno_name()),
+                };
                 if before.as_deref() == Ok(raw.as_str()) {
-                    (Verdict::Unchanged, String::new(), String::new(), Some(path.clone()))
+                    (Verdict::Unchanged, String::new(), Some(path.clone()))
                 } else {
                     match fs.write(path, trim_value(raw)) {
                         Err(e) if snap.fixed_by_kernel.contains(&entry.knob) => (
                             Verdict::FixedByKernel,
-                            String::new(),
                             format!("never moved: {}", e.errno_name()),
                             Some(path.clone()),
                         ),
                         Err(e) => {
                             ok = false;
-                            (Verdict::UndoFailed, String::new(), e.to_string(), Some(path.clone()))
+                            (Verdict::UndoFailed, e.to_string(), Some(path.clone()))
                         }
                         Ok(()) => match fs.read(path) {
-                            Ok(after) if after == *raw => (
-                                Verdict::Restored,
-                                before.map(|b| trim_value(&b).to_string()).unwrap_or_default(),
-                                String::new(),
-                                Some(path.clone()),
-                            ),
+                            Ok(after) if after == *raw => {
+                                (Verdict::Restored, String::new(), Some(path.clone()))
+                            }
                             Ok(after) => {
                                 ok = false;
                                 (
                                     Verdict::UndoFailed,
-                                    String::new(),
                                     format!("reads back as `{}`", trim_value(&after)),
                                     Some(path.clone()),
                                 )
                             }
                             Err(e) => {
                                 ok = false;
-                                (Verdict::UndoFailed, String::new(), e.to_string(), Some(path.clone()))
+                                (Verdict::UndoFailed, e.to_string(), Some(path.clone()))
                             }
                         },
                     }
@@ -521,7 +558,6 @@ pub fn rollback(fs: &dyn Fs, services: &dyn Services, store: &Store, mut snap: S
                 Ok(()) => (
                     Verdict::Restored,
                     String::new(),
-                    String::new(),
                     match other {
                         Original::Config { path, .. } => Some(path.clone()),
                         _ => None,
@@ -529,26 +565,27 @@ pub fn rollback(fs: &dyn Fs, services: &dyn Services, store: &Store, mut snap: S
                 ),
                 Err(m) => {
                     ok = false;
-                    (Verdict::UndoFailed, String::new(), m, None)
+                    (Verdict::UndoFailed, m, None)
                 }
             },
         };
         let original = match &entry.original {
-            Original::File { raw, .. } => trim_value(raw).to_string(),
-            Original::Config { content: Some(_), .. } => "(file content)".into(),
+            Original::File { raw, .. } => display_value(raw),
+            Original::Config {
+                content: Some(_), ..
+            } => "(file content)".into(),
             Original::Config { content: None, .. } => "(no file)".into(),
             Original::Service { running } if running.is_empty() => "not running".into(),
             Original::Service { running } => format!("running ({} process)", running.len()),
         };
-        let reason = if reason.is_empty() && verdict == Verdict::Restored && !actual.is_empty() {
-            format!("was {actual}")
-        } else {
-            reason
-        };
         lines.push(KnobLine {
             knob: entry.knob.clone(),
             wanted: original.clone(),
-            actual: original,
+            actual: if before_text.is_empty() {
+                original
+            } else {
+                before_text
+            },
             verdict,
             reason,
             agent: None,
@@ -658,7 +695,10 @@ mod tests {
         let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
         assert_eq!(out.error, None);
         assert_eq!(host.get("/proc/sys/net/core/somaxconn"), "65535\n");
-        assert_eq!(host.get("/proc/sys/net/ipv4/ip_local_port_range"), "1024 65535\n");
+        assert_eq!(
+            host.get("/proc/sys/net/ipv4/ip_local_port_range"),
+            "1024 65535\n"
+        );
         assert_eq!(host.get("/sys/class/net/eth0/queues/rx-1/rps_cpus"), "3\n");
         // RPS (steering) before sysctls.
         let order: Vec<&str> = out.lines.iter().map(|l| l.knob.as_str()).collect();
@@ -692,7 +732,10 @@ mod tests {
         let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
         assert_eq!(out.exit_code(), 1);
         let err = out.error.clone().unwrap();
-        assert!(err.starts_with("sysctl:net.ipv4.ip_local_port_range: "), "{err}");
+        assert!(
+            err.starts_with("sysctl:net.ipv4.ip_local_port_range: "),
+            "{err}"
+        );
         assert!(err.contains("EINVAL"), "{err}");
         let after: Vec<String> = SYSCTLS
             .iter()
@@ -702,12 +745,20 @@ mod tests {
         let verdicts: Vec<Verdict> = out.lines.iter().map(|l| l.verdict).collect();
         assert_eq!(
             verdicts,
-            vec![Verdict::Undone, Verdict::Undone, Verdict::Failed, Verdict::Change]
+            vec![
+                Verdict::Undone,
+                Verdict::Undone,
+                Verdict::Failed,
+                Verdict::Change
+            ]
         );
         assert_eq!(out.lines[2].errno.as_deref(), Some("EINVAL"));
         let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
         assert_eq!(snap.state, State::Undone);
-        assert!(store.latest_for("host").is_err(), "an undone apply has nothing to roll back");
+        assert!(
+            store.latest_for("host").is_err(),
+            "an undone apply has nothing to roll back"
+        );
     }
 
     #[test]
@@ -760,8 +811,14 @@ mod tests {
         assert!(ok, "{lines:?}");
         let after: Vec<String> = paths.iter().map(|p| host.get(p)).collect();
         assert_eq!(before, after);
-        assert!(lines.iter().all(|l| l.verdict == Verdict::Restored), "{lines:?}");
-        assert!(store.latest_for("host").is_err(), "rolled back snapshots are not rolled back twice");
+        assert!(
+            lines.iter().all(|l| l.verdict == Verdict::Restored),
+            "{lines:?}"
+        );
+        assert!(
+            store.latest_for("host").is_err(),
+            "rolled back snapshots are not rolled back twice"
+        );
     }
 
     #[test]
@@ -775,7 +832,9 @@ mod tests {
         let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);
         let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
         assert_eq!(out.error, None, "{out:?}");
-        assert!(host.get("/etc/default/irqbalance").contains("IRQBALANCE_BANNED_CPULIST=1\n"));
+        assert!(host
+            .get("/etc/default/irqbalance")
+            .contains("IRQBALANCE_BANNED_CPULIST=1\n"));
         let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
         assert!(ok, "{lines:?}");
         assert!(!fs.exists("/etc/default/irqbalance"));

@@ -119,7 +119,11 @@ impl CpuSet {
                     }
                 }
             }
-            base += if grouped { 32 } else { (group.len() as u64) * 4 };
+            base += if grouped {
+                32
+            } else {
+                (group.len() as u64) * 4
+            };
         }
         Ok(set)
     }

@@ -55,8 +55,12 @@ pub fn errno_text(errno: i32) -> String {
     if errno == 0 {
         return "error".into();
     }
-    format!("{} ({})", errno_name(errno), std::io::Error::from_raw_os_error(errno))
-        .replace(&format!(" (os error {errno})"), "")
+    format!(
+        "{} ({})",
+        errno_name(errno),
+        std::io::Error::from_raw_os_error(errno)
+    )
+    .replace(&format!(" (os error {errno})"), "")
 }
 
 /// Symbolic name of the errnos a tuning write can meet.
@@ -131,7 +135,8 @@ impl RootFs {
 
 impl Fs for RootFs {
     fn read(&self, path: &str) -> Result<String, FsError> {
-        let bytes = std::fs::read(self.resolve(path)).map_err(|e| FsError::from_io("read", path, &e))?;
+        let bytes =
+            std::fs::read(self.resolve(path)).map_err(|e| FsError::from_io("read", path, &e))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -147,7 +152,9 @@ impl Fs for RootFs {
         buf.push(b'\n');
         // One write call: procfs and sysfs parse each write on its own, so a
         // value split over two writes would be two different values.
-        let n = file.write(&buf).map_err(|e| FsError::from_io("write", path, &e))?;
+        let n = file
+            .write(&buf)
+            .map_err(|e| FsError::from_io("write", path, &e))?;
         if n != buf.len() {
             return Err(FsError {
                 op: "write",
@@ -174,7 +181,8 @@ impl Fs for RootFs {
     }
 
     fn list(&self, dir: &str) -> Result<Vec<String>, FsError> {
-        let rd = std::fs::read_dir(self.resolve(dir)).map_err(|e| FsError::from_io("list", dir, &e))?;
+        let rd =
+            std::fs::read_dir(self.resolve(dir)).map_err(|e| FsError::from_io("list", dir, &e))?;
         let mut names: Vec<String> = rd
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -203,7 +211,10 @@ mod tests {
         assert_eq!(t.get("/proc/sys/net/core/somaxconn"), "128\n");
         let e = fs.write("/proc/sys/net/core/nope", "1").unwrap_err();
         assert_eq!(e.errno, libc::ENOENT);
-        assert_eq!(e.to_string(), "write /proc/sys/net/core/nope: ENOENT (No such file or directory)");
+        assert_eq!(
+            e.to_string(),
+            "write /proc/sys/net/core/nope: ENOENT (No such file or directory)"
+        );
         assert!(!fs.exists("/proc/sys/net/core/nope"));
     }
 

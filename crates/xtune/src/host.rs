@@ -163,14 +163,18 @@ pub fn governor_path(cpu: u32) -> String {
 }
 
 fn read_cpulist(fs: &dyn Fs, path: &str) -> Option<CpuSet> {
-    fs.read(path).ok().and_then(|s| CpuSet::parse_list(trim_value(&s)).ok())
+    fs.read(path)
+        .ok()
+        .and_then(|s| CpuSet::parse_list(trim_value(&s)).ok())
 }
 
 /// IRQ number → action names from `/proc/irq/N/<action>/` directories.
 fn irq_action_names(fs: &dyn Fs) -> BTreeMap<u32, Vec<String>> {
     let mut out = BTreeMap::new();
     for entry in fs.list("/proc/irq").unwrap_or_default() {
-        let Ok(irq) = entry.parse::<u32>() else { continue };
+        let Ok(irq) = entry.parse::<u32>() else {
+            continue;
+        };
         let names = fs
             .list(&format!("/proc/irq/{irq}"))
             .unwrap_or_default()
@@ -195,8 +199,20 @@ fn queue_sort(mut qs: Vec<String>) -> Vec<String> {
 fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) -> DeviceInfo {
     let base = format!("/sys/class/net/{name}");
     let queues = fs.list(&format!("{base}/queues")).unwrap_or_default();
-    let rx_queues = queue_sort(queues.iter().filter(|q| q.starts_with("rx-")).cloned().collect());
-    let tx_queues = queue_sort(queues.iter().filter(|q| q.starts_with("tx-")).cloned().collect());
+    let rx_queues = queue_sort(
+        queues
+            .iter()
+            .filter(|q| q.starts_with("rx-"))
+            .cloned()
+            .collect(),
+    );
+    let tx_queues = queue_sort(
+        queues
+            .iter()
+            .filter(|q| q.starts_with("tx-"))
+            .cloned()
+            .collect(),
+    );
     let hardware = fs.exists(&format!("{base}/device"));
     let mut irqs: Vec<u32> = Vec::new();
     let mut local_cpus = None;
@@ -220,7 +236,8 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
                 }
             }
             if local_cpus.is_none() {
-                local_cpus = read_cpulist(fs, &format!("{dir}/local_cpulist")).filter(|s| !s.is_empty());
+                local_cpus =
+                    read_cpulist(fs, &format!("{dir}/local_cpulist")).filter(|s| !s.is_empty());
             }
         }
     }
@@ -230,7 +247,9 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
             .iter()
             .filter(|(_, names)| {
                 names.iter().any(|n| {
-                    n == name || n.starts_with(&format!("{name}-")) || n.starts_with(&format!("{name}@"))
+                    n == name
+                        || n.starts_with(&format!("{name}-"))
+                        || n.starts_with(&format!("{name}@"))
                 })
             })
             .map(|(irq, _)| *irq)
@@ -242,7 +261,9 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
         .copied()
         .filter(|irq| {
             irq_names.get(irq).is_none_or(|names| {
-                !names.iter().any(|n| n.ends_with("-config") || n.ends_with("-ctrl"))
+                !names
+                    .iter()
+                    .any(|n| n.ends_with("-config") || n.ends_with("-ctrl"))
             })
         })
         .collect();
@@ -263,8 +284,12 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
 pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
     let mut out = Vec::new();
     for entry in fs.list("/proc").unwrap_or_default() {
-        let Ok(pid) = entry.parse::<u32>() else { continue };
-        let Ok(c) = fs.read(&format!("/proc/{pid}/comm")) else { continue };
+        let Ok(pid) = entry.parse::<u32>() else {
+            continue;
+        };
+        let Ok(c) = fs.read(&format!("/proc/{pid}/comm")) else {
+            continue;
+        };
         if c.trim() != comm {
             continue;
         }
@@ -306,7 +331,10 @@ mod tests {
 
     #[test]
     fn sysctl_names_map_to_proc_paths_with_slash_for_dot() {
-        assert_eq!(sysctl_path("net.core.somaxconn"), "/proc/sys/net/core/somaxconn");
+        assert_eq!(
+            sysctl_path("net.core.somaxconn"),
+            "/proc/sys/net/core/somaxconn"
+        );
         assert_eq!(
             sysctl_path("net.ipv4.conf.eth0/100.rp_filter"),
             "/proc/sys/net/ipv4/conf/eth0.100/rp_filter"
@@ -319,9 +347,15 @@ mod tests {
         // /sys/class/net/eth0/device -> ../../devices/pci0000:00/0000:00:03.0/virtio2
         t.mkdir("/sys/devices/pci0000:00/0000:00:03.0/virtio2");
         for irq in ["37", "38", "39"] {
-            t.put(&format!("/sys/devices/pci0000:00/0000:00:03.0/msi_irqs/{irq}"), "msix\n");
+            t.put(
+                &format!("/sys/devices/pci0000:00/0000:00:03.0/msi_irqs/{irq}"),
+                "msix\n",
+            );
         }
-        t.put("/sys/devices/pci0000:00/0000:00:03.0/local_cpulist", "0-1\n");
+        t.put(
+            "/sys/devices/pci0000:00/0000:00:03.0/local_cpulist",
+            "0-1\n",
+        );
         t.symlink(
             "/sys/class/net/eth0/device",
             "../../../devices/pci0000:00/0000:00:03.0/virtio2",
@@ -360,7 +394,10 @@ mod tests {
         }
         let fs = RootFs::new(t.path());
         let topo = Topology::read(&fs, &Profile::default());
-        assert_eq!(topo.devices["x"].rx_queues, vec!["rx-0", "rx-1", "rx-2", "rx-10"]);
+        assert_eq!(
+            topo.devices["x"].rx_queues,
+            vec!["rx-0", "rx-1", "rx-2", "rx-10"]
+        );
     }
 
     #[test]

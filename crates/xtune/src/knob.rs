@@ -175,7 +175,9 @@ pub enum PlanError {
         knobs: Vec<String>,
     },
     /// A CPU list with no online, usable CPU.
-    #[error("{knob}: none of CPUs {requested} is online{isolated}; the kernel would reject the mask")]
+    #[error(
+        "{knob}: none of CPUs {requested} is online{isolated}; the kernel would reject the mask"
+    )]
     NoUsableCpus {
         /// Knob.
         knob: String,
@@ -245,7 +247,9 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
                 skip_sysctl.insert(key.clone());
             }
         }
-        if profile.rfs.flow_entries.is_some() && is_global_in_netns(RPS_SOCK_FLOW_ENTRIES, topo, ctx) {
+        if profile.rfs.flow_entries.is_some()
+            && is_global_in_netns(RPS_SOCK_FLOW_ENTRIES, topo, ctx)
+        {
             global.push(format!("[rfs] flow_entries ({RPS_SOCK_FLOW_ENTRIES})"));
             skip_flow_entries = true;
         }
@@ -297,7 +301,11 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
             add("gro_flush_timeout_ns", "gro_flush_timeout", v.to_string());
         }
         if let Some(v) = s.napi_defer_hard_irqs {
-            add("napi_defer_hard_irqs", "napi_defer_hard_irqs", v.to_string());
+            add(
+                "napi_defer_hard_irqs",
+                "napi_defer_hard_irqs",
+                v.to_string(),
+            );
         }
         if let Some(v) = s.threaded_napi {
             add("threaded_napi", "threaded", u8::from(v).to_string());
@@ -306,10 +314,15 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
 
     // IRQ affinity.
     if !skip_irq {
-        let irq = expand(&profile.irq, topo, "irq", &mut b.notes, |d| !d.irqs.is_empty())?;
+        let irq = expand(&profile.irq, topo, "irq", &mut b.notes, |d| {
+            !d.irqs.is_empty()
+        })?;
         for (dev, policy) in irq {
             if dev.irqs.is_empty() {
-                b.notes.push(format!("irq: {} has no interrupts of its own; nothing to pin", dev.name));
+                b.notes.push(format!(
+                    "irq: {} has no interrupts of its own; nothing to pin",
+                    dev.name
+                ));
                 continue;
             }
             let usable_list: Vec<u32> = usable.iter().collect();
@@ -328,7 +341,9 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
                     }
                     IrqPolicy::Cpus(c) => c.clone(),
                     IrqPolicy::NumaLocal => match &dev.local_cpus {
-                        Some(local) if !local.intersection(&usable).is_empty() => local.intersection(&usable),
+                        Some(local) if !local.intersection(&usable).is_empty() => {
+                            local.intersection(&usable)
+                        }
                         _ => {
                             if i == 0 {
                                 b.notes.push(format!(
@@ -366,7 +381,9 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
     }
 
     // RPS.
-    let rps = expand(&profile.rps, topo, "rps", &mut b.notes, |d| !d.rx_queues.is_empty())?;
+    let rps = expand(&profile.rps, topo, "rps", &mut b.notes, |d| {
+        !d.rx_queues.is_empty()
+    })?;
     for (dev, policy) in rps {
         let set = match &policy {
             RpsPolicy::All => usable.clone(),
@@ -402,7 +419,9 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
     }
 
     // XPS.
-    let xps = expand(&profile.xps, topo, "xps", &mut b.notes, |d| d.tx_queues.len() > 1)?;
+    let xps = expand(&profile.xps, topo, "xps", &mut b.notes, |d| {
+        d.tx_queues.len() > 1
+    })?;
     for (dev, policy) in xps {
         if dev.tx_queues.len() <= 1 {
             b.notes.push(format!(
@@ -443,9 +462,13 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
     }
 
     // RFS: per-queue flow tables, then the global socket flow table.
-    let rfs = expand(&profile.rfs.flow_cnt, topo, "rfs.flow_cnt", &mut b.notes, |d| {
-        !d.rx_queues.is_empty()
-    })?;
+    let rfs = expand(
+        &profile.rfs.flow_cnt,
+        topo,
+        "rfs.flow_cnt",
+        &mut b.notes,
+        |d| !d.rx_queues.is_empty(),
+    )?;
     for (dev, cnt) in rfs {
         for q in &dev.rx_queues {
             b.desired.push(Desired {
@@ -483,7 +506,8 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
         if skip_sysctl.contains(key) {
             continue;
         }
-        b.desired.push(sysctl_desired(key, value, topo, Stage::Sysctl)?);
+        b.desired
+            .push(sysctl_desired(key, value, topo, Stage::Sysctl)?);
     }
 
     // Governor.
@@ -493,7 +517,8 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
                 knob: "governor:*".into(),
                 stage: Stage::Cpu,
                 target: Target::Unavailable {
-                    reason: "no cpufreq on this host (a VM, or frequency under firmware control)".into(),
+                    reason: "no cpufreq on this host (a VM, or frequency under firmware control)"
+                        .into(),
                 },
                 wanted: Wanted::Exact(g.clone()),
             });
@@ -501,7 +526,12 @@ pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Buil
             if !topo.governors_available.is_empty() && !topo.governors_available.contains(g) {
                 return Err(PlanError::GovernorUnavailable {
                     governor: g.clone(),
-                    available: topo.governors_available.iter().cloned().collect::<Vec<_>>().join(" "),
+                    available: topo
+                        .governors_available
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 });
             }
             for cpu in &topo.cpufreq_cpus {
@@ -570,7 +600,12 @@ fn is_global_in_netns(key: &str, topo: &Topology, ctx: &TargetCtx) -> bool {
     !topo.present_sysctls.contains(key) && ctx.host_net_sysctls.contains(key)
 }
 
-fn sysctl_desired(key: &str, value: &SysctlValue, topo: &Topology, stage: Stage) -> Result<Desired, PlanError> {
+fn sysctl_desired(
+    key: &str,
+    value: &SysctlValue,
+    topo: &Topology,
+    stage: Stage,
+) -> Result<Desired, PlanError> {
     let path = sysctl_path(key);
     if !topo.present_sysctls.contains(key) {
         return Err(PlanError::UnknownSysctl {
@@ -580,7 +615,9 @@ fn sysctl_desired(key: &str, value: &SysctlValue, topo: &Topology, stage: Stage)
     }
     let write = value.to_write_string();
     let wanted = match value {
-        SysctlValue::Int(n) if key == RPS_SOCK_FLOW_ENTRIES && *n >= 0 => Wanted::PowerOfTwo(*n as u64),
+        SysctlValue::Int(n) if key == RPS_SOCK_FLOW_ENTRIES && *n >= 0 => {
+            Wanted::PowerOfTwo(*n as u64)
+        }
         _ => Wanted::Words(write.split_whitespace().map(str::to_string).collect()),
     };
     Ok(Desired {
@@ -603,16 +640,24 @@ fn expand<'t, T: Clone>(
     let mut out: Vec<(&DeviceInfo, T)> = Vec::new();
     for (sel, v) in entries.iter().filter(|(s, _)| *s == DeviceSel::AllHardware) {
         let _ = sel;
-        let matched: Vec<&DeviceInfo> = topo.devices.values().filter(|d| d.hardware && applies(d)).collect();
+        let matched: Vec<&DeviceInfo> = topo
+            .devices
+            .values()
+            .filter(|d| d.hardware && applies(d))
+            .collect();
         if matched.is_empty() {
-            notes.push(format!("[{section}] \"*\" matches no hardware network device here"));
+            notes.push(format!(
+                "[{section}] \"*\" matches no hardware network device here"
+            ));
         }
         for d in matched {
             out.push((d, v.clone()));
         }
     }
     for (sel, v) in entries {
-        let DeviceSel::Named(name) = sel else { continue };
+        let DeviceSel::Named(name) = sel else {
+            continue;
+        };
         let Some(d) = topo.devices.get(name) else {
             return Err(PlanError::NoDevice {
                 section,
@@ -631,7 +676,14 @@ fn expand<'t, T: Clone>(
 /// Judges `current` against `desired` by meaning. Pure.
 pub fn compare(desired: &Desired, current: &Current) -> Comparison {
     match (&desired.wanted, current) {
-        (Wanted::Nofile { wanted, own, nr_open }, _) => nofile_advice(*wanted, *own, *nr_open),
+        (
+            Wanted::Nofile {
+                wanted,
+                own,
+                nr_open,
+            },
+            _,
+        ) => nofile_advice(*wanted, *own, *nr_open),
         (wanted, _) if matches!(desired.target, Target::Unavailable { .. }) => {
             let reason = match &desired.target {
                 Target::Unavailable { reason } => reason.clone(),
@@ -651,7 +703,11 @@ pub fn compare(desired: &Desired, current: &Current) -> Comparison {
             } else {
                 format!(
                     "running (pid {})",
-                    procs.iter().map(|p| p.pid.to_string()).collect::<Vec<_>>().join(", ")
+                    procs
+                        .iter()
+                        .map(|p| p.pid.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             },
             wanted: "not running".into(),
@@ -712,10 +768,12 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
         Wanted::Words(w) => {
             let a: Vec<&str> = actual.split_whitespace().collect();
             let matches = a.len() == w.len()
-                && a.iter().zip(w).all(|(x, y)| match (x.parse::<i128>(), y.parse::<i128>()) {
-                    (Ok(p), Ok(q)) => p == q,
-                    _ => *x == y.as_str(),
-                });
+                && a.iter()
+                    .zip(w)
+                    .all(|(x, y)| match (x.parse::<i128>(), y.parse::<i128>()) {
+                        (Ok(p), Ok(q)) => p == q,
+                        _ => *x == y.as_str(),
+                    });
             let display = a.join(" ");
             let reason = if matches && display != actual.trim() {
                 "same elements (kernel separates with tabs)".to_string()
@@ -754,7 +812,9 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
             let dropped = set.difference(keep);
             let mut reason = Vec::new();
             if !dropped.is_empty() {
-                reason.push(format!("CPUs {dropped} offline or isolated: the kernel leaves them out"));
+                reason.push(format!(
+                    "CPUs {dropped} offline or isolated: the kernel leaves them out"
+                ));
             }
             if let Some(eff) = effective {
                 if let Ok(e) = CpuSet::parse_list(trim_value(eff)) {
@@ -951,7 +1011,11 @@ mod tests {
                 true,
             ),
             // Vector sysctls: tabs vs spaces, element by element.
-            (words("4096 131072 6291456"), "4096\t131072\t6291456\n", true),
+            (
+                words("4096 131072 6291456"),
+                "4096\t131072\t6291456\n",
+                true,
+            ),
             (words("4096 131072 6291456"), "4096 131072 6291456", true),
             (words("1024 65535"), "1024\t65535\n", true),
             (words("1024 65535"), "1024\t65534\n", false),
@@ -983,7 +1047,11 @@ mod tests {
         let c = compare_value(&cpus("0-3", "0-1"), "3\n", Some("1\n"));
         assert!(c.matches);
         assert_eq!(c.actual, "3 (0-1)");
-        assert!(c.reason.contains("CPUs 2-3 offline or isolated"), "{}", c.reason);
+        assert!(
+            c.reason.contains("CPUs 2-3 offline or isolated"),
+            "{}",
+            c.reason
+        );
         assert!(c.reason.contains("effective 1"), "{}", c.reason);
     }
 
@@ -1023,7 +1091,10 @@ mod tests {
 
     #[test]
     fn build_orders_stages_and_expands_devices() {
-        let mut t = topo("0-3", &[("eth0", true, 2, 4, &[40, 41]), ("lo", false, 1, 1, &[])]);
+        let mut t = topo(
+            "0-3",
+            &[("eth0", true, 2, 4, &[40, 41]), ("lo", false, 1, 1, &[])],
+        );
         t.present_sysctls.insert("net.core.somaxconn".into());
         t.present_sysctls.insert(RPS_SOCK_FLOW_ENTRIES.into());
         let p = Profile {
@@ -1078,7 +1149,13 @@ mod tests {
             ..Profile::default()
         };
         let got = knobs(&build(&p, &t, &TargetCtx::default()).unwrap());
-        assert_eq!(got, vec![("xps:v:tx-0".into(), "5".into()), ("xps:v:tx-1".into(), "a".into())]);
+        assert_eq!(
+            got,
+            vec![
+                ("xps:v:tx-0".into(), "5".into()),
+                ("xps:v:tx-1".into(), "a".into())
+            ]
+        );
     }
 
     #[test]
@@ -1110,7 +1187,10 @@ mod tests {
             ..Profile::default()
         };
         let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
-        assert_eq!(e.to_string(), "[rps] names device `eth9`, which does not exist here (devices: lo)");
+        assert_eq!(
+            e.to_string(),
+            "[rps] names device `eth9`, which does not exist here (devices: lo)"
+        );
         let p = Profile {
             sysctl: vec![("net.core.nope".into(), SysctlValue::Int(1))],
             ..Profile::default()
@@ -1150,9 +1230,24 @@ mod tests {
         assert!(msg.contains("[cpu] governor"), "{msg}");
         assert!(!msg.contains("somaxconn"), "{msg}");
         assert_eq!(e.exit_code(), 2);
-        let b = build(&p, &t, &TargetCtx { skip_global: true, ..ctx }).unwrap();
-        assert_eq!(knobs(&b), vec![("sysctl:net.core.somaxconn".into(), "4096".into())]);
-        assert!(b.notes[0].contains("left out in netns lab"), "{:?}", b.notes);
+        let b = build(
+            &p,
+            &t,
+            &TargetCtx {
+                skip_global: true,
+                ..ctx
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            knobs(&b),
+            vec![("sysctl:net.core.somaxconn".into(), "4096".into())]
+        );
+        assert!(
+            b.notes[0].contains("left out in netns lab"),
+            "{:?}",
+            b.notes
+        );
     }
 
     #[test]
@@ -1173,7 +1268,8 @@ mod tests {
 
     #[test]
     fn banned_cpulist_is_replaced_in_place_or_appended() {
-        let before = "# irqbalance\nIRQBALANCE_ONESHOT=0\nIRQBALANCE_BANNED_CPULIST=\"3\"\nOPTIONS=x\n";
+        let before =
+            "# irqbalance\nIRQBALANCE_ONESHOT=0\nIRQBALANCE_BANNED_CPULIST=\"3\"\nOPTIONS=x\n";
         let after = with_banned_cpulist(Some(before), &set("0-1"));
         assert_eq!(
             after,

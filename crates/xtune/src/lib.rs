@@ -13,12 +13,17 @@
 //! after an fsync'd [`snapshot`], and always through the [`fs::Fs`] door, so
 //! everything but the kernel's own behaviour is testable on a temporary tree.
 
+pub mod agents;
+pub mod apply;
 pub mod cpuset;
+pub mod export;
 pub mod fs;
 pub mod host;
 pub mod knob;
+pub mod netns;
 pub mod plan;
 pub mod profile;
+pub mod remote;
 pub mod report;
 pub mod snapshot;
 

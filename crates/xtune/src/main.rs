@@ -1,1 +1,766 @@
-fn main() {}
+//! `xtune`: apply, verify, diff and roll back tuning profiles.
+//!
+//! Exit codes: 0 success; 1 could not be done (a write failed and was undone,
+//! the host lacks a knob, a remote failed); 2 bad arguments or profile;
+//! 3 verify found drift.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use xtune::agents::Agents;
+use xtune::apply::{self, ApplyMeta, SystemServices};
+use xtune::fs::{Fs, RootFs};
+use xtune::host::{sysctl_path, Topology};
+use xtune::knob::{build, Target, TargetCtx, RPS_SOCK_FLOW_ENTRIES};
+use xtune::plan::{observe, Plan};
+use xtune::profile::Profile;
+use xtune::remote::{self, RemoteJob};
+use xtune::report::{KnobLine, Report, Verdict};
+use xtune::snapshot::{human_time, State, Store, DEFAULT_STATE_DIR};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xtune",
+    version,
+    about = "Apply, verify by meaning, diff and roll back host tuning profiles",
+    after_help = "Exit codes: 0 ok, 1 could not be done (nothing left half-applied), 2 bad arguments, 3 verify found drift."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// Work inside network namespace NAME (/run/netns/NAME).
+    #[arg(long, global = true, value_name = "NAME")]
+    netns: Option<String>,
+    /// With --netns: leave host-wide knobs out (noted) instead of refusing.
+    #[arg(long, global = true)]
+    skip_global: bool,
+    /// Run the same command on HOST over ssh (xtune installed there; the
+    /// profile is sent on stdin). XTUNE_SSH overrides the ssh program.
+    #[arg(long, global = true, value_name = "HOST")]
+    ssh: Option<String>,
+    /// Run on several hosts and combine the reports: --on client=H1 --on server=H2.
+    #[arg(long = "on", global = true, value_name = "ROLE=HOST")]
+    on: Vec<String>,
+    /// Snapshot directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Print the report as JSON on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Read and write below DIR instead of / (tests).
+    #[arg(long, global = true, hide = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Name to report for a profile read from stdin.
+    #[arg(long, global = true, hide = true, value_name = "NAME")]
+    profile_label: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Snapshot, then write the profile (NIC, IRQ, RPS/XPS/RFS, sysctl, governor/irqbalance).
+    Apply {
+        /// Profile file ('-' reads stdin).
+        profile: String,
+        /// Show current -> wanted for every knob, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Compare every knob with the profile by meaning; exit 3 on drift.
+    Verify {
+        /// Profile file ('-' reads stdin).
+        profile: String,
+        /// Verify again after DUR (5s, 500ms, 1m) to catch agents rewriting values.
+        #[arg(long, value_name = "DUR")]
+        settle: Option<String>,
+    },
+    /// Show current -> wanted for every knob (same as apply --dry-run).
+    Diff {
+        /// Profile file ('-' reads stdin).
+        profile: String,
+    },
+    /// Restore the last snapshot of this target, or the one named.
+    Rollback {
+        /// Snapshot id (see `xtune snapshots`).
+        snapshot: Option<String>,
+    },
+    /// List snapshots.
+    Snapshots,
+    /// Write the profile's sysctls as a sysctl.d file.
+    Export {
+        /// Profile file.
+        profile: String,
+        /// sysctl.d format (the only format).
+        #[arg(long)]
+        sysctl_d: bool,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+impl Cmd {
+    fn name(&self) -> &'static str {
+        match self {
+            Cmd::Apply { .. } => "apply",
+            Cmd::Verify { .. } => "verify",
+            Cmd::Diff { .. } => "diff",
+            Cmd::Rollback { .. } => "rollback",
+            Cmd::Snapshots => "snapshots",
+            Cmd::Export { .. } => "export",
+        }
+    }
+
+    fn profile_arg(&self) -> Option<&str> {
+        match self {
+            Cmd::Apply { profile, .. } | Cmd::Verify { profile, .. } | Cmd::Diff { profile } => {
+                Some(profile)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    std::process::exit(run(cli));
+}
+
+/// Everything a local run needs to know about where it runs.
+struct Ctx {
+    fs: RootFs,
+    store: Store,
+    target: String,
+    hostname: String,
+    json: bool,
+}
+
+fn run(cli: Cli) -> i32 {
+    if let Cmd::Export {
+        profile,
+        sysctl_d,
+        output,
+    } = &cli.cmd
+    {
+        return export(&cli, profile, *sysctl_d, output.as_deref());
+    }
+    if cli.ssh.is_some() && !cli.on.is_empty() {
+        return usage_error(
+            &cli,
+            "--ssh and --on cannot be combined; use --on ROLE=HOST for each host",
+        );
+    }
+    if let Some(n) = &cli.netns {
+        if let Err(e) = xtune::netns::check_name(n) {
+            return usage_error(&cli, &e.to_string());
+        }
+    }
+
+    // The profile is read and checked before anything else happens anywhere.
+    let profile = match cli.cmd.profile_arg() {
+        Some(arg) => match load_profile(arg, cli.profile_label.as_deref()) {
+            Ok(p) => Some(p),
+            Err(e) => return usage_error(&cli, &e),
+        },
+        None => None,
+    };
+
+    if let Some(host) = &cli.ssh {
+        let job = RemoteJob {
+            role: host.clone(),
+            host: host.clone(),
+            args: forward_args(&cli, cli.json, profile.as_ref()),
+            stdin: profile.as_ref().map(Profile::to_toml_string),
+        };
+        return remote::run_passthrough(&job);
+    }
+    let roles = match roles(&cli, profile.as_ref()) {
+        Ok(r) => r,
+        Err(e) => return usage_error(&cli, &e),
+    };
+    if !roles.is_empty() {
+        return multi(&cli, profile.as_ref(), roles);
+    }
+
+    let target = cli
+        .netns
+        .as_ref()
+        .map(|n| format!("netns:{n}"))
+        .unwrap_or_else(|| "host".into());
+    let fs = RootFs::new(cli.root.clone().unwrap_or_else(|| PathBuf::from("/")));
+    let ctx = Ctx {
+        store: Store::new(
+            cli.state_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+        ),
+        target,
+        hostname: hostname(),
+        json: cli.json,
+        fs,
+    };
+
+    // Which net.* sysctls the host has, read before entering the namespace:
+    // present on the host but absent inside means host-wide.
+    let mut host_net_sysctls = BTreeSet::new();
+    if let (Some(p), Some(_)) = (&profile, &cli.netns) {
+        let mut keys: Vec<&str> = p.sysctl.iter().map(|(k, _)| k.as_str()).collect();
+        keys.push(RPS_SOCK_FLOW_ENTRIES);
+        for k in keys.into_iter().filter(|k| k.starts_with("net.")) {
+            if ctx.fs.exists(&sysctl_path(k)) {
+                host_net_sysctls.insert(k.to_string());
+            }
+        }
+    }
+    if let Some(n) = &cli.netns {
+        if let Err(e) = xtune::netns::enter(n) {
+            return emit_error(
+                &ctx,
+                cli.cmd.name(),
+                profile.as_ref(),
+                &e.to_string(),
+                e.exit_code(),
+            );
+        }
+    }
+    let tctx = TargetCtx {
+        netns: cli.netns.clone(),
+        host_net_sysctls,
+        skip_global: cli.skip_global,
+    };
+
+    match &cli.cmd {
+        Cmd::Snapshots => snapshots(&ctx),
+        Cmd::Rollback { snapshot } => rollback(&ctx, snapshot.as_deref()),
+        Cmd::Apply { dry_run, .. } => {
+            let p = profile.as_ref().expect("profile commands load a profile");
+            with_plan(&ctx, "apply", p, &tctx, |plan| {
+                if *dry_run {
+                    diff(&ctx, "apply", p, plan, true)
+                } else {
+                    apply_cmd(&ctx, p, plan)
+                }
+            })
+        }
+        Cmd::Diff { .. } => {
+            let p = profile.as_ref().expect("profile commands load a profile");
+            with_plan(&ctx, "diff", p, &tctx, |plan| {
+                diff(&ctx, "diff", p, plan, false)
+            })
+        }
+        Cmd::Verify { settle, .. } => {
+            let p = profile.as_ref().expect("profile commands load a profile");
+            let settle = match settle.as_deref().map(parse_duration).transpose() {
+                Ok(s) => s,
+                Err(e) => return emit_error(&ctx, "verify", Some(p), &e, 2),
+            };
+            verify(&ctx, p, &tctx, settle)
+        }
+        Cmd::Export { .. } => unreachable!("export returned above"),
+    }
+}
+
+fn load_profile(arg: &str, label: Option<&str>) -> Result<Profile, String> {
+    if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("reading the profile from stdin: {e}"))?;
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Profile::from_text(&text, label.unwrap_or("stdin"), &cwd).map_err(|e| e.to_string())
+    } else {
+        let mut p = Profile::load(Path::new(arg)).map_err(|e| e.to_string())?;
+        if let Some(l) = label {
+            p.name = l.to_string();
+        }
+        Ok(p)
+    }
+}
+
+/// Roles from --on, else from the profile's [hosts] table.
+fn roles(
+    cli: &Cli,
+    profile: Option<&Profile>,
+) -> Result<Vec<(String, String, Option<Profile>)>, String> {
+    let mut out: Vec<(String, String, Option<Profile>)> = Vec::new();
+    let from_table = |role: &str| -> Result<Option<Profile>, String> {
+        let Some(p) = profile else { return Ok(None) };
+        match p
+            .hosts
+            .iter()
+            .find(|(r, _)| r == role)
+            .and_then(|(_, h)| h.profile.clone())
+        {
+            Some(path) => Profile::load(&path)
+                .map(Some)
+                .map_err(|e| format!("[hosts] {role}: {e}")),
+            None => Ok(None),
+        }
+    };
+    if !cli.on.is_empty() {
+        for spec in &cli.on {
+            let (role, host) = remote::parse_on(spec)?;
+            if out.iter().any(|(r, _, _)| *r == role) {
+                return Err(format!("--on: role `{role}` given twice"));
+            }
+            let prof = from_table(&role)?;
+            out.push((role, host, prof));
+        }
+        return Ok(out);
+    }
+    if matches!(cli.cmd, Cmd::Snapshots) {
+        return Ok(out);
+    }
+    if let Some(p) = profile {
+        for (role, spec) in &p.hosts {
+            let prof = from_table(role)?;
+            out.push((role.clone(), spec.host.clone(), prof));
+        }
+    }
+    Ok(out)
+}
+
+/// The arguments a remote xtune gets: the same command, profile on stdin.
+fn forward_args(cli: &Cli, json: bool, profile: Option<&Profile>) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    match &cli.cmd {
+        Cmd::Apply { dry_run, .. } => {
+            a.extend(["apply".into(), "-".into()]);
+            if *dry_run {
+                a.push("--dry-run".into());
+            }
+        }
+        Cmd::Verify { settle, .. } => {
+            a.extend(["verify".into(), "-".into()]);
+            if let Some(s) = settle {
+                a.extend(["--settle".into(), s.clone()]);
+            }
+        }
+        Cmd::Diff { .. } => a.extend(["diff".into(), "-".into()]),
+        Cmd::Rollback { snapshot } => {
+            a.push("rollback".into());
+            a.extend(snapshot.iter().cloned());
+        }
+        Cmd::Snapshots => a.push("snapshots".into()),
+        Cmd::Export { .. } => {}
+    }
+    if let Some(n) = &cli.netns {
+        a.extend(["--netns".into(), n.clone()]);
+    }
+    if cli.skip_global {
+        a.push("--skip-global".into());
+    }
+    if let Some(d) = &cli.state_dir {
+        a.extend(["--state-dir".into(), d.to_string_lossy().into_owned()]);
+    }
+    if let Some(d) = &cli.root {
+        a.extend(["--root".into(), d.to_string_lossy().into_owned()]);
+    }
+    if json {
+        a.push("--json".into());
+    }
+    if let Some(p) = profile {
+        a.extend(["--profile-label".into(), p.name.clone()]);
+    }
+    a
+}
+
+fn multi(
+    cli: &Cli,
+    profile: Option<&Profile>,
+    roles: Vec<(String, String, Option<Profile>)>,
+) -> i32 {
+    let jobs: Vec<RemoteJob> = roles
+        .into_iter()
+        .map(|(role, host, role_profile)| {
+            let p = role_profile.as_ref().or(profile);
+            RemoteJob {
+                role,
+                host,
+                args: forward_args(cli, true, p),
+                stdin: p.map(Profile::to_toml_string),
+            }
+        })
+        .collect();
+    let combined = remote::run_many(&jobs);
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&combined).unwrap_or_default()
+        );
+    } else {
+        print!("{}", combined.render_text());
+    }
+    combined.exit_code
+}
+
+fn with_plan(
+    ctx: &Ctx,
+    command: &str,
+    p: &Profile,
+    tctx: &TargetCtx,
+    then: impl FnOnce(Plan) -> i32,
+) -> i32 {
+    match plan(ctx, p, tctx) {
+        Ok(plan) => then(plan),
+        Err((msg, code)) => emit_error(ctx, command, Some(p), &msg, code),
+    }
+}
+
+fn plan(ctx: &Ctx, p: &Profile, tctx: &TargetCtx) -> Result<Plan, (String, i32)> {
+    let topo = Topology::read(&ctx.fs, p);
+    let b = build(p, &topo, tctx).map_err(|e| (e.to_string(), e.exit_code()))?;
+    let current = observe(&ctx.fs, &b.desired);
+    Ok(Plan::from_parts(b.desired, current, b.notes))
+}
+
+fn new_report(ctx: &Ctx, command: &str, p: Option<&Profile>) -> Report {
+    let mut r = Report::new(command, &ctx.hostname, &ctx.target);
+    r.profile = p.map(|p| p.name.clone());
+    r
+}
+
+fn diff(ctx: &Ctx, command: &str, p: &Profile, plan: Plan, dry_run: bool) -> i32 {
+    let mut r = new_report(ctx, command, Some(p));
+    r.dry_run = dry_run;
+    for item in &plan.items {
+        let verdict = match &item.desired.target {
+            Target::Unavailable { .. } => Verdict::NotApplicable,
+            Target::Advice if item.cmp.matches => Verdict::Ok,
+            Target::Advice => Verdict::Advice,
+            _ if item.cmp.matches => Verdict::Ok,
+            _ => Verdict::Change,
+        };
+        r.knobs.push(apply::line_for(item, verdict));
+    }
+    r.notes = plan.notes;
+    r.count();
+    emit(ctx, r)
+}
+
+fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
+    let meta = ApplyMeta {
+        target: ctx.target.clone(),
+        hostname: ctx.hostname.clone(),
+        profile: p.name.clone(),
+    };
+    let mut r = new_report(ctx, "apply", Some(p));
+    match apply::apply(&ctx.fs, &SystemServices, &ctx.store, &plan, &meta) {
+        Ok(out) => {
+            r.exit_code = out.exit_code();
+            r.ok = out.error.is_none();
+            r.snapshot = out.snapshot;
+            r.knobs = out.lines;
+            r.error = out
+                .error
+                .map(|e| format!("{e}; every earlier write was undone"));
+            r.notes = plan.notes;
+            r.notes.extend(out.notes);
+            if r.snapshot.is_none() && r.ok {
+                r.notes
+                    .push("nothing to change: every knob already has its wanted meaning".into());
+            }
+        }
+        Err(e) => {
+            r.ok = false;
+            r.exit_code = 1;
+            r.error = Some(e.to_string());
+            r.notes = plan.notes;
+        }
+    }
+    r.count();
+    emit(ctx, r)
+}
+
+fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) -> i32 {
+    let topo = Topology::read(&ctx.fs, p);
+    let b = match build(p, &topo, tctx) {
+        Ok(b) => b,
+        Err(e) => return emit_error(ctx, "verify", Some(p), &e.to_string(), e.exit_code()),
+    };
+    let first = Plan::from_parts(
+        b.desired.clone(),
+        observe(&ctx.fs, &b.desired),
+        b.notes.clone(),
+    );
+    let last = match settle {
+        Some(d) => {
+            std::thread::sleep(d);
+            Plan::from_parts(b.desired.clone(), observe(&ctx.fs, &b.desired), b.notes)
+        }
+        None => first.clone(),
+    };
+    // IRQs apply found fixed by the kernel (managed) are not drift.
+    let (snaps, _) = ctx.store.list();
+    let fixed: BTreeSet<String> = snaps
+        .iter()
+        .filter(|s| s.target == ctx.target && s.state == State::Applied)
+        .flat_map(|s| s.fixed_by_kernel.iter().cloned())
+        .collect();
+    let agents = Agents::scan(&ctx.fs);
+    let mut r = new_report(ctx, "verify", Some(p));
+    r.settle_s = settle.map(|d| d.as_secs_f64());
+    for (i, item) in last.items.iter().enumerate() {
+        let verdict = match &item.desired.target {
+            Target::Unavailable { .. } => Verdict::NotApplicable,
+            Target::Advice if item.cmp.matches => Verdict::Ok,
+            Target::Advice => Verdict::Advice,
+            _ if item.cmp.matches => Verdict::Ok,
+            _ if fixed.contains(&item.desired.knob) => Verdict::FixedByKernel,
+            _ => Verdict::Drift,
+        };
+        let mut line: KnobLine = apply::line_for(item, verdict);
+        if verdict == Verdict::Drift {
+            if let Some(d) = settle {
+                if first.items[i].cmp.matches {
+                    let was = format!(
+                        "was {} before the {} settle window",
+                        first.items[i].cmp.actual,
+                        fmt_duration(d)
+                    );
+                    line.reason = if line.reason.is_empty() {
+                        was
+                    } else {
+                        format!("{was}; {}", line.reason)
+                    };
+                }
+            }
+            line.agent = agents.explain(&item.desired.knob);
+        }
+        if verdict == Verdict::FixedByKernel {
+            line.reason = "managed interrupt: the kernel refused to move it at apply".into();
+        }
+        r.knobs.push(line);
+    }
+    r.notes = last.notes;
+    r.count();
+    let drift = r
+        .knobs
+        .iter()
+        .filter(|k| k.verdict == Verdict::Drift)
+        .count();
+    r.ok = drift == 0;
+    r.exit_code = if drift == 0 { 0 } else { 3 };
+    emit(ctx, r)
+}
+
+fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
+    let snap = match id {
+        Some(id) => match ctx.store.load(id) {
+            Ok(s) if s.target != ctx.target => {
+                let hint = s
+                    .target
+                    .strip_prefix("netns:")
+                    .map(|n| format!("add --netns {n}"))
+                    .unwrap_or_else(|| "run without --netns".into());
+                return emit_error(
+                    ctx,
+                    "rollback",
+                    None,
+                    &format!(
+                        "snapshot {id} was taken on {}, not {}: {hint}",
+                        s.target, ctx.target
+                    ),
+                    2,
+                );
+            }
+            Ok(s) => s,
+            Err(e) => return emit_error(ctx, "rollback", None, &e.to_string(), 2),
+        },
+        None => match ctx.store.latest_for(&ctx.target) {
+            Ok(s) => s,
+            Err(e) => return emit_error(ctx, "rollback", None, &e.to_string(), 1),
+        },
+    };
+    let mut r = new_report(ctx, "rollback", None);
+    r.profile = Some(snap.profile.clone());
+    r.snapshot = Some(snap.id.clone());
+    let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap);
+    r.knobs = lines;
+    r.ok = ok;
+    r.exit_code = i32::from(!ok);
+    if !ok {
+        r.error = Some("some knobs could not be restored (see UNDO FAILED lines)".into());
+    }
+    r.count();
+    emit(ctx, r)
+}
+
+fn snapshots(ctx: &Ctx) -> i32 {
+    let (snaps, errors) = ctx.store.list();
+    if ctx.json {
+        let listing = serde_json::json!({
+            "schema": "xtune-snapshots/1",
+            "state_dir": ctx.store.dir().display().to_string(),
+            "snapshots": snaps
+                .iter()
+                .map(|s| {
+                    serde_json::json!({
+                        "id": s.id, "created_unix_ms": s.created_unix_ms, "target": s.target,
+                        "host": s.hostname, "profile": s.profile, "knobs": s.entries.len(),
+                        "state": s.state, "fixed_by_kernel": s.fixed_by_kernel,
+                    })
+                })
+                .collect::<Vec<_>>(),
+            "errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&listing).unwrap_or_default()
+        );
+    } else {
+        if snaps.is_empty() {
+            println!("no snapshots in {}", ctx.store.dir().display());
+        } else {
+            println!(
+                "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  STATE",
+                "ID", "CREATED", "TARGET", "PROFILE", "KNOBS"
+            );
+            for s in &snaps {
+                let state = serde_json::to_value(s.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                println!(
+                    "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  {state}",
+                    s.id,
+                    human_time(s.created_unix_ms),
+                    s.target,
+                    s.profile,
+                    s.entries.len()
+                );
+            }
+        }
+        for e in &errors {
+            eprintln!("xtune: {e}");
+        }
+    }
+    0
+}
+
+fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i32 {
+    if cli.ssh.is_some() || !cli.on.is_empty() || cli.netns.is_some() {
+        return usage_error(
+            cli,
+            "export runs locally and writes a file; --ssh, --on and --netns do not apply",
+        );
+    }
+    if !sysctl_d {
+        return usage_error(cli, "export needs a format: --sysctl-d");
+    }
+    let p = match load_profile(profile, cli.profile_label.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return usage_error(cli, &e),
+    };
+    let text = xtune::export::sysctl_d(&p);
+    match output {
+        None => {
+            print!("{text}");
+            0
+        }
+        Some(path) => match xtune::snapshot::write_atomic(path, text.as_bytes()) {
+            Ok(()) => {
+                eprintln!("xtune: wrote {}", path.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("xtune: writing {}: {e}", path.display());
+                1
+            }
+        },
+    }
+}
+
+/// Bad arguments or profile: exit 2, nothing read or written on the host.
+fn usage_error(cli: &Cli, msg: &str) -> i32 {
+    eprintln!("xtune: {msg}");
+    if cli.json {
+        let mut r = Report::new(cli.cmd.name(), &hostname(), "-");
+        r.ok = false;
+        r.exit_code = 2;
+        r.error = Some(msg.to_string());
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    }
+    2
+}
+
+fn emit_error(ctx: &Ctx, command: &str, p: Option<&Profile>, msg: &str, code: i32) -> i32 {
+    let mut r = new_report(ctx, command, p);
+    r.ok = false;
+    r.exit_code = code;
+    r.error = Some(format!("{msg}; nothing was written"));
+    emit(ctx, r)
+}
+
+/// Prints the report (JSON on stdout with --json; else text on stdout and
+/// the error on stderr) and returns its exit code.
+fn emit(ctx: &Ctx, mut r: Report) -> i32 {
+    if ctx.json {
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        if let Some(e) = &r.error {
+            eprintln!("xtune: {e}");
+        }
+    } else {
+        let err = r.error.take();
+        print!("{}", r.render_text());
+        if let Some(e) = err {
+            eprintln!("xtune: {e}");
+        }
+    }
+    r.exit_code
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf, which lives for the call.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// `500ms`, `5s`, `2m`, `1h`, or bare seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("--settle `{s}`: expected a duration such as 5s, 500ms, 1m"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "--settle `{s}`: unknown unit `{unit}` (ms, s, m, h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(format!("--settle `{s}`: must be between 0 and 24h"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn fmt_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

@@ -77,7 +77,8 @@ pub fn observe_one(fs: &dyn Fs, d: &Desired) -> Current {
     match &d.target {
         Target::File { path, .. } => {
             let effective = d.knob.strip_prefix("irq:").and_then(|irq| {
-                fs.read(&format!("/proc/irq/{irq}/effective_affinity_list")).ok()
+                fs.read(&format!("/proc/irq/{irq}/effective_affinity_list"))
+                    .ok()
             });
             Current::File {
                 raw: fs.read(path),

@@ -535,7 +535,11 @@ fn layer_from_table(
                     let policy = match s.as_str() {
                         "spread" => IrqPolicy::Spread,
                         "numa-local" => IrqPolicy::NumaLocal,
-                        other => IrqPolicy::Cpus(cx.cpulist(&key, other, "`spread`, `numa-local` or a CPU list such as \"0-3\"")?),
+                        other => IrqPolicy::Cpus(cx.cpulist(
+                            &key,
+                            other,
+                            "`spread`, `numa-local` or a CPU list such as \"0-3\"",
+                        )?),
                     };
                     upsert(&mut own.irq, sel, policy);
                 }
@@ -548,7 +552,11 @@ fn layer_from_table(
                     let policy = match s.as_str() {
                         "all" => RpsPolicy::All,
                         "off" => RpsPolicy::Off,
-                        other => RpsPolicy::Cpus(cx.cpulist(&key, other, "`all`, `off` or a CPU list such as \"0-3\"")?),
+                        other => RpsPolicy::Cpus(cx.cpulist(
+                            &key,
+                            other,
+                            "`all`, `off` or a CPU list such as \"0-3\"",
+                        )?),
                     };
                     upsert(&mut own.rps, sel, policy);
                 }
@@ -562,7 +570,9 @@ fn layer_from_table(
                         "spread" => XpsPolicy::Spread,
                         "off" => XpsPolicy::Off,
                         other => {
-                            return Err(cx.bad(&key, format!("`{other}`: expected `spread` or `off`")))
+                            return Err(
+                                cx.bad(&key, format!("`{other}`: expected `spread` or `off`"))
+                            )
                         }
                     };
                     upsert(&mut own.xps, sel, policy);
@@ -589,7 +599,11 @@ fn layer_from_table(
                     let full = format!("cpu.{k}");
                     cx.known(&full, &k, CPU_KEYS)?;
                     let g = cx.string(&full, v)?;
-                    if g.is_empty() || !g.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                    if g.is_empty()
+                        || !g
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                    {
                         return Err(cx.bad(&full, format!("`{g}` is not a governor name")));
                     }
                     own.cpu.governor = Some(g);
@@ -622,11 +636,18 @@ fn layer_from_table(
             "hosts" => {
                 for (role, v) in cx.table("hosts", value)? {
                     let key = format!("hosts.{role}");
-                    if role.is_empty() || !role.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                    if role.is_empty()
+                        || !role
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                    {
                         return Err(cx.bad(&key, "a role is letters, digits, `-` and `_`".into()));
                     }
                     let spec = match v {
-                        Value::String(host) => HostSpec { host, profile: None },
+                        Value::String(host) => HostSpec {
+                            host,
+                            profile: None,
+                        },
                         Value::Table(t) => {
                             let mut host = None;
                             let mut profile = None;
@@ -643,7 +664,13 @@ fn layer_from_table(
                             let host = host.ok_or_else(|| cx.bad(&key, "missing `host`".into()))?;
                             HostSpec { host, profile }
                         }
-                        other => return Err(cx.wrong(&key, "a host name or a table {host, profile}", &other)),
+                        other => {
+                            return Err(cx.wrong(
+                                &key,
+                                "a host name or a table {host, profile}",
+                                &other,
+                            ))
+                        }
                     };
                     if spec.host.is_empty() || spec.host.starts_with('-') {
                         return Err(cx.bad(&key, format!("`{}` is not a host", spec.host)));
@@ -778,14 +805,13 @@ fn flatten_sysctl(
                 }
                 SysctlValue::Vector(ints)
             }
-            Value::Boolean(_) => {
-                return Err(ProfileError::WrongType {
-                    path: cx.path.to_path_buf(),
-                    key,
-                    expected: "an integer, a string or an array of integers (write 0 or 1, not false or true)",
-                    found: "boolean",
-                })
-            }
+            Value::Boolean(_) => return Err(ProfileError::WrongType {
+                path: cx.path.to_path_buf(),
+                key,
+                expected:
+                    "an integer, a string or an array of integers (write 0 or 1, not false or true)",
+                found: "boolean",
+            }),
             other => {
                 return Err(cx.wrong(&key, "an integer, a string or an array of integers", &other))
             }
@@ -798,13 +824,20 @@ fn flatten_sysctl(
 
 fn check_sysctl_name(cx: &Cx<'_>, key: &str, name: &str) -> Result<(), ProfileError> {
     let ok = !name.is_empty()
-        && name
-            .split('.')
-            .all(|part| !part.is_empty() && part != ".." && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-/".contains(&b)));
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-/".contains(&b))
+        });
     if ok && name.contains('.') {
         Ok(())
     } else {
-        Err(cx.bad(key, format!("`{name}` is not a sysctl name such as net.core.somaxconn")))
+        Err(cx.bad(
+            key,
+            format!("`{name}` is not a sysctl name such as net.core.somaxconn"),
+        ))
     }
 }
 
@@ -821,7 +854,11 @@ impl Cx<'_> {
         let hint = allowed
             .iter()
             .map(|a| {
-                let common = a.bytes().zip(key.bytes()).take_while(|(x, y)| x == y).count();
+                let common = a
+                    .bytes()
+                    .zip(key.bytes())
+                    .take_while(|(x, y)| x == y)
+                    .count();
                 (edit_distance(a, key), usize::MAX - common, *a)
             })
             .filter(|(d, _, _)| *d <= if key.len() >= 8 { 3 } else { 2 })
@@ -1010,7 +1047,10 @@ server = { host = "srv1", profile = "server.toml" }
         );
         assert_eq!(prof.nic[0].1.txqueuelen, Some(10000));
         assert_eq!(prof.nic[0].1.threaded_napi, Some(true));
-        assert_eq!(prof.irq[0], (DeviceSel::Named("eth0".into()), IrqPolicy::Spread));
+        assert_eq!(
+            prof.irq[0],
+            (DeviceSel::Named("eth0".into()), IrqPolicy::Spread)
+        );
         assert_eq!(
             prof.irq[1].1,
             IrqPolicy::Cpus(CpuSet::parse_list("0-3").unwrap())
@@ -1018,12 +1058,18 @@ server = { host = "srv1", profile = "server.toml" }
         assert_eq!(prof.irq[2], (DeviceSel::AllHardware, IrqPolicy::NumaLocal));
         assert_eq!(prof.rps[1].1, RpsPolicy::Off);
         assert_eq!(prof.rfs.flow_entries, Some(32768));
-        assert_eq!(prof.rfs.flow_cnt, vec![(DeviceSel::Named("eth0".into()), 4096)]);
+        assert_eq!(
+            prof.rfs.flow_cnt,
+            vec![(DeviceSel::Named("eth0".into()), 4096)]
+        );
         assert_eq!(prof.cpu.governor.as_deref(), Some("performance"));
         assert_eq!(prof.irqbalance.stop, Some(true));
         assert_eq!(prof.limits.nofile, Some(1048576));
         assert_eq!(prof.hosts[1].1.host, "srv1");
-        assert_eq!(prof.hosts[1].1.profile, Some(dir.path().canonicalize().unwrap().join("server.toml")));
+        assert_eq!(
+            prof.hosts[1].1.profile,
+            Some(dir.path().canonicalize().unwrap().join("server.toml"))
+        );
     }
 
     #[test]
@@ -1048,7 +1094,10 @@ server = { host = "srv1", profile = "server.toml" }
                 ("net.core.rmem_max".into(), SysctlValue::Int(1)),
             ]
         );
-        assert_eq!(p.rps, vec![(DeviceSel::Named("eth0".into()), RpsPolicy::All)]);
+        assert_eq!(
+            p.rps,
+            vec![(DeviceSel::Named("eth0".into()), RpsPolicy::All)]
+        );
         assert_eq!(p.nic[0].1.txqueuelen, Some(5000));
         assert_eq!(p.nic[0].1.napi_defer_hard_irqs, Some(2));
         assert_eq!(p.sources.len(), 2);
@@ -1059,10 +1108,19 @@ server = { host = "srv1", profile = "server.toml" }
     fn unknown_keys_are_rejected_with_a_suggestion() {
         let dir = TempDir::new("profile-unknown");
         let cases = [
-            ("[sysctll]\n", "unknown key `sysctll`, did you mean `sysctl`?"),
-            ("[rfs]\nflow_entry = 1\n", "unknown key `rfs.flow_entry`, did you mean `flow_entries`?"),
+            (
+                "[sysctll]\n",
+                "unknown key `sysctll`, did you mean `sysctl`?",
+            ),
+            (
+                "[rfs]\nflow_entry = 1\n",
+                "unknown key `rfs.flow_entry`, did you mean `flow_entries`?",
+            ),
             ("[nic.eth0]\nmtu = 9000\n", "unknown key `nic.eth0.mtu`"),
-            ("[cpu]\ngovernour = \"performance\"\n", "did you mean `governor`?"),
+            (
+                "[cpu]\ngovernour = \"performance\"\n",
+                "did you mean `governor`?",
+            ),
             ("colour = 1\n", "unknown key `colour` (expected one of"),
         ];
         for (text, want) in cases {
@@ -1077,11 +1135,23 @@ server = { host = "srv1", profile = "server.toml" }
     fn wrong_types_and_bad_values_are_rejected() {
         let dir = TempDir::new("profile-types");
         let cases = [
-            ("[sysctl]\nnet.core.somaxconn = true\n", "must be an integer, a string or an array of integers (write 0 or 1"),
+            (
+                "[sysctl]\nnet.core.somaxconn = true\n",
+                "must be an integer, a string or an array of integers (write 0 or 1",
+            ),
             ("[sysctl]\nnet.core.somaxconn = 1.5\n", "found float"),
-            ("[sysctl]\n\"net.ipv4.tcp_rmem\" = [1, \"2\"]\n", "found string"),
-            ("[rps]\neth0 = 3\n", "`rps.eth0` must be a string, found integer"),
-            ("[rps]\neth0 = \"some\"\n", "`rps.eth0`: expected `all`, `off` or a CPU list"),
+            (
+                "[sysctl]\n\"net.ipv4.tcp_rmem\" = [1, \"2\"]\n",
+                "found string",
+            ),
+            (
+                "[rps]\neth0 = 3\n",
+                "`rps.eth0` must be a string, found integer",
+            ),
+            (
+                "[rps]\neth0 = \"some\"\n",
+                "`rps.eth0`: expected `all`, `off` or a CPU list",
+            ),
             ("[irq]\neth0 = \"3-1\"\n", "runs backwards"),
             ("[xps]\neth0 = \"all\"\n", "expected `spread` or `off`"),
             ("[rfs]\nflow_entries = -1\n", "-1 is negative"),
@@ -1108,7 +1178,10 @@ server = { host = "srv1", profile = "server.toml" }
         write(&dir, "c.toml", "extends = \"a.toml\"\n");
         let e = Profile::load(&dir.path().join("a.toml")).unwrap_err();
         assert!(matches!(e, ProfileError::Cycle { .. }), "{e:?}");
-        assert_eq!(e.to_string(), "extends cycle: a.toml -> b.toml -> c.toml -> a.toml");
+        assert_eq!(
+            e.to_string(),
+            "extends cycle: a.toml -> b.toml -> c.toml -> a.toml"
+        );
         write(&dir, "self.toml", "extends = \"self.toml\"\n");
         let e = Profile::load(&dir.path().join("self.toml")).unwrap_err();
         assert!(e.to_string().contains("self.toml -> self.toml"), "{e}");
@@ -1121,8 +1194,13 @@ server = { host = "srv1", profile = "server.toml" }
         assert!(matches!(e, ProfileError::Read { .. }));
         assert!(e.to_string().contains("nope.toml"), "{e}");
         write(&dir, "child.toml", "extends = \"gone.toml\"\n");
-        let e = Profile::load(&dir.path().join("child.toml")).unwrap_err().to_string();
-        assert!(e.contains("child.toml") && e.contains("gone.toml") && e.contains("no such file"), "{e}");
+        let e = Profile::load(&dir.path().join("child.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("child.toml") && e.contains("gone.toml") && e.contains("no such file"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl Report {
         if !self.knobs.is_empty() {
             let actual_head = match self.command.as_str() {
                 "diff" | "apply" => "CURRENT",
-                "rollback" => "ORIGINAL",
+                "rollback" => "BEFORE",
                 _ => "ACTUAL",
             };
             let rows: Vec<[String; 5]> = self
@@ -285,9 +285,24 @@ impl MultiReport {
         let summary: Vec<String> = self
             .hosts
             .iter()
-            .map(|h| format!("{}={}", h.role, if h.exit_code == 0 { "ok" } else { exit_word(h.exit_code) }))
+            .map(|h| {
+                format!(
+                    "{}={}",
+                    h.role,
+                    if h.exit_code == 0 {
+                        "ok"
+                    } else {
+                        exit_word(h.exit_code)
+                    }
+                )
+            })
             .collect();
-        let _ = writeln!(out, "combined: {} (exit {})", summary.join(" "), self.exit_code);
+        let _ = writeln!(
+            out,
+            "combined: {} (exit {})",
+            summary.join(" "),
+            self.exit_code
+        );
         out
     }
 }

@@ -141,7 +141,11 @@ impl Store {
 
     /// A new id for `target`, unique in this store.
     pub fn new_id(&self, target: &str, now_ms: u64) -> String {
-        let stem = format!("{}-{}", timestamp_id(now_ms), target.replace([':', '/'], "-"));
+        let stem = format!(
+            "{}-{}",
+            timestamp_id(now_ms),
+            target.replace([':', '/'], "-")
+        );
         let mut id = stem.clone();
         let mut n = 1;
         while self.path_of(&id).exists() {
@@ -363,11 +367,17 @@ mod tests {
         assert_eq!(store.load(&a.id).unwrap(), a);
         assert_eq!(store.latest_for("host").unwrap().id, a.id);
         assert_eq!(store.latest_for("netns:lab").unwrap().id, c.id);
-        assert!(matches!(store.latest_for("netns:x"), Err(StoreError::NothingToRollBack(_))));
+        assert!(matches!(
+            store.latest_for("netns:x"),
+            Err(StoreError::NothingToRollBack(_))
+        ));
         let (all, errs) = store.list();
         assert_eq!(all.len(), 3);
         assert!(errs.is_empty());
-        assert!(matches!(store.load("../etc/passwd"), Err(StoreError::NotFound(_))));
+        assert!(matches!(
+            store.load("../etc/passwd"),
+            Err(StoreError::NotFound(_))
+        ));
     }
 
     #[test]

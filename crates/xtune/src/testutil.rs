@@ -38,7 +38,8 @@ impl TempDir {
 
     /// Reads `rel` back.
     pub fn get(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path.join(rel.trim_start_matches('/'))).expect("read fake file")
+        std::fs::read_to_string(self.path.join(rel.trim_start_matches('/')))
+            .expect("read fake file")
     }
 
     /// Creates a directory `rel`.
@@ -64,9 +65,18 @@ impl Drop for TempDir {
 
 /// A fake host with `cpus` online CPUs, the given sysctls, and devices with
 /// `(name, rx_queues, tx_queues)`.
-pub fn fake_host(tag: &str, cpus: u32, sysctls: &[(&str, &str)], devices: &[(&str, u32, u32)]) -> TempDir {
+pub fn fake_host(
+    tag: &str,
+    cpus: u32,
+    sysctls: &[(&str, &str)],
+    devices: &[(&str, u32, u32)],
+) -> TempDir {
     let t = TempDir::new(tag);
-    let list = if cpus == 1 { "0".to_string() } else { format!("0-{}", cpus - 1) };
+    let list = if cpus == 1 {
+        "0".to_string()
+    } else {
+        format!("0-{}", cpus - 1)
+    };
     t.put("/sys/devices/system/cpu/online", &format!("{list}\n"));
     t.put("/sys/devices/system/cpu/possible", &format!("{list}\n"));
     t.put("/sys/devices/system/cpu/isolated", "\n");
@@ -74,7 +84,10 @@ pub fn fake_host(tag: &str, cpus: u32, sysctls: &[(&str, &str)], devices: &[(&st
     t.mkdir("/proc");
     t.mkdir("/etc/sysctl.d");
     for (k, v) in sysctls {
-        t.put(&format!("/proc/sys/{}", k.replace('.', "/")), &format!("{v}\n"));
+        t.put(
+            &format!("/proc/sys/{}", k.replace('.', "/")),
+            &format!("{v}\n"),
+        );
     }
     for (dev, rx, tx) in devices {
         let base = format!("/sys/class/net/{dev}");

@@ -1,0 +1,142 @@
+//! Entering a named network namespace (`ip netns add NAME`) for the whole
+//! process, the way `ip netns exec` does: `setns` into `/run/netns/NAME`, then
+//! a private mount namespace with a fresh sysfs so `/sys/class/net` shows the
+//! namespace's devices. `/proc/sys/net` follows the calling task's network
+//! namespace on its own.
+//!
+//! Must be called while the process has one thread (before any thread is
+//! spawned): `setns` moves the calling thread only.
+
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+
+/// Why the namespace could not be entered.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// The name is not a plain namespace name.
+    #[error("`{0}` is not a network namespace name")]
+    BadName(String),
+    /// `/run/netns/NAME` does not exist.
+    #[error("no network namespace `{0}` (see `ip netns list`)")]
+    NotFound(String),
+    /// A system call failed.
+    #[error("entering network namespace `{name}`: {call}: {source}")]
+    Sys {
+        /// Namespace.
+        name: String,
+        /// Which call.
+        call: &'static str,
+        /// errno.
+        source: std::io::Error,
+    },
+}
+
+impl NetnsError {
+    /// 2 for a bad or unknown name (an argument error), 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            NetnsError::BadName(_) | NetnsError::NotFound(_) => 2,
+            NetnsError::Sys { .. } => 1,
+        }
+    }
+}
+
+/// Checks a namespace name: what `ip netns` accepts as a file name in /run/netns.
+pub fn check_name(name: &str) -> Result<(), NetnsError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(NetnsError::BadName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// Moves this (single-threaded) process into network namespace `name`.
+pub fn enter(name: &str) -> Result<(), NetnsError> {
+    check_name(name)?;
+    let path = format!("/run/netns/{name}");
+    let file = std::fs::File::open(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            NetnsError::NotFound(name.to_string())
+        } else {
+            NetnsError::Sys {
+                name: name.to_string(),
+                call: "open /run/netns",
+                source: e,
+            }
+        }
+    })?;
+    let sys = |call: &'static str| NetnsError::Sys {
+        name: name.to_string(),
+        call,
+        source: std::io::Error::last_os_error(),
+    };
+    // SAFETY: setns(2) on an fd we own and keep open for the call; EINVAL if it
+    // is not a network namespace file, reported as an error.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(sys("setns"));
+    }
+    // SAFETY: unshare(2) with a flag constant; affects only this process.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        return Err(sys("unshare(CLONE_NEWNS)"));
+    }
+    let root = c"/";
+    let sysfs_dir = c"/sys";
+    let sysfs = c"sysfs";
+    let none = c"none";
+    // Keep mounts made here from propagating back to the host's namespace.
+    // SAFETY: mount(2) with valid NUL-terminated strings and a null data pointer.
+    if unsafe {
+        libc::mount(
+            none.as_ptr(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        )
+    } != 0
+    {
+        return Err(sys("mount --make-rslave /"));
+    }
+    // SAFETY: umount2(2) on a constant path; EINVAL (not mounted) is tolerated below.
+    if unsafe { libc::umount2(sysfs_dir.as_ptr(), libc::MNT_DETACH) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(NetnsError::Sys {
+                name: name.to_string(),
+                call: "umount /sys",
+                source: e,
+            });
+        }
+    }
+    let source = CString::new(name).map_err(|_| NetnsError::BadName(name.to_string()))?;
+    // SAFETY: mount(2) with valid NUL-terminated strings and a null data pointer.
+    if unsafe {
+        libc::mount(
+            source.as_ptr(),
+            sysfs_dir.as_ptr(),
+            sysfs.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    } != 0
+    {
+        return Err(sys("mount sysfs"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_slashes_or_dots_are_rejected_before_any_syscall() {
+        for bad in ["", ".", "..", "a/b", "../x"] {
+            assert!(
+                matches!(check_name(bad), Err(NetnsError::BadName(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(check_name("xtune-lab-1").is_ok());
+        assert_eq!(NetnsError::NotFound("x".into()).exit_code(), 2);
+    }
+}

@@ -1,0 +1,254 @@
+//! Remote targets: `--ssh HOST` runs the same xtune command on HOST through
+//! the system's ssh (xtune installed there) and passes its report through;
+//! `--on ROLE=HOST` (or a profile's `[hosts]` table) runs it on several hosts
+//! at once and combines their JSON reports into one.
+//!
+//! The profile travels on stdin, already merged (`extends` resolved locally),
+//! so it need not exist on the remote host. `XTUNE_SSH` replaces the ssh
+//! program (split on whitespace, e.g. `ssh -p 2222`); `XTUNE_REMOTE_BIN`
+//! replaces the remote command name (`xtune`). Host `local` runs this binary
+//! directly, without ssh.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use crate::report::{worst_exit, HostReport, MultiReport, Report};
+
+/// Environment variable that overrides the ssh program.
+pub const SSH_ENV: &str = "XTUNE_SSH";
+/// Environment variable that overrides the remote xtune command.
+pub const REMOTE_BIN_ENV: &str = "XTUNE_REMOTE_BIN";
+
+/// What a remote run returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemoteOutput {
+    /// Exit code (255 when ssh itself failed, as ssh does).
+    pub exit_code: i32,
+    /// stdout.
+    pub stdout: String,
+    /// stderr.
+    pub stderr: String,
+}
+
+/// One remote run to make.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteJob {
+    /// Role name (`client`), or the host for `--ssh`.
+    pub role: String,
+    /// ssh destination, or `local`.
+    pub host: String,
+    /// xtune arguments (after the program name).
+    pub args: Vec<String>,
+    /// Profile text for stdin.
+    pub stdin: Option<String>,
+}
+
+/// Quotes `s` for a POSIX shell (the remote side of ssh runs one).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The argv that runs `job`: ssh HOST 'xtune' 'args'..., or this binary for `local`.
+pub fn command_line(job: &RemoteJob) -> Result<Vec<String>, String> {
+    if job.host == "local" {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find this xtune binary: {e}"))?;
+        let mut argv = vec![exe.to_string_lossy().into_owned()];
+        argv.extend(job.args.iter().cloned());
+        return Ok(argv);
+    }
+    if job.host.starts_with('-') {
+        return Err(format!("`{}` is not a host", job.host));
+    }
+    let ssh = std::env::var(SSH_ENV).unwrap_or_else(|_| "ssh".into());
+    let mut argv: Vec<String> = ssh.split_whitespace().map(str::to_string).collect();
+    if argv.is_empty() {
+        argv.push("ssh".into());
+    }
+    argv.push(job.host.clone());
+    let bin = std::env::var(REMOTE_BIN_ENV).unwrap_or_else(|_| "xtune".into());
+    let mut remote = vec![shell_quote(&bin)];
+    remote.extend(job.args.iter().map(|a| shell_quote(a)));
+    argv.push(remote.join(" "));
+    Ok(argv)
+}
+
+/// Runs `job`, capturing stdout and stderr.
+pub fn run_captured(job: &RemoteJob) -> RemoteOutput {
+    let argv = match command_line(job) {
+        Ok(a) => a,
+        Err(e) => {
+            return RemoteOutput {
+                exit_code: 2,
+                stdout: String::new(),
+                stderr: e,
+            }
+        }
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(if job.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return RemoteOutput {
+                exit_code: 255,
+                stdout: String::new(),
+                stderr: format!("cannot run {}: {e}", argv[0]),
+            }
+        }
+    };
+    if let (Some(text), Some(mut stdin)) = (&job.stdin, child.stdin.take()) {
+        // A remote that exits early closes the pipe; its exit code tells why.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    match child.wait_with_output() {
+        Ok(out) => RemoteOutput {
+            exit_code: out.status.code().unwrap_or(255),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        },
+        Err(e) => RemoteOutput {
+            exit_code: 255,
+            stdout: String::new(),
+            stderr: format!("waiting for {}: {e}", argv[0]),
+        },
+    }
+}
+
+/// Runs `job` with stdout and stderr passed through; returns its exit code.
+pub fn run_passthrough(job: &RemoteJob) -> i32 {
+    let argv = match command_line(job) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("xtune: {e}");
+            return 2;
+        }
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).stdin(if job.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xtune: cannot run {}: {e}", argv[0]);
+            return 255;
+        }
+    };
+    if let (Some(text), Some(mut stdin)) = (&job.stdin, child.stdin.take()) {
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    match child.wait() {
+        Ok(s) => s.code().unwrap_or(255),
+        Err(e) => {
+            eprintln!("xtune: waiting for {}: {e}", argv[0]);
+            255
+        }
+    }
+}
+
+/// Runs every job at once (the args must ask for `--json`) and combines the reports.
+pub fn run_many(jobs: &[RemoteJob]) -> MultiReport {
+    let outputs: Vec<RemoteOutput> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|j| s.spawn(move || run_captured(j)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| RemoteOutput {
+                    exit_code: 255,
+                    stdout: String::new(),
+                    stderr: "remote runner thread panicked".into(),
+                })
+            })
+            .collect()
+    });
+    let hosts: Vec<HostReport> = jobs
+        .iter()
+        .zip(outputs)
+        .map(|(job, out)| {
+            let report = serde_json::from_str::<Report>(out.stdout.trim()).ok();
+            let stderr = if report.is_some() {
+                String::new()
+            } else if out.stderr.trim().is_empty() {
+                out.stdout.clone()
+            } else {
+                out.stderr.clone()
+            };
+            HostReport {
+                role: job.role.clone(),
+                host: job.host.clone(),
+                exit_code: out.exit_code,
+                report,
+                stderr,
+            }
+        })
+        .collect();
+    MultiReport {
+        schema: "xtune-multi/1".into(),
+        exit_code: worst_exit(hosts.iter().map(|h| h.exit_code)),
+        hosts,
+    }
+}
+
+/// Parses `ROLE=HOST`.
+pub fn parse_on(s: &str) -> Result<(String, String), String> {
+    let (role, host) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--on `{s}`: expected ROLE=HOST, e.g. client=gen1"))?;
+    if role.is_empty()
+        || !role
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(format!("--on `{s}`: `{role}` is not a role name"));
+    }
+    if host.is_empty() || host.starts_with('-') {
+        return Err(format!("--on `{s}`: `{host}` is not a host"));
+    }
+    Ok((role.to_string(), host.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_survives_spaces_quotes_and_metacharacters() {
+        assert_eq!(shell_quote("verify"), "verify");
+        assert_eq!(shell_quote("--settle=5s"), "--settle=5s");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn on_arguments_need_role_and_host() {
+        assert_eq!(
+            parse_on("client=gen1").unwrap(),
+            ("client".into(), "gen1".into())
+        );
+        assert_eq!(parse_on("server=root@10.0.0.2").unwrap().1, "root@10.0.0.2");
+        assert!(parse_on("client").is_err());
+        assert!(parse_on("=h").is_err());
+        assert!(parse_on("c=-oProxyCommand=x").is_err());
+    }
+}
