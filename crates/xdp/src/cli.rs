@@ -1,23 +1,419 @@
-//! Command-line entry points for `xload pps` and `xload pps-rx` (scaffold: the
-//! xdp helper replaces this file; the two function signatures are the contract
-//! with crates/xload/src/main.rs).
+//! Command-line entry points for `xload pps` and `xload pps-rx`; the binary
+//! (crates/xload) flattens [`PpsArgs`] / [`PpsRxArgs`] into its subcommands
+//! and calls [`pps_main`] / [`pps_rx_main`], whose return value is the exit
+//! code: 0 success, 1 the run could not be done, 2 bad arguments.
+//!
+//! Ctrl-C (SIGINT) or SIGTERM ends the run early and still prints the
+//! report; a second one exits at once. Either way the XDP program goes away
+//! with the process, because it is held only by a bpf_link fd.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use crate::frame::MacAddr;
+use crate::pps::{self, PeerConfig, PpsConfig, PpsRxConfig, SearchConfig};
+use crate::program::RxMode;
+use crate::seq::SeqFault;
+use crate::units;
+use crate::xsk::BindMode;
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A parsed index list such as `0-3,6`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdList(pub Vec<u32>);
+
+fn list_arg(s: &str) -> Result<IdList, String> {
+    units::parse_list(s).map(IdList).map_err(|e| e.to_string())
+}
+
+fn rate_arg(s: &str) -> Result<f64, String> {
+    units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn mac_arg(s: &str) -> Result<MacAddr, String> {
+    s.parse::<MacAddr>().map_err(|e| e.to_string())
+}
+
+fn fault_arg(s: &str) -> Result<SeqFault, String> {
+    s.parse::<SeqFault>().map_err(|e| e.to_string())
+}
+
+/// AF_XDP binding mode on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum XskModeArg {
+    /// Zero-copy if the driver supports it, else copy.
+    Auto,
+    Zerocopy,
+    Copy,
+}
+
+impl From<XskModeArg> for BindMode {
+    fn from(m: XskModeArg) -> Self {
+        match m {
+            XskModeArg::Auto => BindMode::Auto,
+            XskModeArg::Zerocopy => BindMode::ZeroCopy,
+            XskModeArg::Copy => BindMode::Copy,
+        }
+    }
+}
+
+/// Receiver mode on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RxModeArg {
+    /// AF_XDP sockets: sequence, loss, reordering and latency checks.
+    Xsk,
+    /// Count and drop in the XDP program (cheapest receiver, counts only).
+    Count,
+}
+
+impl From<RxModeArg> for RxMode {
+    fn from(m: RxModeArg) -> Self {
+        match m {
+            RxModeArg::Xsk => RxMode::Xsk,
+            RxModeArg::Count => RxMode::Count,
+        }
+    }
+}
 
 /// Arguments of `xload pps`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct PpsArgs {}
+pub struct PpsArgs {
+    /// Interface to transmit on.
+    #[arg(long, value_name = "IF")]
+    pub dev: String,
+    /// Destination MAC (default with --rx-dev: that interface's MAC).
+    #[arg(long, value_name = "MAC", value_parser = mac_arg)]
+    pub dst_mac: Option<MacAddr>,
+    /// Destination IPv4 or IPv6 address.
+    #[arg(long, value_name = "IP")]
+    pub dst_ip: IpAddr,
+    /// Source address (default 198.18.0.1 or 2001:2::1, benchmarking ranges).
+    #[arg(long, value_name = "IP")]
+    pub src_ip: Option<IpAddr>,
+    /// Source MAC (default: the interface's).
+    #[arg(long, value_name = "MAC", value_parser = mac_arg)]
+    pub src_mac: Option<MacAddr>,
+    /// UDP destination port.
+    #[arg(long, value_name = "P", default_value_t = 9)]
+    pub dst_port: u16,
+    /// First UDP source port; flow i uses P+i.
+    #[arg(long, value_name = "P", default_value_t = 10000)]
+    pub src_port: u16,
+    /// Number of flows (UDP source ports), spread over the queues (default: one per queue).
+    #[arg(long, value_name = "N")]
+    pub flows: Option<u32>,
+    /// Frame size on the wire in bytes, including the 4-byte FCS.
+    #[arg(long, value_name = "BYTES", default_value_t = 64)]
+    pub size: usize,
+    /// Total rate in frames per second (250k, 1.5M); unlimited if absent.
+    #[arg(long, value_name = "PPS", value_parser = rate_arg)]
+    pub rate: Option<f64>,
+    /// TX queues, one pinned thread each (e.g. 0-3).
+    #[arg(long, value_name = "LIST", value_parser = list_arg, default_value = "0")]
+    pub queues: IdList,
+    /// CPUs for the queue threads, in queue order (default: allowed CPUs).
+    #[arg(long, value_name = "LIST", value_parser = list_arg)]
+    pub cpus: Option<IdList>,
+    /// Run time (500ms, 10s, 2m).
+    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    pub duration: Duration,
+    /// Stop after this many frames in total.
+    #[arg(short = 'n', long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Frames per TX ring submission.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub batch: u32,
+    /// AF_XDP binding mode.
+    #[arg(long, value_enum, default_value_t = XskModeArg::Auto)]
+    pub xsk_mode: XskModeArg,
+    /// Write the JSON report here ('-' = stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Receive locally on this interface (started by this command).
+    #[arg(long, value_name = "IF")]
+    pub rx_dev: Option<String>,
+    /// Network namespace of --rx-dev (as in `ip netns`).
+    #[arg(long, value_name = "NAME", alias = "rx-netns", requires = "rx_dev")]
+    pub peer_ns: Option<String>,
+    /// Local receiver mode.
+    #[arg(long, value_enum, default_value_t = RxModeArg::Xsk)]
+    pub rx_mode: RxModeArg,
+    /// Local receiver queues (default: all RX queues of --rx-dev).
+    #[arg(long, value_name = "LIST", value_parser = list_arg)]
+    pub rx_queues: Option<IdList>,
+    /// CPUs for the local receiver threads (default: allowed CPUs, last first).
+    #[arg(long, value_name = "LIST", value_parser = list_arg)]
+    pub rx_cpus: Option<IdList>,
+    /// Attach the receiver's XDP program in generic (skb) mode.
+    #[arg(long)]
+    pub rx_generic: bool,
+    /// Binary-search the highest rate without loss (needs --rx-dev).
+    #[arg(long, requires = "rx_dev")]
+    pub find_zero_loss: bool,
+    /// Trial window of the zero-loss search.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    pub trial: Duration,
+    /// Stop the search when the bracket is narrower than this percentage.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub resolution: f64,
+    /// Most trials of the search.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub max_trials: u32,
+    /// Test mode: corrupt the sequence numbers (skip:N, swap:N, dup:N).
+    #[arg(long, value_name = "FAULT", value_parser = fault_arg, hide = true)]
+    pub test_seq_fault: Option<SeqFault>,
+    /// Test mode: the local receiver's XDP program drops every Nth frame.
+    #[arg(long, value_name = "N", hide = true)]
+    pub test_rx_drop_every: Option<u32>,
+}
 
 /// Arguments of `xload pps-rx`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct PpsRxArgs {}
+pub struct PpsRxArgs {
+    /// Interface to receive on.
+    #[arg(long, value_name = "IF")]
+    pub dev: String,
+    /// RX queues to bind (default: all).
+    #[arg(long, value_name = "LIST", value_parser = list_arg)]
+    pub queues: Option<IdList>,
+    /// CPUs for the queue threads, in queue order.
+    #[arg(long, value_name = "LIST", value_parser = list_arg)]
+    pub cpus: Option<IdList>,
+    /// Run time (500ms, 10s, 2m).
+    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    pub duration: Duration,
+    /// xsk: AF_XDP with sequence checks; count: count and drop in XDP.
+    #[arg(long, value_enum, default_value_t = RxModeArg::Xsk)]
+    pub mode: RxModeArg,
+    /// UDP destination port of the xload frames.
+    #[arg(long, value_name = "P", default_value_t = 9)]
+    pub dst_port: u16,
+    /// AF_XDP binding mode.
+    #[arg(long, value_enum, default_value_t = XskModeArg::Auto)]
+    pub xsk_mode: XskModeArg,
+    /// Attach the XDP program in generic (skb) mode.
+    #[arg(long)]
+    pub generic: bool,
+    /// Skip IPv4/UDP checksum verification of received frames.
+    #[arg(long)]
+    pub no_verify_checksums: bool,
+    /// Write the JSON report here ('-' = stdout).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Test mode: the XDP program drops every Nth xload frame.
+    #[arg(long, value_name = "N", hide = true)]
+    pub test_drop_every: Option<u32>,
+}
 
-/// Runs `xload pps`; returns the process exit code (0, 1, 2 or 3 as in DESIGN.md).
-pub fn pps_main(_args: &PpsArgs) -> i32 {
-    eprintln!("xload pps: not built yet");
-    1
+fn to_usize(v: &Option<IdList>) -> Option<Vec<usize>> {
+    v.as_ref()
+        .map(|l| l.0.iter().map(|&c| c as usize).collect())
+}
+
+impl PpsArgs {
+    /// Checks the combination of arguments and builds the run.
+    pub fn to_config(&self) -> Result<PpsConfig, String> {
+        if self.batch == 0 || self.batch > 1024 {
+            return Err(format!("--batch {} must be within 1..=1024", self.batch));
+        }
+        if !(self.resolution > 0.0 && self.resolution < 100.0) {
+            return Err("--resolution must be within (0, 100) percent".into());
+        }
+        if let Some(c) = &self.cpus {
+            if c.0.len() < self.queues.0.len() && c.0.len() != 1 {
+                return Err(format!(
+                    "--cpus lists {} CPUs for {} queues",
+                    c.0.len(),
+                    self.queues.0.len()
+                ));
+            }
+        }
+        let flows = self.flows.unwrap_or(self.queues.0.len() as u32);
+        if flows == 0 || flows > 65_536 {
+            return Err("--flows must be within 1..=65536".into());
+        }
+        if let Some(0) = self.count {
+            return Err("--count must be at least 1".into());
+        }
+        if self.find_zero_loss && self.rate.is_some() {
+            return Err("--find-zero-loss chooses the rates itself; drop --rate".into());
+        }
+        Ok(PpsConfig {
+            dev: self.dev.clone(),
+            dst_mac: self.dst_mac,
+            src_mac: self.src_mac,
+            dst_ip: self.dst_ip,
+            src_ip: self.src_ip,
+            dst_port: self.dst_port,
+            src_port: self.src_port,
+            flows,
+            wire_size: self.size,
+            rate_per_s: self.rate,
+            queues: self.queues.0.clone(),
+            cpus: to_usize(&self.cpus),
+            duration: self.duration,
+            count: self.count,
+            batch: self.batch,
+            bind_mode: self.xsk_mode.into(),
+            fault: self.test_seq_fault.unwrap_or_default(),
+            peer: self.rx_dev.as_ref().map(|dev| PeerConfig {
+                netns: self.peer_ns.clone(),
+                dev: dev.clone(),
+                mode: self.rx_mode.into(),
+                queues: self.rx_queues.as_ref().map(|q| q.0.clone()),
+                cpus: to_usize(&self.rx_cpus),
+                drop_every: self.test_rx_drop_every.unwrap_or(0),
+                force_generic: self.rx_generic,
+            }),
+            search: self.find_zero_loss.then_some(SearchConfig {
+                trial: self.trial,
+                resolution_pct: self.resolution,
+                max_trials: self.max_trials.max(2),
+            }),
+        })
+    }
+}
+
+impl PpsRxArgs {
+    pub fn to_config(&self) -> Result<PpsRxConfig, String> {
+        if let (Some(q), Some(c)) = (&self.queues, &self.cpus) {
+            if c.0.len() < q.0.len() && c.0.len() != 1 {
+                return Err(format!(
+                    "--cpus lists {} CPUs for {} queues",
+                    c.0.len(),
+                    q.0.len()
+                ));
+            }
+        }
+        Ok(PpsRxConfig {
+            dev: self.dev.clone(),
+            queues: self.queues.as_ref().map(|q| q.0.clone()),
+            cpus: to_usize(&self.cpus),
+            mode: self.mode.into(),
+            dst_port: self.dst_port,
+            duration: self.duration,
+            drop_every: self.test_drop_every.unwrap_or(0),
+            bind_mode: self.xsk_mode.into(),
+            force_generic: self.generic,
+            verify_checksums: !self.no_verify_checksums,
+        })
+    }
+}
+
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    if let Some(flag) = STOP.get() {
+        if flag.swap(true, Ordering::SeqCst) {
+            // Second signal: leave now (async-signal-safe).
+            // SAFETY: _exit has no preconditions.
+            unsafe { libc::_exit(130) };
+        }
+    }
+}
+
+/// The process-wide stop flag, set by SIGINT/SIGTERM once installed.
+fn stop_flag() -> Arc<AtomicBool> {
+    let flag = STOP
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: installs a handler that only touches an atomic (and may
+        // call _exit); sigaction is zero-initialised plain data.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+    flag
+}
+
+fn emit(cmd: &str, text: &str, json: Option<(&PathBuf, String)>) -> i32 {
+    match json {
+        Some((path, body)) if path.as_os_str() == "-" => {
+            eprint!("{text}");
+            println!("{body}");
+        }
+        Some((path, body)) => {
+            print!("{text}");
+            if let Err(e) = std::fs::write(path, body + "\n") {
+                eprintln!("{cmd}: cannot write {}: {e}", path.display());
+                return 1;
+            }
+        }
+        None => print!("{text}"),
+    }
+    let _ = std::io::stdout().flush();
+    0
+}
+
+/// Runs `xload pps`; returns the process exit code (0, 1 or 2).
+pub fn pps_main(args: &PpsArgs) -> i32 {
+    let cfg = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xload pps: {e}");
+            return 2;
+        }
+    };
+    let stop = stop_flag();
+    match pps::run_pps(&cfg, &stop) {
+        Ok(report) => {
+            let json = args.json.as_ref().map(|p| {
+                (
+                    p,
+                    serde_json::to_string_pretty(&report)
+                        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
+                )
+            });
+            emit("xload pps", &report.to_text(), json)
+        }
+        Err(e) => {
+            eprintln!("xload pps: {e}");
+            e.exit_code()
+        }
+    }
 }
 
 /// Runs `xload pps-rx`; returns the process exit code.
-pub fn pps_rx_main(_args: &PpsRxArgs) -> i32 {
-    eprintln!("xload pps-rx: not built yet");
-    1
+pub fn pps_rx_main(args: &PpsRxArgs) -> i32 {
+    let cfg = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xload pps-rx: {e}");
+            return 2;
+        }
+    };
+    let stop = stop_flag();
+    match pps::run_pps_rx(&cfg, &stop) {
+        Ok(report) => {
+            let json = args.json.as_ref().map(|p| {
+                (
+                    p,
+                    serde_json::to_string_pretty(&report)
+                        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
+                )
+            });
+            let code = emit("xload pps-rx", &report.to_text(), json);
+            if report.delivered == 0 && !stop.load(Ordering::Relaxed) {
+                eprintln!("xload pps-rx: no xload frames received");
+                return 1;
+            }
+            code
+        }
+        Err(e) => {
+            eprintln!("xload pps-rx: {e}");
+            e.exit_code()
+        }
+    }
 }

@@ -426,6 +426,22 @@ pub fn enter_netns(name: &str) -> Result<(), NetdevError> {
     Ok(())
 }
 
+/// Runs `f` in network namespace `ns` (on a helper thread that enters it),
+/// or right here when `ns` is `None`. Threads `f` spawns stay in `ns`.
+pub fn in_netns<T: Send>(ns: Option<&str>, f: impl FnOnce() -> T + Send) -> Result<T, NetdevError> {
+    let Some(ns) = ns else { return Ok(f()) };
+    std::thread::scope(|s| {
+        let h = s.spawn(|| -> Result<T, NetdevError> {
+            enter_netns(ns)?;
+            Ok(f())
+        });
+        match h.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

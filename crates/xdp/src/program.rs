@@ -283,7 +283,26 @@ impl XdpProgram {
 
     /// Attaches to `ifindex` through a bpf_link: native mode first, generic
     /// when the driver has no XDP support (or `force_generic`).
+    ///
+    /// `EBUSY` (a program is attached) is retried for up to a second: a
+    /// link closed a moment ago can still be referenced by a child process
+    /// that forked before its `exec` closed the (close-on-exec) fd.
     pub fn attach(&self, ifindex: u32, force_generic: bool) -> Result<XdpLink, ProgramError> {
+        let mut tries = 0;
+        loop {
+            match self.attach_once(ifindex, force_generic) {
+                Err(ProgramError::Bpf(e))
+                    if e.source.raw_os_error() == Some(libc::EBUSY) && tries < 20 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn attach_once(&self, ifindex: u32, force_generic: bool) -> Result<XdpLink, ProgramError> {
         if !force_generic {
             match bpf::link_create_xdp(&self.prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
                 Ok(fd) => {

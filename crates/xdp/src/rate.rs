@@ -2,7 +2,7 @@
 //!
 //! Tokens accrue at `rate_per_s`; the bucket holds at most `burst` of them,
 //! so after an idle gap the sender catches up by at most one burst. The
-//! burst is sized to about 100 µs of traffic (at least 1 frame, at most one
+//! burst is sized to about 500 µs of traffic (at least 1 frame, at most one
 //! TX batch), which keeps trains short enough not to overflow a receiver at
 //! a rate it would otherwise sustain.
 
@@ -18,7 +18,7 @@ pub struct TokenBucket {
 impl TokenBucket {
     /// A bucket that starts full at `now_ns`.
     pub fn new(rate_per_s: f64, max_batch: u32, now_ns: u64) -> Self {
-        let burst = (rate_per_s * 100e-6).clamp(1.0, f64::from(max_batch.max(1)));
+        let burst = (rate_per_s * 500e-6).clamp(1.0, f64::from(max_batch.max(1)));
         TokenBucket {
             rate_per_ns: rate_per_s / 1e9,
             burst,
@@ -49,13 +49,22 @@ impl TokenBucket {
         n
     }
 
-    /// Nanoseconds until one whole token is available (0 if one is).
-    pub fn wait_ns(&mut self, now_ns: u64) -> u64 {
+    /// Returns `n` tokens taken but not used.
+    #[inline]
+    pub fn refund(&mut self, n: u32) {
+        self.tokens = (self.tokens + f64::from(n)).min(self.burst);
+    }
+
+    /// Nanoseconds until `want` whole tokens (at most one burst) are
+    /// available; 0 if they are. Waiting for a burst rather than a single
+    /// token lets a slow sender sleep instead of spinning.
+    pub fn wait_ns(&mut self, now_ns: u64, want: u32) -> u64 {
         self.refill(now_ns);
-        if self.tokens >= 1.0 || self.rate_per_ns <= 0.0 {
+        let target = f64::from(want.max(1)).min(self.burst.floor()).max(1.0);
+        if self.tokens >= target || self.rate_per_ns <= 0.0 {
             0
         } else {
-            ((1.0 - self.tokens) / self.rate_per_ns).ceil() as u64
+            ((target - self.tokens) / self.rate_per_ns).ceil() as u64
         }
     }
 }
@@ -67,7 +76,7 @@ mod tests {
     #[test]
     fn bucket_releases_tokens_at_the_configured_rate() {
         let mut b = TokenBucket::new(1_000_000.0, 64, 0);
-        // 1 Mpps → 100 µs burst = 64 capped to the batch.
+        // 1 Mpps → 500 µs burst = 500, capped to the batch.
         assert_eq!(b.burst(), 64.0);
         let mut taken = b.take(0, 64) as u64;
         let mut now = 0;
@@ -82,12 +91,18 @@ mod tests {
 
     #[test]
     fn bucket_caps_catch_up_after_idle_and_reports_wait() {
-        let mut b = TokenBucket::new(10_000.0, 64, 0);
+        let mut b = TokenBucket::new(2_000.0, 64, 0);
         assert_eq!(b.burst(), 1.0);
         assert_eq!(b.take(0, 64), 1);
         assert_eq!(b.take(0, 64), 0);
-        assert_eq!(b.wait_ns(0), 100_000);
-        assert_eq!(b.wait_ns(60_000), 40_000);
+        let near = |a: u64, b: u64| a.abs_diff(b) <= 1;
+        assert!(near(b.wait_ns(0, 64), 500_000));
+        assert!(near(b.wait_ns(300_000, 64), 200_000));
+        // A burst of 10 at 20 kpps: wait for all 10 tokens, not just one.
+        let mut c = TokenBucket::new(20_000.0, 64, 0);
+        assert_eq!(c.take(0, 64), 10);
+        assert!(near(c.wait_ns(0, 64), 500_000));
+        assert!(near(c.wait_ns(0, 1), 50_000));
         // After a long idle gap only one burst is available.
         assert_eq!(b.take(1_000_000_000, 64), 1);
     }

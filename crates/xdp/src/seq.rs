@@ -140,8 +140,9 @@ impl FlowState {
         (&mut self.seen[i / 64], 1u64 << (i % 64))
     }
 
+    /// Returns true when `s` is a new (not duplicated) frame.
     #[inline]
-    fn record(&mut self, s: u64) {
+    fn record(&mut self, s: u64) -> bool {
         if s >= self.top {
             let gap = s - self.top;
             // Clear the bits of the numbers skipped over (and of s).
@@ -158,20 +159,24 @@ impl FlowState {
             let (w, m) = self.bit(s);
             *w |= m;
             self.delivered += 1;
+            true
         } else if self.top - s <= WINDOW {
             let (w, m) = self.bit(s);
             if *w & m != 0 {
                 self.duplicated += 1;
+                false
             } else {
                 *w |= m;
                 self.reordered += 1;
                 self.lost = self.lost.saturating_sub(1);
                 self.delivered += 1;
+                true
             }
         } else {
             self.reordered += 1;
             self.lost = self.lost.saturating_sub(1);
             self.delivered += 1;
+            true
         }
     }
 }
@@ -214,6 +219,7 @@ pub struct SeqTotals {
 pub struct SeqTracker {
     flows: HashMap<u32, FlowState, BuildHasherDefault<KeyHasher>>,
     untracked: u64,
+    delivered: u64,
 }
 
 impl SeqTracker {
@@ -228,7 +234,9 @@ impl SeqTracker {
     #[inline]
     pub fn record(&mut self, key: u32, seq: u64) {
         if let Some(f) = self.flows.get_mut(&key) {
-            f.record(seq);
+            if f.record(seq) {
+                self.delivered += 1;
+            }
             return;
         }
         if self.flows.len() >= Self::MAX_FLOWS {
@@ -237,6 +245,7 @@ impl SeqTracker {
         }
         let mut f = FlowState::new();
         f.record(seq);
+        self.delivered += 1;
         self.flows.insert(key, f);
     }
 
@@ -257,6 +266,7 @@ impl SeqTracker {
     /// Adds another tracker's flows (from another queue's worker).
     pub fn merge(&mut self, other: &SeqTracker) {
         self.untracked += other.untracked;
+        self.delivered += other.delivered;
         for (k, o) in &other.flows {
             match self.flows.get_mut(k) {
                 Some(f) => {
@@ -274,9 +284,9 @@ impl SeqTracker {
         }
     }
 
-    /// Delivered frames so far (cheap).
+    /// Distinct frames delivered so far (a running count).
     pub fn delivered(&self) -> u64 {
-        self.flows.values().map(|f| f.delivered).sum()
+        self.delivered
     }
 
     pub fn totals(&self) -> SeqTotals {

@@ -36,7 +36,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
         _ => return Err(err()),
     };
     let secs = value * scale_s;
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))

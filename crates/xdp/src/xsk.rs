@@ -144,7 +144,7 @@ pub struct XskConfig {
 /// Why a socket could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum XskError {
-    #[error("AF_XDP {op}: {source}{hint}", hint = xsk_hint(*op, source))]
+    #[error("AF_XDP {op}: {source}{hint}", hint = xsk_hint(op, source))]
     Sys {
         op: &'static str,
         #[source]
@@ -587,16 +587,29 @@ impl XskSocket {
             queue_id: cfg.queue,
             shared_umem_fd: 0,
         };
-        // SAFETY: sa is a live sockaddr_xdp of the size passed.
-        let r = unsafe {
-            libc::bind(
-                raw,
-                (&sa as *const SockaddrXdp).cast(),
-                std::mem::size_of::<SockaddrXdp>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(sys("bind")(io::Error::last_os_error()));
+        // EBUSY (queue taken) is retried for up to a second: a socket closed
+        // a moment ago can still be referenced by a child process that
+        // forked before its exec closed the (close-on-exec) fd.
+        let mut tries = 0;
+        loop {
+            // SAFETY: sa is a live sockaddr_xdp of the size passed.
+            let r = unsafe {
+                libc::bind(
+                    raw,
+                    (&sa as *const SockaddrXdp).cast(),
+                    std::mem::size_of::<SockaddrXdp>() as libc::socklen_t,
+                )
+            };
+            if r == 0 {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EBUSY) && tries < 20 {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                continue;
+            }
+            return Err(sys("bind")(e));
         }
         let mut tx_budget = None;
         if cfg.tx_size > 0 {
