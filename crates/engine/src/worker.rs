@@ -54,15 +54,18 @@ pub struct Outcome {
 /// a ring with a provided buffer ring and a multishot receive on a socket pair.
 pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String> {
     match choice {
-        EngineChoice::Epoll => Ok((
-            EngineKind::Epoll,
-            "epoll (chosen with --engine epoll)".into(),
-        )),
-        EngineChoice::Uring => {
-            uring::probe().map(|mode| (EngineKind::Uring, format!("io_uring ({mode})")))
-        }
+        EngineChoice::Epoll => Ok((EngineKind::Epoll, "chosen with --engine epoll".into())),
+        EngineChoice::Uring => uring::probe().map(|mode| {
+            (
+                EngineKind::Uring,
+                format!("{mode}, multishot recv, provided buffer ring"),
+            )
+        }),
         EngineChoice::Auto => match uring::probe() {
-            Ok(mode) => Ok((EngineKind::Uring, format!("io_uring ({mode})"))),
+            Ok(mode) => Ok((
+                EngineKind::Uring,
+                format!("{mode}, multishot recv, provided buffer ring"),
+            )),
             Err(why) => Ok((
                 EngineKind::Epoll,
                 format!("epoll: io_uring unavailable: {why}"),

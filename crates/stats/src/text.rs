@@ -43,7 +43,11 @@ impl Report {
         if let Some(rate) = self.rate_target {
             setup.push(format!("open loop {} req/s target", fmt_rate(rate)));
         }
-        setup.push(format!("{} threads", fmt_count(self.threads as u64)));
+        setup.push(format!(
+            "{} thread{}",
+            fmt_count(self.threads as u64),
+            if self.threads == 1 { "" } else { "s" }
+        ));
         setup.push(format!(
             "{} connections",
             fmt_count(self.connections as u64)
@@ -289,7 +293,8 @@ impl Report {
             return Vec::new();
         };
         if let Some(v) = client.get("verdict").and_then(|v| v.as_str()) {
-            return vec![format!("client: {v}")];
+            // The probe's verdict is the whole line ("client: ...").
+            return vec![v.to_string()];
         }
         client
             .get("per_report")
@@ -301,7 +306,7 @@ impl Report {
                     .filter_map(|(i, c)| {
                         c.get("verdict")
                             .and_then(|v| v.as_str())
-                            .map(|v| format!("client[{i}]: {v}"))
+                            .map(|v| format!("[{i}] {v}"))
                     })
                     .collect()
             })

@@ -197,7 +197,7 @@ fn header_names_pipeline_engine_reason_and_reconnects() {
 fn client_verdict_is_the_last_line() {
     let mut report = closed_loop_report();
     report.client = Some(
-        serde_json::json!({"cpu_s": 9.9, "verdict": "client saturated: CPU 0 at 99% (softirq 40%)"}),
+        serde_json::json!({"cpu_s": 9.9, "verdict": "client: SATURATED — cpu0 99% (sys 59%, softirq 40%): results understate the server"}),
     );
     for opts in [
         TextOptions::default(),
@@ -208,7 +208,7 @@ fn client_verdict_is_the_last_line() {
         let text = report.render_text(&opts);
         assert_eq!(
             text.lines().last(),
-            Some("client: client saturated: CPU 0 at 99% (softirq 40%)")
+            Some("client: SATURATED — cpu0 99% (sys 59%, softirq 40%): results understate the server")
         );
     }
     report.client = Some(serde_json::json!({"cpu_s": 9.9}));

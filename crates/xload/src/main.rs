@@ -1,1 +1,112 @@
-fn main() {}
+//! xload: a thread-per-core HTTP/1.1 load generator that measures honestly and
+//! says whether the client itself was the bottleneck.
+
+mod args;
+mod demo;
+mod gate;
+mod merge;
+mod plot;
+mod progress;
+mod run;
+mod serve;
+mod sweep;
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use clap::{Parser, Subcommand};
+
+use crate::args::RunArgs;
+
+/// Why a command could not do its job; maps to the exit codes of DESIGN.md.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad arguments: exit 2.
+    Usage(String),
+    /// The run could not be done: exit 1.
+    Run(String),
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xload",
+    version,
+    about = "Thread-per-core HTTP/1.1 load generator",
+    args_conflicts_with_subcommands = true
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) cmd: Option<Cmd>,
+
+    /// Target URL: http://host[:port]/path?query
+    pub(crate) url: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Cmd {
+    /// Load in steps (concurrency or rate): table, knee, operating range, plot.
+    Sweep(sweep::SweepArgs),
+    /// The embedded thread-per-core HTTP/1.1 responder.
+    Serve(serve::ServeArgs),
+    /// Exact merge of JSON reports (runs on several hosts).
+    Merge(merge::MergeArgs),
+    /// Embedded responder + a short sweep on loopback: no setup.
+    Demo(demo::DemoArgs),
+    /// AF_XDP small-packet transmit.
+    Pps(xload_xdp::cli::PpsArgs),
+    /// AF_XDP / XDP receive and count.
+    PpsRx(xload_xdp::cli::PpsRxArgs),
+}
+
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    if let Some(s) = STOP.get() {
+        s.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Ctrl-C stops the run; the report covers what was measured.
+fn install_sigint() -> Arc<AtomicBool> {
+    let stop = STOP
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    // SAFETY: the handler only does an atomic store (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    stop
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Some(Cmd::Sweep(a)) => sweep::main_sweep(&a, install_sigint()),
+        Some(Cmd::Serve(a)) => serve::main_serve(&a, install_sigint()),
+        Some(Cmd::Merge(a)) => merge::main_merge(&a),
+        Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),
+        Some(Cmd::Pps(a)) => Ok(xload_xdp::cli::pps_main(&a)),
+        Some(Cmd::PpsRx(a)) => Ok(xload_xdp::cli::pps_rx_main(&a)),
+        None => match cli.url {
+            Some(url) => run::main_run(&url, &cli.run, install_sigint()),
+            None => Err(Failure::Usage("a target URL is required: xload [OPTIONS] http://host[:port]/path (or a subcommand; see --help)".into())),
+        },
+    };
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(Failure::Usage(m)) => {
+            eprintln!("xload: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(m)) => {
+            eprintln!("xload: {m}");
+            ExitCode::from(1)
+        }
+    }
+}

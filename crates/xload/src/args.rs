@@ -1,0 +1,230 @@
+//! Command-line arguments shared by `xload URL` and `xload sweep`, and the
+//! small value parsers they use (durations, counts with SI suffixes).
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+/// Options of one load run (DESIGN.md, command-line contract).
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Total connections, spread evenly over the workers.
+    #[arg(short = 'c', long = "connections", default_value_t = 64, value_parser = parse_count_usize)]
+    pub connections: usize,
+
+    /// Open loop: R requests/s in total, sent at intended times (latency corrected for coordinated omission).
+    #[arg(long = "rate", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Options shared by `xload URL` and `xload sweep` (all but the load level).
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Length of the measured window: 500ms, 10s, 2m (default 10s; 5s per sweep step).
+    #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Stop after this many responses (with -d, whichever comes first).
+    #[arg(short = 'n', long = "requests", value_parser = parse_count_u64)]
+    pub requests: Option<u64>,
+
+    /// Number of workers (default: one per allowed CPU).
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+
+    /// One worker per allowed CPU, each pinned to its CPU.
+    #[arg(long = "pin-all")]
+    pub pin_all: bool,
+
+    /// Use and pin these CPUs, one worker each: 0-3,6.
+    #[arg(long = "cpus", value_parser = parse_cpus)]
+    pub cpus: Option<CpuList>,
+
+    /// Request method.
+    #[arg(short = 'm', long = "method", default_value = "GET")]
+    pub method: String,
+
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+
+    /// Request body.
+    #[arg(long = "body", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Request body read from a file.
+    #[arg(long = "body-file")]
+    pub body_file: Option<std::path::PathBuf>,
+
+    /// Requests in flight per connection (HTTP/1.1 pipelining).
+    #[arg(long = "pipeline", default_value_t = 1)]
+    pub pipeline: usize,
+
+    /// A new connection per request (sends Connection: close).
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Per-request timeout.
+    #[arg(long = "timeout", default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Connect timeout.
+    #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Run this long first, left out of the statistics (default 0s; 1s per sweep step).
+    #[arg(long = "warmup", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+
+    /// Open loop arrival process.
+    #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Uniform)]
+    pub arrival: ArrivalArg,
+
+    /// Fail (exit 3) if a condition holds: 'p99>50ms', 'errors>0', 'error_rate>0.01', 'rps<1e5' (repeatable).
+    #[arg(long = "fail-if")]
+    pub fail_if: Vec<String>,
+
+    /// I/O engine.
+    #[arg(long = "engine", value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
+
+    /// Print the full latency percentile table.
+    #[arg(long = "latency")]
+    pub latency: bool,
+
+    /// Write the JSON report to PATH ('-' = stdout).
+    #[arg(long = "json")]
+    pub json: Option<String>,
+
+    /// Write a per-second time series (rps, p50, p99, errors) as CSV.
+    #[arg(long = "csv")]
+    pub csv: Option<std::path::PathBuf>,
+
+    /// No live progress line.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    Uniform,
+    Poisson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Auto,
+    Uring,
+    Epoll,
+}
+
+/// Parses a duration: `500ms`, `10s`, `2m`, `1h`, `250us`, `1.5s`; a bare
+/// number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        u => {
+            return Err(format!(
+                "invalid duration unit {u:?} in {s:?}: use ns, us, ms, s, m or h"
+            ))
+        }
+    };
+    let secs = v * scale;
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(format!("duration {s:?} out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a count with an optional SI suffix or exponent: 1000, 10k, 2M, 1e5.
+pub fn parse_count_f64(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1e3),
+        Some((i, 'M')) => (&t[..i], 1e6),
+        Some((i, 'G')) => (&t[..i], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("invalid number {s:?}"))?;
+    let v = v * mul;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("invalid number {s:?}"));
+    }
+    Ok(v)
+}
+
+fn parse_count_u64(s: &str) -> Result<u64, String> {
+    let v = parse_count_f64(s)?;
+    if v.fract() != 0.0 || v < 1.0 || v > u64::MAX as f64 {
+        return Err(format!("{s:?} is not a positive whole number"));
+    }
+    Ok(v as u64)
+}
+
+pub fn parse_count_usize(s: &str) -> Result<usize, String> {
+    let v = parse_count_u64(s)?;
+    if v > 10_000_000 {
+        return Err(format!("{s:?} is too large"));
+    }
+    Ok(v as usize)
+}
+
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = parse_count_f64(s)?;
+    if v <= 0.0 {
+        return Err(format!("rate {s:?} must be above zero"));
+    }
+    Ok(v)
+}
+
+/// A CPU list as one argument value (`0-3,6`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    xload_engine::pin::parse_cpu_list(s).map(CpuList)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn counts_accept_si_and_exponents() {
+        assert_eq!(parse_count_f64("10k").unwrap(), 10_000.0);
+        assert_eq!(parse_count_f64("1e5").unwrap(), 100_000.0);
+        assert_eq!(parse_count_f64("2M").unwrap(), 2_000_000.0);
+        assert!(parse_count_u64("1.5").is_err());
+        assert!(parse_count_u64("0").is_err());
+        assert!(parse_count_f64("x").is_err());
+    }
+}

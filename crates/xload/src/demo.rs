@@ -1,0 +1,111 @@
+//! `xload demo`: the embedded responder on a free loopback port and a short
+//! concurrency sweep against it — throughput, p50/p99, the knee and the
+//! client verdict per step, with no setup.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser};
+use xload_engine::serve::{ServeConfig, Server};
+
+use crate::sweep::{find_knee, print_knee, run_steps, Mode, SweepResult};
+use crate::Failure;
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Also plot the sweep: PATH.svg or PATH.png.
+    #[arg(long = "plot")]
+    pub plot: Option<PathBuf>,
+
+    /// Write the sweep as JSON.
+    #[arg(long = "json")]
+    pub json: Option<String>,
+
+    /// Measured seconds per step.
+    #[arg(long = "step", default_value = "1200ms", value_parser = crate::args::parse_duration)]
+    pub step: Duration,
+}
+
+pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+    let t0 = Instant::now();
+    let allowed = xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
+    // With two CPUs or more, the responder gets the last one and xload the rest,
+    // so neither steals the other's CPU.
+    let (serve_cpus, gen_cpus): (Vec<Option<usize>>, Option<String>) = if allowed.len() >= 2 {
+        let last = *allowed.last().unwrap_or(&0);
+        let rest: Vec<String> = allowed[..allowed.len() - 1]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        (vec![Some(last)], Some(rest.join(",")))
+    } else {
+        (vec![None], None)
+    };
+    let server = Server::start(ServeConfig {
+        listen: "127.0.0.1:0".parse().expect("static address"),
+        body_size: 0,
+        cpus: serve_cpus.clone(),
+        delay: None,
+        pool: None,
+    })
+    .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
+    let url = format!("http://{}/", server.addr);
+    println!(
+        "xload demo: embedded responder on {url} (cpu {}), generator on cpu {}",
+        serve_cpus[0].map_or("any".to_string(), |c| c.to_string()),
+        gen_cpus.clone().unwrap_or_else(|| "any".into())
+    );
+    println!(
+        "sweeping connections 1 → 256, {:.1}s per step after a short warm-up\n",
+        a.step.as_secs_f64()
+    );
+
+    let mut argv = vec![
+        "xload".to_string(),
+        "--quiet".into(),
+        "-d".into(),
+        format!("{}ms", a.step.as_millis()),
+        "--warmup".into(),
+        "300ms".into(),
+    ];
+    if let Some(c) = &gen_cpus {
+        argv.push("--cpus".into());
+        argv.push(c.clone());
+    }
+    argv.push(url.clone());
+    let common = crate::Cli::try_parse_from(&argv)
+        .map_err(|e| Failure::Run(format!("demo: {e}")))?
+        .run
+        .common;
+    let levels = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+    let (steps, interrupted) = run_steps(&url, &common, Mode::Concurrency, &levels, 0, &stop)?;
+    let served = server.stats.requests();
+    let _ = server.stop();
+    let mut r = SweepResult {
+        mode: Mode::Concurrency,
+        steps,
+        knee: None,
+        max_rate: None,
+        interrupted,
+    };
+    r.knee = find_knee(&r.points(), 0.10, 1.5);
+    println!();
+    print_knee(&r);
+    let measured: u64 = r.steps.iter().map(|(_, rep)| rep.requests).sum();
+    println!(
+        "the responder answered {served} requests in all (measured windows: {measured}; the rest were warm-ups and in flight at step ends)"
+    );
+    if let Some(path) = &a.json {
+        let doc = serde_json::to_string_pretty(&r.to_json(&url)).unwrap_or_default();
+        crate::run::write_out(path, &doc)?;
+    }
+    if let Some(path) = &a.plot {
+        crate::plot::plot(path, &r, &url)
+            .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
+        println!("plot written to {}", path.display());
+    }
+    println!("demo took {:.1}s — next: `xload sweep URL -c 1..256 --plot sweep.svg` against your own server", t0.elapsed().as_secs_f64());
+    Ok(0)
+}

@@ -1,0 +1,195 @@
+//! `--fail-if` thresholds: `p99>50ms`, `errors>0`, `error_rate>0.01`,
+//! `rps<1e5`. Parsed before the run (a bad expression is a usage error, exit 2),
+//! evaluated on the report after it (any violation: exit 3).
+
+use std::fmt;
+
+use xload_stats::Report;
+
+use crate::args::{parse_count_f64, parse_duration};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    P50,
+    P90,
+    P99,
+    P999,
+    Max,
+    Mean,
+    Errors,
+    ErrorRate,
+    Rps,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// One threshold. Latency values are in microseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gate {
+    pub text: String,
+    pub metric: Metric,
+    pub op: Op,
+    pub value: f64,
+}
+
+impl Metric {
+    fn is_latency(self) -> bool {
+        matches!(
+            self,
+            Metric::P50 | Metric::P90 | Metric::P99 | Metric::P999 | Metric::Max | Metric::Mean
+        )
+    }
+}
+
+/// Parses one `--fail-if` expression.
+pub fn parse_gate(s: &str) -> Result<Gate, String> {
+    let t: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let (pos, op, len) = [(">=", Op::Ge), ("<=", Op::Le), (">", Op::Gt), ("<", Op::Lt)]
+        .iter()
+        .find_map(|(sym, op)| t.find(sym).map(|p| (p, *op, sym.len())))
+        .ok_or_else(|| {
+            format!("--fail-if {s:?}: expected METRIC>VALUE or METRIC<VALUE, e.g. 'p99>50ms'")
+        })?;
+    let (name, value) = (&t[..pos], &t[pos + len..]);
+    let metric = match name.to_ascii_lowercase().as_str() {
+        "p50" => Metric::P50,
+        "p90" => Metric::P90,
+        "p99" => Metric::P99,
+        "p999" | "p99.9" => Metric::P999,
+        "max" => Metric::Max,
+        "mean" | "avg" => Metric::Mean,
+        "errors" => Metric::Errors,
+        "error_rate" => Metric::ErrorRate,
+        "rps" => Metric::Rps,
+        other => {
+            return Err(format!(
+                "--fail-if {s:?}: unknown metric {other:?} (use p50, p90, p99, p999, max, mean, errors, error_rate, rps)"
+            ))
+        }
+    };
+    let value = if metric.is_latency() {
+        if value.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return Err(format!(
+                "--fail-if {s:?}: a latency needs a unit, e.g. 50ms"
+            ));
+        }
+        parse_duration(value)
+            .map_err(|e| format!("--fail-if {s:?}: {e}"))?
+            .as_secs_f64()
+            * 1e6
+    } else {
+        parse_count_f64(value).map_err(|e| format!("--fail-if {s:?}: {e}"))?
+    };
+    Ok(Gate {
+        text: s.trim().to_string(),
+        metric,
+        op,
+        value,
+    })
+}
+
+impl Gate {
+    /// The measured value this gate looks at.
+    pub fn measure(&self, r: &Report) -> f64 {
+        let l = &r.latency_us;
+        match self.metric {
+            Metric::P50 => l.p50 as f64,
+            Metric::P90 => l.p90 as f64,
+            Metric::P99 => l.p99 as f64,
+            Metric::P999 => l.p999 as f64,
+            Metric::Max => l.max as f64,
+            Metric::Mean => l.mean,
+            Metric::Errors => r.errors_total as f64,
+            Metric::ErrorRate => {
+                let total = r.requests + r.errors_total;
+                if total == 0 {
+                    0.0
+                } else {
+                    r.errors_total as f64 / total as f64
+                }
+            }
+            Metric::Rps => r.rps,
+        }
+    }
+
+    /// Whether the condition holds (the run fails).
+    pub fn violated(&self, r: &Report) -> bool {
+        let v = self.measure(r);
+        match self.op {
+            Op::Gt => v > self.value,
+            Op::Ge => v >= self.value,
+            Op::Lt => v < self.value,
+            Op::Le => v <= self.value,
+        }
+    }
+
+    /// `threshold failed: p99>50ms (measured 61.2ms)`.
+    pub fn explain(&self, r: &Report) -> String {
+        let v = self.measure(r);
+        let shown = if self.metric.is_latency() {
+            fmt_us(v)
+        } else if self.metric == Metric::ErrorRate {
+            format!("{v:.4}")
+        } else {
+            format!("{v:.0}")
+        };
+        format!("threshold failed: {} (measured {shown})", self.text)
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2}s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2}ms", us / 1e3)
+    } else {
+        format!("{us:.0}µs")
+    }
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_latency_count_and_rate_gates() {
+        let g = parse_gate("p99 > 50ms").unwrap();
+        assert_eq!((g.metric, g.op, g.value), (Metric::P99, Op::Gt, 50_000.0));
+        let g = parse_gate("errors>0").unwrap();
+        assert_eq!((g.metric, g.op, g.value), (Metric::Errors, Op::Gt, 0.0));
+        let g = parse_gate("rps<1e5").unwrap();
+        assert_eq!((g.metric, g.op, g.value), (Metric::Rps, Op::Lt, 100_000.0));
+        let g = parse_gate("error_rate>=0.01").unwrap();
+        assert_eq!((g.metric, g.op, g.value), (Metric::ErrorRate, Op::Ge, 0.01));
+    }
+
+    #[test]
+    fn rejects_bad_gates_with_reasons() {
+        assert!(parse_gate("p99").unwrap_err().contains("expected"));
+        assert!(parse_gate("p42>1ms")
+            .unwrap_err()
+            .contains("unknown metric"));
+        assert!(parse_gate("p99>50").unwrap_err().contains("unit"));
+        assert!(parse_gate("rps<lots").is_err());
+    }
+}
+
+impl Gate {
+    /// Whether the condition holds: for `--fail-if` that is a failure, for an
+    /// SLO (`p99<10ms`) that is the requirement being met.
+    pub fn holds(&self, r: &Report) -> bool {
+        self.violated(r)
+    }
+}

@@ -1,0 +1,170 @@
+//! `--plot`: throughput and p99 against load, the knee marked, as SVG or PNG
+//! (plotters). Text needs a TrueType font: the first of the usual system
+//! fonts found is registered once.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::sweep::{Mode, SweepResult};
+
+const FONT_PATHS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation/LiberationSans-Regular.ttf",
+];
+
+fn ensure_font() -> Result<(), String> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        for p in FONT_PATHS {
+            if let Ok(bytes) = std::fs::read(p) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        Err("no TrueType font found (looked for DejaVuSans / LiberationSans): install fonts-dejavu-core".into())
+    })
+    .clone()
+}
+
+/// Writes the plot; the format follows the extension (.svg or .png).
+pub fn plot(path: &Path, r: &SweepResult, target: &str) -> Result<(), String> {
+    ensure_font()?;
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "svg" => {
+            let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
+            draw(&root, r, target).map_err(|e| e.to_string())?;
+            root.present().map_err(|e| e.to_string())
+        }
+        "png" => {
+            let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
+            draw(&root, r, target).map_err(|e| e.to_string())?;
+            root.present().map_err(|e| e.to_string())
+        }
+        _ => Err("the plot path must end in .svg or .png".into()),
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &SweepResult,
+    target: &str,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let pts = r.points();
+    if pts.is_empty() {
+        return Err("no steps to plot".into());
+    }
+    let (xmin, xmax) = pts.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| {
+        (a.min(p.load), b.max(p.load))
+    });
+    let xmax = if xmax <= xmin { xmin * 2.0 } else { xmax };
+    let rps_max = pts.iter().map(|p| p.rps).fold(0.0, f64::max).max(1.0) * 1.1;
+    let p99_max = pts
+        .iter()
+        .map(|p| p.p99_us / 1000.0)
+        .fold(0.0, f64::max)
+        .max(0.001)
+        * 1.1;
+    let xlabel = match r.mode {
+        Mode::Concurrency => "connections",
+        Mode::Rate => "target rate (req/s)",
+    };
+    let caption = format!("xload sweep — {target}");
+    let log_x = r.mode == Mode::Concurrency && xmax / xmin >= 8.0;
+    let blue = RGBColor(31, 119, 180);
+    let red = RGBColor(214, 39, 40);
+
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(xlabel)
+                .y_desc("throughput (req/s)")
+                .y_label_formatter(&|v| format!("{:.0}", v))
+                .draw()?;
+            chart
+                .configure_secondary_axes()
+                .y_desc("p99 latency (ms)")
+                .draw()?;
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.load, p.rps)),
+                    blue.stroke_width(2),
+                ))?
+                .label("throughput")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], blue.stroke_width(2))
+                });
+            chart.draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((p.load, p.rps), 4, blue.filled())),
+            )?;
+            chart
+                .draw_secondary_series(LineSeries::new(
+                    pts.iter().map(|p| (p.load, p.p99_us / 1000.0)),
+                    red.stroke_width(2),
+                ))?
+                .label("p99 latency")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(2))
+                });
+            chart.draw_secondary_series(
+                pts.iter()
+                    .map(|p| TriangleMarker::new((p.load, p.p99_us / 1000.0), 5, red.filled())),
+            )?;
+            if let Some(k) = r.knee {
+                let kp = pts[k];
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(kp.load, 0.0), (kp.load, rps_max)],
+                    BLACK.stroke_width(1),
+                )))?;
+                chart.draw_series(std::iter::once(Text::new(
+                    format!("knee: {:.0} req/s", kp.rps),
+                    (kp.load, rps_max * 0.97),
+                    ("sans-serif", 15).into_font(),
+                )))?;
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
+        }};
+    }
+
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .right_y_label_area_size(60);
+    if log_x {
+        body!(builder
+            .build_cartesian_2d((xmin..xmax).log_scale(), 0.0..rps_max)?
+            .set_secondary_coord((xmin..xmax).log_scale(), 0.0..p99_max));
+    } else {
+        body!(builder
+            .build_cartesian_2d(xmin..xmax, 0.0..rps_max)?
+            .set_secondary_coord(xmin..xmax, 0.0..p99_max));
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! Per-tick aggregation across workers: the time series rows of the report and
+//! the live status line on a terminal.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::mpsc::Receiver;
+use std::thread::JoinHandle;
+
+use xload_engine::Tick;
+use xload_stats::{Interval, IntervalRow};
+
+/// The aggregator thread.
+pub struct Progress {
+    handle: JoinHandle<Vec<IntervalRow>>,
+}
+
+impl Progress {
+    /// Starts aggregating ticks from `workers` workers; prints a live line when `live`.
+    pub fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Progress {
+        let handle = std::thread::spawn(move || aggregate(rx, workers, tick_s, live));
+        Progress { handle }
+    }
+
+    /// Waits for the workers' channel to close and returns the rows.
+    pub fn finish(self) -> Vec<IntervalRow> {
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec<IntervalRow> {
+    let mut open: BTreeMap<u64, (usize, Interval)> = BTreeMap::new();
+    let mut rows = Vec::new();
+    let mut total_requests = 0u64;
+    let mut total_errors = 0u64;
+    let mut printed = false;
+    for t in rx {
+        let entry = open.entry(t.seq);
+        let e = entry.or_insert_with(|| (0, Interval::new()));
+        e.0 += 1;
+        e.1.merge(&t.interval);
+        if e.0 < workers {
+            continue;
+        }
+        // Complete: emit this and anything older still open (a worker that stopped early).
+        while let Some((&seq, _)) = open.first_key_value() {
+            if seq > t.seq {
+                break;
+            }
+            let (_, (_, iv)) = open.pop_first().expect("non-empty");
+            let row = row(seq, &iv, tick_s);
+            total_requests += iv.requests;
+            total_errors += iv.errors;
+            if live {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K  {:>5.0}s  {:>10.0} req/s  p50 {:>9}  p99 {:>9}  errors {}  (total {} responses)",
+                    (seq + 1) as f64 * tick_s,
+                    row.rps,
+                    fmt_us(row.p50_us),
+                    fmt_us(row.p99_us),
+                    total_errors,
+                    total_requests
+                );
+                let _ = err.flush();
+                printed = true;
+            }
+            rows.push(row);
+        }
+    }
+    // Ticks that not every worker reached are partial: leave them out of the series.
+    if printed {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    rows
+}
+
+fn row(seq: u64, iv: &Interval, tick_s: f64) -> IntervalRow {
+    IntervalRow::from_interval(((seq + 1) as f64 * tick_s).round() as u64, iv, tick_s)
+}
+
+fn fmt_us(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.2}s", us as f64 / 1e6)
+    } else if us >= 1_000 {
+        format!("{:.2}ms", us as f64 / 1e3)
+    } else {
+        format!("{us}µs")
+    }
+}
+
+/// The time series as CSV: one row per tick.
+pub fn csv(rows: &[IntervalRow]) -> String {
+    let mut s = String::from("second,rps,p50_us,p99_us,errors\n");
+    for r in rows {
+        s.push_str(&format!(
+            "{},{:.1},{},{},{}\n",
+            r.second, r.rps, r.p50_us, r.p99_us, r.errors
+        ));
+    }
+    s
+}

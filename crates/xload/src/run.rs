@@ -1,0 +1,367 @@
+//! One load run: arguments → checked plan → preflight → workers → report.
+
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan};
+use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url};
+use xload_stats::{Report, RunMeta, TextOptions};
+
+use crate::args::{ArrivalArg, CommonArgs, EngineArg, RunArgs};
+use crate::gate::{parse_gate, Gate};
+use crate::progress::Progress;
+use crate::Failure;
+
+/// A run resolved from its arguments, ready to execute (possibly many times, as
+/// sweep steps do).
+pub struct Prepared {
+    pub url: Url,
+    pub target: String,
+    pub plan: Plan,
+    pub gates: Vec<Gate>,
+}
+
+/// Default measured window when neither -d nor -n is given.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// Checks the arguments and resolves the target; nothing touches the network
+/// except name resolution.
+pub fn prepare(
+    url: &str,
+    a: &CommonArgs,
+    connections: usize,
+    rate: Option<f64>,
+) -> Result<Prepared, Failure> {
+    prepare_with(url, a, connections, rate, DEFAULT_DURATION, Duration::ZERO)
+}
+
+/// As [`prepare`], with the defaults of the caller for -d and --warmup.
+pub fn prepare_with(
+    url: &str,
+    a: &CommonArgs,
+    connections: usize,
+    rate: Option<f64>,
+    default_duration: Duration,
+    default_warmup: Duration,
+) -> Result<Prepared, Failure> {
+    let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
+    let addr = resolve(&url)?;
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        headers.push(parse_header_arg(h).map_err(|e| Failure::Usage(format!("-H {h:?}: {e}")))?);
+    }
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(p)) => std::fs::read(p)
+            .map_err(|e| Failure::Usage(format!("--body-file {}: {e}", p.display())))?,
+        (None, None) => Vec::new(),
+    };
+    let spec = RequestSpec {
+        method: &a.method,
+        url: &url,
+        headers: &headers,
+        body: &body,
+    };
+    let mut tpl =
+        RequestTemplate::new(&spec).map_err(|e| Failure::Usage(format!("request: {e}")))?;
+    if a.no_keepalive && !tpl.closes() {
+        tpl = tpl
+            .with_connection_close()
+            .map_err(|e| Failure::Usage(format!("request: {e}")))?;
+    }
+    if a.pipeline == 0 || a.pipeline > 1024 {
+        return Err(Failure::Usage(format!(
+            "--pipeline {} must be between 1 and 1024",
+            a.pipeline
+        )));
+    }
+    if rate.is_some() && a.pipeline > 1 {
+        return Err(Failure::Usage(
+            "--rate sends one request per connection at a time: drop --pipeline".into(),
+        ));
+    }
+    if tpl.closes() && a.pipeline > 1 {
+        return Err(Failure::Usage(
+            "--pipeline needs keep-alive connections (drop --no-keepalive / Connection: close)"
+                .into(),
+        ));
+    }
+    if connections == 0 {
+        return Err(Failure::Usage("-c must be at least 1".into()));
+    }
+    let worker_cpus = workers(a)?;
+    let worker_cpus: Vec<Option<usize>> = worker_cpus.into_iter().take(connections).collect();
+    let duration = match (a.duration, a.requests) {
+        (Some(d), _) => Some(d),
+        (None, Some(_)) => None,
+        (None, None) => Some(default_duration),
+    };
+    if duration == Some(Duration::ZERO) {
+        return Err(Failure::Usage("-d must be above zero".into()));
+    }
+    let gates = a
+        .fail_if
+        .iter()
+        .map(|g| parse_gate(g))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Usage)?;
+    let plan = Plan {
+        addr,
+        request: tpl.bytes().to_vec(),
+        head: tpl.is_head(),
+        pipeline: a.pipeline,
+        connections,
+        worker_cpus,
+        duration,
+        warmup: a.warmup.unwrap_or(default_warmup),
+        requests: a.requests,
+        timeout: a.timeout,
+        connect_timeout: a.connect_timeout,
+        engine: match a.engine {
+            EngineArg::Auto => EngineChoice::Auto,
+            EngineArg::Uring => EngineChoice::Uring,
+            EngineArg::Epoll => EngineChoice::Epoll,
+        },
+        open_loop: rate.map(|r| OpenLoop {
+            rate_per_s: r,
+            arrival: match a.arrival {
+                ArrivalArg::Uniform => Arrival::Uniform,
+                ArrivalArg::Poisson => Arrival::Poisson,
+            },
+            // One second of sends per worker may wait for a connection; beyond that they are dropped.
+            queue_cap: (r as usize).clamp(1, 1_000_000),
+        }),
+        tick: Duration::from_secs(1),
+    };
+    let target = format!("http://{}{}", url.authority, url.path_and_query);
+    Ok(Prepared {
+        url,
+        target,
+        plan,
+        gates,
+    })
+}
+
+fn resolve(url: &Url) -> Result<SocketAddr, Failure> {
+    let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| Failure::Run(format!("cannot resolve host {:?}: {e}", url.host)))?
+        .collect();
+    // Prefer IPv4 when a name has both (as curl and wrk effectively do on loopback).
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| Failure::Run(format!("host {:?} has no address", url.host)))
+}
+
+/// The CPUs of the workers: None = unpinned.
+fn workers(a: &CommonArgs) -> Result<Vec<Option<usize>>, Failure> {
+    let allowed = xload_engine::pin::allowed_cpus()
+        .map_err(|e| Failure::Run(format!("sched_getaffinity: {e}")))?;
+    if let Some(crate::args::CpuList(cpus)) = &a.cpus {
+        if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+            return Err(Failure::Usage(format!(
+                "--cpus: CPU {c} is not available to this process (allowed: {allowed:?})"
+            )));
+        }
+        return Ok(cpus.iter().map(|&c| Some(c)).collect());
+    }
+    if a.pin_all {
+        return Ok(allowed.iter().map(|&c| Some(c)).collect());
+    }
+    let n = match a.threads {
+        Some(0) => return Err(Failure::Usage("-t must be at least 1".into())),
+        Some(n) => n,
+        None => allowed.len(),
+    };
+    Ok(vec![None; n])
+}
+
+/// Raises RLIMIT_NOFILE to what `connections` needs, or says how.
+pub fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
+    let need = connections as u64 + 256;
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid out-parameter.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return Ok(());
+    }
+    if rl.rlim_cur >= need {
+        return Ok(());
+    }
+    if rl.rlim_max >= need {
+        let new = libc::rlimit {
+            rlim_cur: need.max(rl.rlim_cur),
+            rlim_max: rl.rlim_max,
+        };
+        // SAFETY: new is a valid rlimit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(Failure::Run(format!(
+        "-c {connections} needs about {need} file descriptors but the limit is {} (hard {}): raise it with `ulimit -n {need}` \
+         (as root, or LimitNOFILE={need} in a systemd unit; tuning/loadgen.toml's [limits] names it)",
+        rl.rlim_cur, rl.rlim_max
+    )))
+}
+
+/// Fails fast, within the connect timeout, when nothing answers at the target.
+pub fn check_reachable(p: &Prepared) -> Result<(), Failure> {
+    match TcpStream::connect_timeout(&p.plan.addr, p.plan.connect_timeout) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Failure::Run(format!(
+            "cannot connect to {} ({}): {e}",
+            p.target, p.plan.addr
+        ))),
+    }
+}
+
+/// Everything measured by one execution of a prepared run.
+pub struct Measured {
+    pub report: Report,
+    pub interrupted: bool,
+}
+
+/// Executes a prepared run and builds its report (with the probe's verdict).
+pub fn execute(
+    p: &Prepared,
+    stop: Arc<AtomicBool>,
+    show_progress: bool,
+) -> Result<Measured, Failure> {
+    let budget = xload_probe::read_budget().ok();
+    if let Some(b) = &budget {
+        for w in xload_probe::preflight(p.plan.connections, p.plan.addr.ip().is_loopback(), b) {
+            eprintln!("xload: warning: {w}");
+        }
+    }
+    let mut sampler = xload_probe::Sampler::new();
+    let start = sampler.sample().ok();
+    let (tx, rx) = mpsc::channel();
+    let workers = p.plan.worker_cpus.len();
+    let tick_s = p.plan.tick.as_secs_f64();
+    let progress = Progress::spawn(rx, workers, tick_s, show_progress);
+    let outcome = xload_engine::run(&p.plan, stop, Some(tx)).map_err(Failure::Run)?;
+    let rows = progress.finish();
+    let end = sampler.sample().ok();
+    for w in &outcome.workers {
+        if let Some(e) = &w.error {
+            eprintln!("xload: worker {}: {e}", w.index);
+        }
+    }
+    let meta = RunMeta {
+        target: p.target.clone(),
+        engine: outcome.engine.name().to_string(),
+        engine_reason: Some(outcome.engine_reason.clone()),
+        threads: workers,
+        connections: p.plan.connections,
+        duration_s: outcome.measured.as_secs_f64(),
+        rate_target: p.plan.open_loop.map(|o| o.rate_per_s),
+        pipeline: p.plan.pipeline,
+    };
+    let mut report = Report::build(&meta, &outcome.recorder);
+    report.timeseries = rows;
+    if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
+        let input = verdict_input(p, &outcome, &report);
+        let summary = xload_probe::summarize(&start, &end, &input, &budget);
+        report.client = serde_json::to_value(&summary).ok();
+    }
+    Ok(Measured {
+        report,
+        interrupted: outcome.interrupted,
+    })
+}
+
+fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_probe::VerdictInput {
+    let generator_cpus: Vec<usize> = if o.workers.iter().all(|w| w.cpu.is_some()) {
+        o.workers.iter().filter_map(|w| w.cpu).collect()
+    } else {
+        xload_engine::pin::allowed_cpus().unwrap_or_default()
+    };
+    let late_ratio = match (r.late_sends, r.requests) {
+        (Some(l), n) if n > 0 => Some(l as f64 / n as f64),
+        _ => None,
+    };
+    xload_probe::VerdictInput {
+        generator_cpus,
+        worker_tids: o.workers.iter().map(|w| w.tid).collect(),
+        connections: p.plan.connections,
+        no_keepalive_conn_per_s: None,
+        schedule_lag_p99_us: r.schedule_lag_us.as_ref().map(|s| s.p99),
+        late_send_ratio: late_ratio,
+        cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),
+        fd_errors: r.errors.get("fd_limit").copied().unwrap_or(0),
+        port_errors: r.errors.get("no_ephemeral_port").copied().unwrap_or(0),
+        target_is_loopback: p.plan.addr.ip().is_loopback(),
+    }
+}
+
+/// `xload URL`: run, print, write, judge.
+pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+    let a = &ra.common;
+    let p = prepare(url, a, ra.connections, ra.rate)?;
+    ensure_fd_limit(p.plan.connections)?;
+    check_reachable(&p)?;
+    let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let m = execute(&p, stop, show)?;
+    let report = &m.report;
+    let json_to_stdout = a.json.as_deref() == Some("-");
+    let text = report.render_text(&TextOptions {
+        latency_table: a.latency,
+    });
+    if json_to_stdout {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    if let Some(path) = &a.json {
+        write_out(path, &report.to_json())?;
+    }
+    if let Some(path) = &a.csv {
+        let csv = crate::progress::csv(&report.timeseries);
+        std::fs::write(path, csv)
+            .map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+    }
+    if report.requests == 0 {
+        let why = if report.errors_total > 0 {
+            let mut v: Vec<_> = report
+                .errors
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            v.sort();
+            format!(" ({})", v.join(", "))
+        } else {
+            String::new()
+        };
+        return Err(Failure::Run(format!("no response from {}{why}", p.target)));
+    }
+    let failed: Vec<&Gate> = p.gates.iter().filter(|g| g.violated(report)).collect();
+    for g in &failed {
+        eprintln!("xload: {}", g.explain(report));
+    }
+    if !failed.is_empty() {
+        return Ok(3);
+    }
+    Ok(0)
+}
+
+/// Writes to a path, or to stdout for `-`.
+pub fn write_out(path: &str, content: &str) -> Result<(), Failure> {
+    if path == "-" {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(content.as_bytes());
+        let _ = out.write_all(b"\n");
+        return Ok(());
+    }
+    std::fs::write(path, format!("{content}\n"))
+        .map_err(|e| Failure::Run(format!("cannot write {path}: {e}")))
+}

@@ -1,0 +1,100 @@
+//! `xload serve`: the embedded responder as a command.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use xload_engine::serve::{ServeConfig, Server};
+
+use crate::args::parse_duration;
+use crate::Failure;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long = "listen", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Response body size in bytes.
+    #[arg(long = "body-size", default_value_t = 0)]
+    pub body_size: usize,
+
+    /// Use and pin these CPUs, one worker each (default: one unpinned worker per allowed CPU).
+    #[arg(long = "cpus", value_parser = crate::args::parse_cpus)]
+    pub cpus: Option<crate::args::CpuList>,
+
+    /// Hold every response this long (a timer, not a sleeping thread).
+    #[arg(long = "delay", value_parser = parse_duration)]
+    pub delay: Option<Duration>,
+
+    /// At most N responses held at once (with --delay); the rest queue in order.
+    #[arg(long = "pool", requires = "delay")]
+    pub pool: Option<usize>,
+
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(long = "for", value_parser = parse_duration)]
+    pub run_for: Option<Duration>,
+}
+
+pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
+    let cpus = match &a.cpus {
+        Some(crate::args::CpuList(c)) => {
+            let allowed =
+                xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
+            if let Some(x) = c.iter().find(|x| !allowed.contains(x)) {
+                return Err(Failure::Usage(format!(
+                    "--cpus: CPU {x} is not available to this process (allowed: {allowed:?})"
+                )));
+            }
+            c.iter().map(|&x| Some(x)).collect()
+        }
+        None => vec![
+            None;
+            xload_engine::pin::allowed_cpus()
+                .map(|v| v.len())
+                .unwrap_or(1)
+                .max(1)
+        ],
+    };
+    if a.body_size > 64 * 1024 * 1024 {
+        return Err(Failure::Usage("--body-size is limited to 64 MiB".into()));
+    }
+    if a.pool == Some(0) {
+        return Err(Failure::Usage("--pool must be at least 1".into()));
+    }
+    Ok(ServeConfig {
+        listen: a.listen,
+        body_size: a.body_size,
+        cpus,
+        delay: a.delay,
+        pool: a.pool,
+    })
+}
+
+pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+    let cfg = config(a)?;
+    let workers = cfg.cpus.len();
+    let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
+    println!(
+        "xload serve: listening on http://{}/ ({workers} worker{}, io_uring {}); /stats has the counters; Ctrl-C stops",
+        server.addr,
+        if workers == 1 { "" } else { "s" },
+        server.mode
+    );
+    let started = Instant::now();
+    while !stop.load(Ordering::Relaxed) && a.run_for.is_none_or(|d| started.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats = Arc::clone(&server.stats);
+    server.stop().map_err(Failure::Run)?;
+    println!(
+        "xload serve: {} requests on {} connections ({} bad) in {:.1}s",
+        stats.requests(),
+        stats.connections(),
+        stats.bad_requests(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}

@@ -1,0 +1,611 @@
+//! `xload sweep`: load in steps (concurrency or open-loop rate), each with its
+//! own warm-up and measured window; the knee; the recommended operating range;
+//! with `--slo ... --find-max`, a bisection for the highest rate meeting the SLO.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{json, Value};
+use xload_stats::Report;
+
+use crate::args::{parse_count_f64, CommonArgs};
+use crate::gate::{parse_gate, Gate};
+use crate::run::{check_reachable, ensure_fd_limit, execute, prepare_with, write_out};
+use crate::Failure;
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Target URL: http://host[:port]/path?query
+    pub url: String,
+
+    /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps).
+    /// With --rate, a single value: the connections every rate step uses.
+    #[arg(short = 'c', long = "connections", value_parser = parse_levels)]
+    pub conc: Option<Levels>,
+
+    /// Open-loop rates (requests/s): 1000,2000 — or A..B/N (N even steps) or A..B (doubling).
+    #[arg(long = "rate", value_parser = parse_levels)]
+    pub rates: Option<Levels>,
+
+    /// Knee: the step after which RPS grows by less than this fraction...
+    #[arg(long = "knee-gain", default_value_t = 0.10)]
+    pub knee_gain: f64,
+
+    /// ...while p99 grows by more than this factor.
+    #[arg(long = "knee-p99", default_value_t = 1.5)]
+    pub knee_p99: f64,
+
+    /// Service level to meet, e.g. 'p99<10ms' (repeatable); used by --find-max.
+    #[arg(long = "slo")]
+    pub slo: Vec<String>,
+
+    /// Bisect over rate (bracket: the lowest and highest --rate) for the highest
+    /// rate meeting every --slo with zero errors.
+    #[arg(long = "find-max", requires = "slo")]
+    pub find_max: bool,
+
+    /// Bisection stops when the bracket is narrower than this fraction of its top.
+    #[arg(long = "tolerance", default_value_t = 0.03)]
+    pub tolerance: f64,
+
+    /// Most trials of the bisection.
+    #[arg(long = "max-trials", default_value_t = 10)]
+    pub max_trials: usize,
+
+    /// Plot throughput and p99 against load: PATH.svg or PATH.png.
+    #[arg(long = "plot")]
+    pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Load levels as one argument value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Levels(pub Vec<f64>);
+
+/// Parses `1,2,4`, `A..B` (doubling) or `A..B/N` (N evenly spaced values).
+pub fn parse_levels(s: &str) -> Result<Levels, String> {
+    parse_level_list(s).map(Levels)
+}
+
+fn parse_level_list(s: &str) -> Result<Vec<f64>, String> {
+    let s = s.trim();
+    if let Some((a, rest)) = s.split_once("..") {
+        let (b, n) = match rest.split_once('/') {
+            Some((b, n)) => (b, Some(n)),
+            None => (rest, None),
+        };
+        let a = parse_count_f64(a)?;
+        let b = parse_count_f64(b)?;
+        if a <= 0.0 || b < a {
+            return Err(format!("range {s:?}: expected 0 < A <= B"));
+        }
+        let v = match n {
+            Some(n) => {
+                let n: usize = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("range {s:?}: bad step count {n:?}"))?;
+                if !(1..=1000).contains(&n) {
+                    return Err(format!("range {s:?}: step count must be 1..1000"));
+                }
+                if n == 1 {
+                    vec![b]
+                } else {
+                    (0..n)
+                        .map(|i| (a + (b - a) * i as f64 / (n - 1) as f64).round())
+                        .collect()
+                }
+            }
+            None => {
+                let mut v = Vec::new();
+                let mut x = a;
+                while x <= b && v.len() < 64 {
+                    v.push(x);
+                    x *= 2.0;
+                }
+                if v.last() != Some(&b) {
+                    v.push(b);
+                }
+                v
+            }
+        };
+        return Ok(v);
+    }
+    let v = s
+        .split(',')
+        .map(|p| parse_count_f64(p.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if v.is_empty() || v.iter().any(|&x| x <= 0.0) {
+        return Err(format!("levels {s:?}: expected positive numbers"));
+    }
+    Ok(v)
+}
+
+/// Whether steps vary concurrency or rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Concurrency,
+    Rate,
+}
+
+impl Mode {
+    fn key(self) -> &'static str {
+        match self {
+            Mode::Concurrency => "concurrency",
+            Mode::Rate => "rate",
+        }
+    }
+}
+
+/// One measured step, reduced to what the analysis needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    pub load: f64,
+    pub rps: f64,
+    pub p99_us: f64,
+}
+
+/// The knee: index of the first step after which RPS grows by less than
+/// `min_gain` while p99 grows by more than `p99_factor`.
+pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usize> {
+    (1..points.len()).find_map(|k| {
+        let (a, b) = (points[k - 1], points[k]);
+        let gain = b.rps / a.rps.max(1e-9) - 1.0;
+        let growth = b.p99_us / a.p99_us.max(1.0);
+        (gain < min_gain && growth > p99_factor).then_some(k - 1)
+    })
+}
+
+/// A step's row: load, RPS, p50, p95, p99, max, errors, client CPU.
+fn row(mode: Mode, load: f64, r: &Report) -> String {
+    let p95 = r
+        .latency_histogram()
+        .ok()
+        .map(|h| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(0.95)
+            }
+        })
+        .unwrap_or(0);
+    let l = &r.latency_us;
+    let (cpu, sat) = client_cpu(r);
+    let load = match mode {
+        Mode::Concurrency => format!("{load:.0}"),
+        Mode::Rate => format!("{load:.0}/s"),
+    };
+    format!(
+        "{load:>10} {:>11.0} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}{}",
+        r.rps,
+        fmt_us(l.p50),
+        fmt_us(p95),
+        fmt_us(l.p99),
+        fmt_us(l.max),
+        r.errors_total,
+        cpu,
+        if sat { " SATURATED" } else { "" }
+    )
+}
+
+fn client_cpu(r: &Report) -> (String, bool) {
+    match &r.client {
+        Some(c) => {
+            let cpu_s = c.get("cpu_s").and_then(Value::as_f64).unwrap_or(0.0);
+            let sat = c.get("saturated").and_then(Value::as_bool).unwrap_or(false);
+            let pct = if r.duration_s > 0.0 {
+                100.0 * cpu_s / r.duration_s
+            } else {
+                0.0
+            };
+            (format!("{pct:.0}%"), sat)
+        }
+        None => ("-".into(), false),
+    }
+}
+
+pub fn fmt_us(us: u64) -> String {
+    if us >= 10_000_000 {
+        format!("{:.1}s", us as f64 / 1e6)
+    } else if us >= 1_000_000 {
+        format!("{:.2}s", us as f64 / 1e6)
+    } else if us >= 10_000 {
+        format!("{:.1}ms", us as f64 / 1e3)
+    } else if us >= 1_000 {
+        format!("{:.2}ms", us as f64 / 1e3)
+    } else {
+        format!("{us}µs")
+    }
+}
+
+/// The result of a sweep.
+pub struct SweepResult {
+    pub mode: Mode,
+    pub steps: Vec<(f64, Report)>,
+    pub knee: Option<usize>,
+    pub max_rate: Option<Value>,
+    pub interrupted: bool,
+}
+
+impl SweepResult {
+    pub fn points(&self) -> Vec<Point> {
+        self.steps
+            .iter()
+            .map(|(l, r)| Point {
+                load: *l,
+                rps: r.rps,
+                p99_us: r.latency_us.p99 as f64,
+            })
+            .collect()
+    }
+
+    pub fn to_json(&self, target: &str) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|(load, r)| {
+                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                if let Value::Object(m) = &mut v {
+                    m.insert(self.mode.key().into(), json!(load));
+                }
+                v
+            })
+            .collect();
+        let knee = self.knee.map(|k| {
+            let (load, r) = &self.steps[k];
+            json!({ self.mode.key(): load, "rps": r.rps, "p99_us": r.latency_us.p99,
+                    "recommended": { self.mode.key(): [load * 0.5, load * 0.7], "rps": [r.rps * 0.5, r.rps * 0.7] } })
+        });
+        json!({
+            "schema": "xload-sweep/1",
+            "target": target,
+            "mode": self.mode,
+            "steps": steps,
+            "knee": knee,
+            "max_rate": self.max_rate,
+        })
+    }
+}
+
+/// Runs the steps, printing each row as it completes.
+pub fn run_steps(
+    url: &str,
+    a: &CommonArgs,
+    mode: Mode,
+    levels: &[f64],
+    fixed_conns: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Vec<(f64, Report)>, bool), Failure> {
+    let (d, w) = (Duration::from_secs(5), Duration::from_secs(1));
+    let mut steps = Vec::new();
+    let header = match mode {
+        Mode::Concurrency => "conc",
+        Mode::Rate => "rate",
+    };
+    println!(
+        "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
+        "rps", "p50", "p95", "p99", "max", "errors", "cpu"
+    );
+    for (i, &load) in levels.iter().enumerate() {
+        let (conns, rate) = match mode {
+            Mode::Concurrency => (load as usize, None),
+            Mode::Rate => (fixed_conns, Some(load)),
+        };
+        let p = prepare_with(url, a, conns.max(1), rate, d, w)?;
+        if i == 0 {
+            ensure_fd_limit(
+                levels
+                    .iter()
+                    .map(|&l| l as usize)
+                    .max()
+                    .unwrap_or(1)
+                    .max(fixed_conns),
+            )?;
+            check_reachable(&p)?;
+        }
+        let m = execute(&p, Arc::clone(stop), false)?;
+        println!("{}", row(mode, load, &m.report));
+        steps.push((load, m.report));
+        if m.interrupted || stop.load(Ordering::Relaxed) {
+            return Ok((steps, true));
+        }
+    }
+    Ok((steps, false))
+}
+
+/// `xload sweep`.
+pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+    let gates = s
+        .common
+        .fail_if
+        .iter()
+        .map(|g| parse_gate(g))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Usage)?;
+    let slo = s
+        .slo
+        .iter()
+        .map(|g| parse_gate(g))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Usage)?;
+    let (mode, levels, fixed) = match (&s.conc, &s.rates) {
+        (Some(Levels(c)), None) => (Mode::Concurrency, c.clone(), 0),
+        (c, Some(Levels(r))) => {
+            let fixed = match c.as_ref().map(|l| l.0.as_slice()) {
+                None => 64,
+                Some([one]) => *one as usize,
+                Some(_) => {
+                    return Err(Failure::Usage(
+                        "with --rate, -c takes a single value (connections for every step)".into(),
+                    ))
+                }
+            };
+            (Mode::Rate, r.clone(), fixed)
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "sweep needs -c LEVELS or --rate LEVELS".into(),
+            ))
+        }
+    };
+    if s.find_max && mode != Mode::Rate {
+        return Err(Failure::Usage(
+            "--find-max searches over rate: give --rate LO..HI".into(),
+        ));
+    }
+    let json_to_stdout = s.common.json.as_deref() == Some("-");
+    let result = if s.find_max {
+        find_max(s, &slo, &levels, fixed, &stop)?
+    } else {
+        let (steps, interrupted) = run_steps(&s.url, &s.common, mode, &levels, fixed, &stop)?;
+        let mut r = SweepResult {
+            mode,
+            steps,
+            knee: None,
+            max_rate: None,
+            interrupted,
+        };
+        r.knee = find_knee(&r.points(), s.knee_gain, s.knee_p99);
+        r
+    };
+    print_knee(&result);
+    let target = result
+        .steps
+        .first()
+        .map(|(_, r)| r.target.clone())
+        .unwrap_or_else(|| s.url.clone());
+    if let Some(path) = &s.common.json {
+        let doc = serde_json::to_string_pretty(&result.to_json(&target)).unwrap_or_default();
+        write_out(path, &doc)?;
+    }
+    if let Some(path) = &s.common.csv {
+        let mut csv = format!("{},second,rps,p50_us,p99_us,errors\n", mode.key());
+        for (load, r) in &result.steps {
+            for row in &r.timeseries {
+                csv.push_str(&format!(
+                    "{load},{},{:.1},{},{},{}\n",
+                    row.second, row.rps, row.p50_us, row.p99_us, row.errors
+                ));
+            }
+        }
+        std::fs::write(path, csv)
+            .map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &s.plot {
+        crate::plot::plot(path, &result, &target)
+            .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
+        eprintln!("xload: plot written to {}", path.display());
+    }
+    let _ = json_to_stdout;
+    if result.steps.iter().all(|(_, r)| r.requests == 0) {
+        return Err(Failure::Run(format!("no response from {target}")));
+    }
+    let mut failed = false;
+    for (load, r) in &result.steps {
+        for g in gates.iter().filter(|g| g.violated(r)) {
+            eprintln!("xload: step {} {load}: {}", mode.key(), g.explain(r));
+            failed = true;
+        }
+    }
+    Ok(if failed { 3 } else { 0 })
+}
+
+pub fn print_knee(r: &SweepResult) {
+    let key = r.mode.key();
+    match r.knee {
+        Some(k) => {
+            let (load, rep) = &r.steps[k];
+            let unit = if r.mode == Mode::Rate { "/s" } else { "" };
+            println!(
+                "knee: {key} {load:.0}{unit} — {:.0} req/s at p99 {}; beyond it throughput stops rising while p99 takes off",
+                rep.rps,
+                fmt_us(rep.latency_us.p99)
+            );
+            println!(
+                "recommended operating range: {key} {:.0}{unit}–{:.0}{unit} (≈ {:.0}–{:.0} req/s, 50–70% of the knee)",
+                load * 0.5,
+                load * 0.7,
+                rep.rps * 0.5,
+                rep.rps * 0.7
+            );
+        }
+        None if r.max_rate.is_none() => {
+            println!("knee: none found in these steps (throughput kept rising or p99 stayed flat): extend the range")
+        }
+        None => {}
+    }
+    if let Some(m) = &r.max_rate {
+        if let Some(line) = m.get("summary").and_then(Value::as_str) {
+            println!("{line}");
+        }
+    }
+}
+
+/// Bisection over rate for the highest rate that meets every SLO gate with no errors.
+fn find_max(
+    s: &SweepArgs,
+    slo: &[Gate],
+    levels: &[f64],
+    conns: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<SweepResult, Failure> {
+    let mut lo = if levels.len() > 1 {
+        levels.iter().cloned().fold(f64::INFINITY, f64::min)
+    } else {
+        0.0
+    };
+    let mut hi = levels.iter().cloned().fold(0.0, f64::max);
+    let mut steps = Vec::new();
+    let mut trials = Vec::new();
+    let mut interrupted = false;
+    let meets = |r: &Report, rate: f64| -> (bool, String) {
+        if r.errors_total > 0 {
+            return (false, format!("{} errors", r.errors_total));
+        }
+        if r.rps < 0.97 * rate {
+            return (
+                false,
+                format!("achieved {:.0} req/s < 97% of target", r.rps),
+            );
+        }
+        match slo.iter().find(|g| !g.holds(r)) {
+            Some(g) => (false, format!("{} not met", g.text)),
+            None => (true, "meets the SLO".into()),
+        }
+    };
+    let mut trial = |rate: f64, steps: &mut Vec<(f64, Report)>| -> Result<Option<bool>, Failure> {
+        let (mut st, intr) = run_steps(&s.url, &s.common, Mode::Rate, &[rate], conns, stop)?;
+        let Some((_, r)) = st.pop() else {
+            return Ok(None);
+        };
+        let (ok, why) = meets(&r, rate);
+        eprintln!("xload: trial {rate:.0}/s: {why}");
+        trials.push(json!({"rate": rate, "pass": ok, "why": why}));
+        steps.push((rate, r));
+        if intr {
+            return Ok(None);
+        }
+        Ok(Some(ok))
+    };
+    let mut summary = String::new();
+    match trial(hi, &mut steps)? {
+        None => interrupted = true,
+        Some(true) => {
+            summary = format!("max rate: at least {hi:.0}/s meets the SLO (the top of the bracket): raise the upper bound");
+            lo = hi;
+        }
+        Some(false) => {
+            let lo_ok = if lo > 0.0 {
+                trial(lo, &mut steps)?
+            } else {
+                Some(true)
+            };
+            match lo_ok {
+                None => interrupted = true,
+                Some(false) => {
+                    summary = format!(
+                        "max rate: below {lo:.0}/s — even the bottom of the bracket misses the SLO"
+                    );
+                    hi = lo;
+                    lo = 0.0;
+                }
+                Some(true) => {
+                    let mut n = 0;
+                    while (hi - lo) / hi > s.tolerance && n < s.max_trials {
+                        let mid = ((lo + hi) / 2.0).round();
+                        match trial(mid, &mut steps)? {
+                            None => {
+                                interrupted = true;
+                                break;
+                            }
+                            Some(true) => lo = mid,
+                            Some(false) => hi = mid,
+                        }
+                        n += 1;
+                    }
+                    summary = format!(
+                        "max rate meeting {}: {lo:.0}/s (bracket {lo:.0}–{hi:.0}/s, ±{:.1}%)",
+                        slo.iter()
+                            .map(|g| g.text.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" and "),
+                        50.0 * (hi - lo) / hi.max(1.0)
+                    );
+                }
+            }
+        }
+    }
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let max_rate =
+        Some(json!({ "rate": lo, "bracket": [lo, hi], "trials": trials, "summary": summary }));
+    Ok(SweepResult {
+        mode: Mode::Rate,
+        steps,
+        knee: None,
+        max_rate,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pts(v: &[(f64, f64, f64)]) -> Vec<Point> {
+        v.iter()
+            .map(|&(load, rps, p99_us)| Point { load, rps, p99_us })
+            .collect()
+    }
+
+    #[test]
+    fn knee_is_where_throughput_flattens_and_p99_takes_off() {
+        // A pool of 8 slots, 10 ms each: 800 req/s at most.
+        let p = pts(&[
+            (1.0, 100.0, 10_000.0),
+            (2.0, 200.0, 10_000.0),
+            (4.0, 400.0, 10_000.0),
+            (8.0, 800.0, 10_500.0),
+            (16.0, 800.0, 20_000.0),
+            (32.0, 800.0, 40_000.0),
+        ]);
+        assert_eq!(find_knee(&p, 0.10, 1.5), Some(3));
+    }
+
+    #[test]
+    fn no_knee_while_throughput_rises() {
+        let p = pts(&[
+            (1.0, 100.0, 100.0),
+            (2.0, 200.0, 300.0),
+            (4.0, 390.0, 900.0),
+        ]);
+        assert_eq!(find_knee(&p, 0.10, 1.5), None);
+    }
+
+    #[test]
+    fn levels_parse_lists_doubling_and_even_ranges() {
+        assert_eq!(parse_level_list("1,2,4").unwrap(), vec![1.0, 2.0, 4.0]);
+        assert_eq!(
+            parse_level_list("1..16").unwrap(),
+            vec![1.0, 2.0, 4.0, 8.0, 16.0]
+        );
+        assert_eq!(
+            parse_level_list("1..12").unwrap(),
+            vec![1.0, 2.0, 4.0, 8.0, 12.0]
+        );
+        assert_eq!(
+            parse_level_list("1000..5000/5").unwrap(),
+            vec![1000.0, 2000.0, 3000.0, 4000.0, 5000.0]
+        );
+        assert_eq!(parse_level_list("1k..2k/2").unwrap(), vec![1000.0, 2000.0]);
+        assert!(parse_level_list("5..1").is_err());
+        assert!(parse_level_list("0,1").is_err());
+        assert!(parse_level_list("1..10/0").is_err());
+    }
+}
