@@ -1,0 +1,771 @@
+//! End-to-end tests of the xtune binary. Kernel tests run in fresh network
+//! namespaces (deleted on drop) with a 4-queue veth pair; they need root and
+//! are skipped with a printed reason otherwise. Remote tests use a fake ssh.
+
+mod util;
+
+use util::{code, stderr, stdout, xtune, xtune_env, Netns, TempDir};
+use xtune::cpuset::CpuSet;
+use xtune::report::{MultiReport, Report, Verdict};
+
+const SYSCTLS: &[&str] = &[
+    "/proc/sys/net/core/somaxconn",
+    "/proc/sys/net/ipv4/tcp_rmem",
+    "/proc/sys/net/ipv4/ip_local_port_range",
+    "/proc/sys/net/ipv4/tcp_fin_timeout",
+    "/proc/sys/net/ipv4/tcp_max_syn_backlog",
+];
+
+/// A profile touching every per-namespace kind of knob.
+const LAB: &str = r#"
+description = "netns test profile"
+[sysctl]
+"net.core.somaxconn" = 8192
+"net.ipv4.tcp_rmem" = [4096, 131072, 6291456]
+"net.ipv4.ip_local_port_range" = "1024 65000"
+"net.ipv4.tcp_fin_timeout" = 17
+"net.ipv4.tcp_max_syn_backlog" = 16384
+[nic.xa]
+txqueuelen = 4242
+[rps]
+xa = "all"
+[xps]
+xa = "spread"
+[rfs.flow_cnt]
+xa = 1000
+"#;
+
+fn queue_files() -> Vec<String> {
+    let mut v = Vec::new();
+    for q in 0..4 {
+        v.push(format!("/sys/class/net/xa/queues/rx-{q}/rps_cpus"));
+        v.push(format!("/sys/class/net/xa/queues/rx-{q}/rps_flow_cnt"));
+        v.push(format!("/sys/class/net/xa/queues/tx-{q}/xps_cpus"));
+    }
+    v.push("/sys/class/net/xa/tx_queue_len".into());
+    v
+}
+
+fn all_files() -> Vec<String> {
+    SYSCTLS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(queue_files())
+        .collect()
+}
+
+fn read_all(ns: &Netns) -> Vec<(String, String)> {
+    all_files()
+        .into_iter()
+        .map(|f| (f.clone(), ns.read(&f)))
+        .collect()
+}
+
+fn json_report(out: &std::process::Output) -> Report {
+    serde_json::from_str(&stdout(out))
+        .unwrap_or_else(|e| panic!("not a report ({e}): {}", stdout(out)))
+}
+
+#[test]
+fn apply_in_netns_reads_back_and_verify_exits_0() {
+    skip_unless_root!();
+    let ns = Netns::new("apply");
+    let dir = TempDir::new("apply");
+    let prof = dir.file("lab.toml", LAB);
+    let state = dir.join("state");
+    let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(ns.read("/proc/sys/net/core/somaxconn"), "8192\n");
+    assert_eq!(
+        ns.read("/proc/sys/net/ipv4/tcp_rmem"),
+        "4096\t131072\t6291456\n"
+    );
+    assert_eq!(
+        ns.read("/proc/sys/net/ipv4/ip_local_port_range"),
+        "1024\t65000\n"
+    );
+    assert_eq!(ns.read("/proc/sys/net/ipv4/tcp_fin_timeout"), "17\n");
+    assert_eq!(ns.read("/sys/class/net/xa/tx_queue_len"), "4242\n");
+    assert_eq!(
+        ns.read("/sys/class/net/xa/queues/rx-2/rps_flow_cnt"),
+        "1024\n",
+        "kernel rounds 1000 up"
+    );
+    assert_eq!(dir.count_json("state"), 1, "one snapshot");
+
+    let out = xtune(&[
+        "verify",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
+    assert!(r.ok);
+    assert_eq!(r.knobs.len(), 5 + 1 + 4 + 4 + 4);
+    assert!(
+        r.knobs.iter().all(|k| k.verdict == Verdict::Ok),
+        "{:?}",
+        r.knobs
+    );
+
+    // Applying again writes nothing and takes no snapshot.
+    let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0);
+    assert!(
+        stdout(&out).contains("nothing to change"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(dir.count_json("state"), 1);
+}
+
+#[test]
+fn rps_and_xps_masks_on_a_four_queue_veth() {
+    skip_unless_root!();
+    let ns = Netns::new("masks");
+    let dir = TempDir::new("masks");
+    let prof = dir.file("m.toml", "[rps]\nxa = \"all\"\n[xps]\nxa = \"spread\"\n");
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &dir.join("s"),
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let online = util::online_cpus();
+    let all = CpuSet::from_cpus(online.iter().copied());
+    for q in 0..4 {
+        let rps = ns.read(&format!("/sys/class/net/xa/queues/rx-{q}/rps_cpus"));
+        assert_eq!(
+            CpuSet::parse_hex_mask(&rps).unwrap(),
+            all,
+            "rx-{q}: {rps:?}"
+        );
+    }
+    // Spread: with at least as many queues as CPUs, queue i gets CPU i mod n;
+    // with fewer, queue i gets every CPU j with j mod 4 == i.
+    for q in 0..4usize {
+        let xps =
+            CpuSet::parse_hex_mask(&ns.read(&format!("/sys/class/net/xa/queues/tx-{q}/xps_cpus")))
+                .unwrap();
+        let want: CpuSet = if 4 >= online.len() {
+            CpuSet::from_cpus([online[q % online.len()]])
+        } else {
+            online
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| j % 4 == q)
+                .map(|(_, c)| *c)
+                .collect()
+        };
+        assert_eq!(xps, want, "tx-{q}");
+    }
+    // Every CPU is served by some tx queue.
+    let mut union = CpuSet::new();
+    for q in 0..4 {
+        let x =
+            CpuSet::parse_hex_mask(&ns.read(&format!("/sys/class/net/xa/queues/tx-{q}/xps_cpus")))
+                .unwrap();
+        union = CpuSet::from_cpus(union.iter().chain(x.iter()));
+    }
+    assert_eq!(union, all);
+}
+
+#[test]
+fn value_changed_behind_xtunes_back_makes_verify_exit_3_naming_it() {
+    skip_unless_root!();
+    let ns = Netns::new("drift");
+    let dir = TempDir::new("drift");
+    let prof = dir.file("lab.toml", LAB);
+    let state = dir.join("state");
+    assert_eq!(
+        code(&xtune(&[
+            "apply",
+            &prof,
+            "--netns",
+            &ns.name,
+            "--state-dir",
+            &state
+        ])),
+        0
+    );
+    ns.write("/proc/sys/net/core/somaxconn", "100");
+    ns.write("/sys/class/net/xa/queues/rx-3/rps_cpus", "1");
+
+    let out = xtune(&["verify", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let drift: Vec<&str> = text.lines().filter(|l| l.contains("DRIFT")).collect();
+    assert_eq!(drift.len(), 2, "{text}");
+    assert!(
+        drift
+            .iter()
+            .any(|l| l.starts_with("sysctl:net.core.somaxconn") && l.contains("100")),
+        "{text}"
+    );
+    assert!(drift.iter().any(|l| l.starts_with("rps:xa:rx-3")), "{text}");
+
+    let out = xtune(&[
+        "verify",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3);
+    let r = json_report(&out);
+    assert!(!r.ok);
+    assert_eq!(r.exit_code, 3);
+    let k = r
+        .knobs
+        .iter()
+        .find(|k| k.knob == "sysctl:net.core.somaxconn")
+        .unwrap();
+    assert_eq!(
+        (k.verdict, k.actual.as_str(), k.wanted.as_str()),
+        (Verdict::Drift, "100", "8192")
+    );
+    assert_eq!(r.counts.get("drift"), Some(&2));
+}
+
+#[test]
+fn settle_catches_a_value_rewritten_after_the_first_pass() {
+    skip_unless_root!();
+    let ns = Netns::new("settle");
+    let dir = TempDir::new("settle");
+    let prof = dir.file("s.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 21\n");
+    let state = dir.join("state");
+    assert_eq!(
+        code(&xtune(&[
+            "apply",
+            &prof,
+            "--netns",
+            &ns.name,
+            "--state-dir",
+            &state
+        ])),
+        0
+    );
+    // An "agent" inside the namespace rewrites the value 300 ms from now.
+    let mut agent = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.name,
+            "sh",
+            "-c",
+            "sleep 0.3; echo 44 > /proc/sys/net/ipv4/tcp_fin_timeout",
+        ])
+        .spawn()
+        .unwrap();
+    let out = xtune(&[
+        "verify",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--settle",
+        "1200ms",
+        "--json",
+    ]);
+    let _ = agent.wait();
+    assert_eq!(code(&out), 3, "{}", stdout(&out));
+    let r = json_report(&out);
+    assert_eq!(r.settle_s, Some(1.2));
+    let k = &r.knobs[0];
+    assert_eq!(k.verdict, Verdict::Drift);
+    assert!(
+        k.reason.contains("was 21 before the 1200ms settle window"),
+        "{}",
+        k.reason
+    );
+}
+
+#[test]
+fn rollback_restores_every_original_byte_for_byte() {
+    skip_unless_root!();
+    let ns = Netns::new("rollback");
+    let dir = TempDir::new("rollback");
+    let prof = dir.file("lab.toml", LAB);
+    let state = dir.join("state");
+    let before = read_all(&ns);
+    assert_eq!(
+        code(&xtune(&[
+            "apply",
+            &prof,
+            "--netns",
+            &ns.name,
+            "--state-dir",
+            &state
+        ])),
+        0
+    );
+    let during = read_all(&ns);
+    let changed = before.iter().zip(&during).filter(|(a, b)| a != b).count();
+    assert!(changed >= 12, "apply changed only {changed} files");
+
+    let out = xtune(&["snapshots", "--state-dir", &state, "--json"]);
+    assert_eq!(code(&out), 0);
+    let listing: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = listing["snapshots"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(listing["snapshots"][0]["state"], "applied");
+
+    // A snapshot of a namespace is not rolled back on the host.
+    let out = xtune(&["rollback", &id, "--state-dir", &state]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("add --netns {}", ns.name)),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        read_all(&ns),
+        before,
+        "every original restored byte for byte"
+    );
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 1, "nothing left to roll back");
+    assert!(
+        stderr(&out).contains("no snapshot to roll back"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn third_write_rejected_by_the_kernel_exits_1_and_undoes_the_first_two() {
+    skip_unless_root!();
+    let ns = Netns::new("fault");
+    let dir = TempDir::new("fault");
+    // Writes in order: somaxconn, tcp_fin_timeout, then a port range the
+    // kernel rejects (low > high: EINVAL), then one never attempted.
+    let prof = dir.file(
+        "bad.toml",
+        "[sysctl]\n\"net.core.somaxconn\" = 9999\n\"net.ipv4.tcp_fin_timeout\" = 19\n\"net.ipv4.ip_local_port_range\" = \"60000 1000\"\n\"net.ipv4.tcp_max_syn_backlog\" = 12345\n",
+    );
+    let state = dir.join("state");
+    let before = read_all(&ns);
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
+    let err = r.error.clone().unwrap();
+    assert!(
+        err.contains("sysctl:net.ipv4.ip_local_port_range") && err.contains("EINVAL"),
+        "{err}"
+    );
+    assert!(stderr(&out).contains("EINVAL"), "{}", stderr(&out));
+    let verdicts: Vec<(String, Verdict)> = r
+        .knobs
+        .iter()
+        .map(|k| (k.knob.clone(), k.verdict))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("sysctl:net.core.somaxconn".into(), Verdict::Undone),
+            ("sysctl:net.ipv4.tcp_fin_timeout".into(), Verdict::Undone),
+            (
+                "sysctl:net.ipv4.ip_local_port_range".into(),
+                Verdict::Failed
+            ),
+            (
+                "sysctl:net.ipv4.tcp_max_syn_backlog".into(),
+                Verdict::Change
+            ),
+        ]
+    );
+    assert_eq!(r.knobs[2].errno.as_deref(), Some("EINVAL"));
+    assert_eq!(read_all(&ns), before, "every earlier write undone");
+    // The undone snapshot is kept for the record but is not rolled back again.
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 1);
+}
+
+#[test]
+fn parse_errors_exit_2_with_a_clear_message_and_write_nothing() {
+    let dir = TempDir::new("parse");
+    dir.file(
+        "cycle-a.toml",
+        "extends = \"cycle-b.toml\"\n[sysctl]\n\"net.core.somaxconn\" = 1\n",
+    );
+    dir.file("cycle-b.toml", "extends = \"cycle-a.toml\"\n");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            dir.file("unknown.toml", "[sysctl]\n\"net.core.somaxconn\" = 7777\n[rps]\nxa = \"all\"\n[rpss]\nxa = \"all\"\n"),
+            "unknown key `rpss`, did you mean `rps`?",
+        ),
+        (
+            dir.file("type.toml", "[sysctl]\n\"net.core.somaxconn\" = 7777\n[rps]\nxa = 3\n"),
+            "`rps.xa` must be a string, found integer",
+        ),
+        (dir.join("cycle-a.toml"), "extends cycle: cycle-a.toml -> cycle-b.toml -> cycle-a.toml"),
+        (dir.join("missing.toml"), "cannot read profile"),
+    ];
+    let netns = util::root_skip_reason()
+        .is_none()
+        .then(|| Netns::new("parse"));
+    let state = dir.join("state");
+    for (prof, want) in &cases {
+        for cmd in ["apply", "verify", "diff"] {
+            let mut args = vec![cmd, prof.as_str(), "--state-dir", state.as_str()];
+            if let Some(ns) = &netns {
+                args.extend(["--netns", ns.name.as_str()]);
+            }
+            let out = xtune(&args);
+            assert_eq!(code(&out), 2, "{cmd} {prof}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains(want),
+                "{cmd} {prof}: {}",
+                stderr(&out)
+            );
+            assert!(
+                stdout(&out).is_empty(),
+                "no report for a bad profile: {}",
+                stdout(&out)
+            );
+        }
+    }
+    assert_eq!(dir.count_json("state"), 0, "no snapshot");
+    match &netns {
+        Some(ns) => assert_ne!(
+            ns.read("/proc/sys/net/core/somaxconn"),
+            "7777\n",
+            "nothing written"
+        ),
+        None => eprintln!("(not root: checked exit codes and messages, not the namespace)"),
+    }
+}
+
+#[test]
+fn global_sysctls_inside_a_netns_are_refused_not_pretended() {
+    skip_unless_root!();
+    let ns = Netns::new("global");
+    let dir = TempDir::new("global");
+    // On this kernel netdev_max_backlog and rps_sock_flow_entries are host-wide
+    // (absent from a namespace's /proc/sys/net); somaxconn is per namespace.
+    let prof = dir.file(
+        "g.toml",
+        "[sysctl]\n\"net.core.somaxconn\" = 7001\n\"net.core.netdev_max_backlog\" = 7002\n[rfs]\nflow_entries = 4096\n",
+    );
+    let state = dir.join("state");
+    let host_before = std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog").unwrap();
+    let host_rfs_before =
+        std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries").unwrap();
+    let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("refusing") && e.contains("net.core.netdev_max_backlog"),
+        "{e}"
+    );
+    assert!(e.contains("net.core.rps_sock_flow_entries"), "{e}");
+    assert!(!e.contains("somaxconn"), "somaxconn is per namespace: {e}");
+    assert_ne!(ns.read("/proc/sys/net/core/somaxconn"), "7001\n");
+
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--skip-global",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("left out in netns"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(ns.read("/proc/sys/net/core/somaxconn"), "7001\n");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog").unwrap(),
+        host_before
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries").unwrap(),
+        host_rfs_before
+    );
+    assert_ne!(
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap(),
+        "7001\n",
+        "host untouched"
+    );
+}
+
+#[test]
+fn missing_netns_is_an_argument_error() {
+    let out = xtune(&["diff", "-", "--netns", "xtune-no-such-ns"]);
+    // stdin is empty: an empty profile is valid, so the failure is the namespace.
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("no network namespace `xtune-no-such-ns`"), "{e}");
+}
+
+/// A fake host tree for tests that need no kernel and no root.
+fn fake_tree(dir: &TempDir) -> String {
+    dir.file("root/proc/sys/net/core/somaxconn", "4096\n");
+    dir.file("root/proc/sys/net/ipv4/tcp_fin_timeout", "60\n");
+    dir.file("root/sys/devices/system/cpu/online", "0-1\n");
+    dir.join("root")
+}
+
+/// A stand-in for ssh: logs the host, then runs the remote command locally.
+fn fake_ssh(dir: &TempDir) -> String {
+    let log = dir.join("ssh.log");
+    let path = dir.file(
+        "fake-ssh",
+        &format!(
+            "#!/bin/sh\nhost=\"$1\"; shift\necho \"$host $*\" >> '{log}'\nexec sh -c \"$*\"\n"
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
+    let dir = TempDir::new("ssh");
+    let root = fake_tree(&dir);
+    let ssh = fake_ssh(&dir);
+    dir.file("base.toml", "[sysctl]\n\"net.core.somaxconn\" = 1024\n");
+    let prof = dir.file(
+        "p.toml",
+        "extends = \"base.toml\"\n[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n",
+    );
+    let state = dir.join("state");
+    let env = [
+        ("XTUNE_SSH", ssh.as_str()),
+        ("XTUNE_REMOTE_BIN", util::xtune_bin()),
+    ];
+    // Run from another directory: the remote side cannot see base.toml, so the
+    // merged profile must travel on stdin.
+    let out = xtune_env(
+        &[
+            "verify",
+            &prof,
+            "--ssh",
+            "gen1",
+            "--root",
+            &root,
+            "--state-dir",
+            &state,
+        ],
+        &env,
+    );
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("xtune verify p on"),
+        "{}",
+        stdout(&out)
+    );
+    let log = std::fs::read_to_string(dir.join("ssh.log")).unwrap();
+    assert!(log.starts_with("gen1 "), "{log}");
+    assert!(
+        log.contains("'verify' '-'") || log.contains("verify -"),
+        "{log}"
+    );
+
+    let out = xtune_env(
+        &[
+            "apply",
+            &prof,
+            "--ssh",
+            "gen1",
+            "--root",
+            &root,
+            "--state-dir",
+            &state,
+        ],
+        &env,
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("root/proc/sys/net/core/somaxconn")).unwrap(),
+        "1024\n"
+    );
+    let out = xtune_env(
+        &[
+            "verify",
+            &prof,
+            "--ssh",
+            "gen1",
+            "--root",
+            &root,
+            "--state-dir",
+            &state,
+            "--json",
+        ],
+        &env,
+    );
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert_eq!(json_report(&out).profile.as_deref(), Some("p"));
+    let out = xtune_env(
+        &[
+            "rollback",
+            "--ssh",
+            "gen1",
+            "--root",
+            &root,
+            "--state-dir",
+            &state,
+        ],
+        &env,
+    );
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("root/proc/sys/net/core/somaxconn")).unwrap(),
+        "4096\n"
+    );
+
+    // ssh failing (exit 255, no report) is passed through.
+    let fail = dir.file(
+        "fail-ssh",
+        "#!/bin/sh\necho 'ssh: connect to host gen1 port 22: Connection refused' >&2\nexit 255\n",
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fail, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = xtune_env(
+        &["verify", &prof, "--ssh", "gen1"],
+        &[("XTUNE_SSH", fail.as_str())],
+    );
+    assert_eq!(code(&out), 255);
+    assert!(stderr(&out).contains("Connection refused"));
+}
+
+#[test]
+fn on_client_and_server_prints_one_combined_report() {
+    let dir = TempDir::new("on");
+    let root = fake_tree(&dir);
+    let ssh = fake_ssh(&dir);
+    let prof = dir.file(
+        "p.toml",
+        "[sysctl]\n\"net.core.somaxconn\" = 4096\n\"net.ipv4.tcp_fin_timeout\" = 15\n",
+    );
+    let env = [
+        ("XTUNE_SSH", ssh.as_str()),
+        ("XTUNE_REMOTE_BIN", util::xtune_bin()),
+    ];
+    let args = [
+        "verify",
+        &prof,
+        "--on",
+        "client=gen1",
+        "--on",
+        "server=srv1",
+        "--root",
+        &root,
+        "--json",
+    ];
+    let out = xtune_env(&args, &env);
+    assert_eq!(code(&out), 3, "{}{}", stdout(&out), stderr(&out));
+    let m: MultiReport = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(m.hosts.len(), 2);
+    assert_eq!(
+        (m.hosts[0].role.as_str(), m.hosts[0].host.as_str()),
+        ("client", "gen1")
+    );
+    assert_eq!(
+        (m.hosts[1].role.as_str(), m.hosts[1].host.as_str()),
+        ("server", "srv1")
+    );
+    for h in &m.hosts {
+        let r = h.report.as_ref().unwrap();
+        assert_eq!(r.counts.get("drift"), Some(&1), "{r:?}");
+        assert_eq!(h.exit_code, 3);
+    }
+    let text = stdout(&xtune_env(&args[..args.len() - 1], &env));
+    assert!(text.contains("== client (gen1) exit 3"), "{text}");
+    assert!(text.contains("== server (srv1) exit 3"), "{text}");
+    assert!(
+        text.contains("combined: client=drift server=drift (exit 3)"),
+        "{text}"
+    );
+
+    // [hosts] in the profile does the same without --on, each role with its own profile.
+    dir.file("server.toml", "[sysctl]\n\"net.core.somaxconn\" = 4096\n");
+    let hosts = dir.file(
+        "both.toml",
+        "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n[hosts]\nclient = \"gen1\"\nserver = { host = \"srv1\", profile = \"server.toml\" }\n",
+    );
+    let out = xtune_env(&["verify", &hosts, "--root", &root, "--json"], &env);
+    let m: MultiReport = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(m.exit_code, 3);
+    assert_eq!(m.hosts[0].exit_code, 3, "client drifts on tcp_fin_timeout");
+    assert_eq!(m.hosts[1].exit_code, 0, "server profile matches");
+    assert_eq!(
+        m.hosts[1].report.as_ref().unwrap().profile.as_deref(),
+        Some("server")
+    );
+}
+
+#[test]
+fn export_writes_a_sysctl_d_file() {
+    let dir = TempDir::new("export");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.core.somaxconn\" = 65535\n\"net.ipv4.tcp_rmem\" = [4096, 131072, 6291456]\n[rps]\nlo = \"all\"\n");
+    let out = xtune(&["export", &prof, "--sysctl-d"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("\nnet.core.somaxconn = 65535\n"), "{text}");
+    assert!(
+        text.contains("\nnet.ipv4.tcp_rmem = 4096 131072 6291456\n"),
+        "{text}"
+    );
+    assert!(text.contains("#   [rps] lo"), "{text}");
+    let file = dir.join("90-xtune.conf");
+    assert_eq!(
+        code(&xtune(&["export", &prof, "--sysctl-d", "-o", &file])),
+        0
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert_eq!(code(&xtune(&["export", &prof])), 2, "a format is required");
+}
+
+#[test]
+fn shipped_profiles_parse_and_plan_on_this_machine() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tuning");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        seen += 1;
+        let p = xtune::profile::Profile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!p.is_empty(), "{} asks for nothing", path.display());
+        // diff reads only; it must plan every shipped profile on a stock kernel.
+        let out = xtune(&["diff", path.to_str().unwrap(), "--json"]);
+        assert_eq!(
+            code(&out),
+            0,
+            "{}: {}{}",
+            path.display(),
+            stdout(&out),
+            stderr(&out)
+        );
+        let r = json_report(&out);
+        assert!(r.knobs.iter().all(|k| k.verdict != Verdict::Failed));
+    }
+    assert!(seen >= 4, "base, loadgen, server, loopback-lab");
+}
