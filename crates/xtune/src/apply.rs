@@ -40,7 +40,9 @@ impl Services for SystemServices {
         }
         let deadline = Instant::now() + Duration::from_secs(5);
         for p in running {
-            while std::path::Path::new(&format!("/proc/{}", p.pid)).exists() {
+            let host = crate::fs::RootFs::new("/");
+            while host.exists(&format!("/proc/{}", p.pid)) && !crate::host::is_zombie(&host, p.pid)
+            {
                 if Instant::now() > deadline {
                     return Err(format!("irqbalance pid {} still running after 5 s", p.pid));
                 }

@@ -290,7 +290,7 @@ pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
         let Ok(c) = fs.read(&format!("/proc/{pid}/comm")) else {
             continue;
         };
-        if c.trim() != comm {
+        if c.trim() != comm || is_zombie(fs, pid) {
             continue;
         }
         let cmdline = fs
@@ -305,12 +305,26 @@ pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
         let unit = fs.read(&format!("/proc/{pid}/cgroup")).ok().and_then(|cg| {
             cg.lines()
                 .filter_map(|l| l.rsplit('/').next())
-                .find(|last| last.ends_with(".service"))
+                // Only the daemon's own unit: a process started from a shell
+                // inside some other service must never make xtune stop that service.
+                .find(|last| last.ends_with(".service") && last.contains(comm))
                 .map(str::to_string)
         });
         out.push(ProcInfo { pid, cmdline, unit });
     }
     out
+}
+
+/// A zombie has exited and only waits for its parent to reap it.
+pub fn is_zombie(fs: &dyn Fs, pid: u32) -> bool {
+    fs.read(&format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // pid (comm) STATE ...; comm may contain spaces and parentheses.
+            let after = stat.rsplit_once(')')?.1;
+            after.split_whitespace().next().map(|s| s == "Z")
+        })
+        .unwrap_or(false)
 }
 
 fn own_nofile() -> Option<(u64, u64)> {
@@ -407,15 +421,26 @@ mod tests {
         t.put("/proc/812/cmdline", "/usr/sbin/irqbalance\0--foreground\0");
         t.put("/proc/812/cgroup", "0::/system.slice/irqbalance.service\n");
         t.put("/proc/9/comm", "bash\n");
+        t.put("/proc/813/comm", "irqbalance\n");
+        t.put("/proc/813/cgroup", "0::/system.slice/ci-runner.service\n");
+        t.put("/proc/814/comm", "irqbalance\n");
+        t.put("/proc/814/stat", "814 (irqbalance) Z 1 814 814 0 -1\n");
         let fs = RootFs::new(t.path());
         let p = find_processes(&fs, "irqbalance");
         assert_eq!(
             p,
-            vec![ProcInfo {
-                pid: 812,
-                cmdline: vec!["/usr/sbin/irqbalance".into(), "--foreground".into()],
-                unit: Some("irqbalance.service".into())
-            }]
+            vec![
+                ProcInfo {
+                    pid: 812,
+                    cmdline: vec!["/usr/sbin/irqbalance".into(), "--foreground".into()],
+                    unit: Some("irqbalance.service".into())
+                },
+                ProcInfo {
+                    pid: 813,
+                    cmdline: vec![],
+                    unit: None
+                }
+            ]
         );
     }
 }

@@ -769,3 +769,111 @@ fn shipped_profiles_parse_and_plan_on_this_machine() {
     }
     assert!(seen >= 4, "base, loadgen, server, loopback-lab");
 }
+
+#[test]
+fn verify_names_the_sysctl_d_file_that_sets_a_drifted_key() {
+    let dir = TempDir::new("agent");
+    let root = fake_tree(&dir);
+    dir.file(
+        "root/etc/sysctl.d/99-site.conf",
+        "# site\nnet.core.somaxconn = 4096\n",
+    );
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.core.somaxconn\" = 65535\n");
+    let out = xtune(&[
+        "verify",
+        &prof,
+        "--root",
+        &root,
+        "--state-dir",
+        &dir.join("s"),
+        "--json",
+    ]);
+    assert_eq!(code(&out), 3, "{}", stdout(&out));
+    let r = json_report(&out);
+    let agent = r.knobs[0].agent.clone().unwrap_or_default();
+    assert!(
+        agent.contains("/etc/sysctl.d/99-site.conf:2 sets net.core.somaxconn = 4096"),
+        "{agent}"
+    );
+}
+
+/// Pids of live processes whose comm is `irqbalance`.
+fn irqbalance_pids() -> Vec<u32> {
+    let fs = xtune::fs::RootFs::new("/");
+    xtune::host::find_processes(&fs, "irqbalance")
+        .iter()
+        .map(|p| p.pid)
+        .collect()
+}
+
+struct KillOnDrop(Vec<u32>);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in irqbalance_pids()
+            .into_iter()
+            .filter(|p| !self.0.contains(p))
+        {
+            // SAFETY: kill(2) on a pid of a stand-in process this test started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+}
+
+#[test]
+fn irqbalance_is_stopped_and_restarted_on_rollback() {
+    let already = irqbalance_pids();
+    if !already.is_empty() {
+        eprintln!("SKIPPED irqbalance test: a real irqbalance runs here (pid {already:?}); xtune would stop it");
+        return;
+    }
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(sleep) = sleep else {
+        eprintln!("SKIPPED irqbalance test: no sleep binary to stand in for the daemon");
+        return;
+    };
+    let dir = TempDir::new("irqb");
+    // A stand-in daemon: `sleep` copied under the name irqbalance, detached
+    // (double fork) so that, as for the real daemon, xtune is not its parent.
+    let fake = dir.join("irqbalance");
+    std::fs::copy(sleep, &fake).unwrap();
+    let _guard = KillOnDrop(Vec::new());
+    let status = std::process::Command::new("sh")
+        .args(["-c", &format!("'{fake}' 30 </dev/null >/dev/null 2>&1 &")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while irqbalance_pids().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let started = irqbalance_pids();
+    assert_eq!(started.len(), 1, "stand-in daemon running");
+
+    let prof = dir.file("p.toml", "[irqbalance]\nstop = true\n");
+    let state = dir.join("state");
+    let out = xtune(&["verify", &prof, "--state-dir", &state]);
+    assert_eq!(code(&out), 3, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("running (pid {})", started[0])),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = xtune(&["apply", &prof, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(irqbalance_pids().is_empty(), "stopped");
+    assert_eq!(code(&xtune(&["verify", &prof, "--state-dir", &state])), 0);
+
+    let out = xtune(&["rollback", "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while irqbalance_pids().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let again = irqbalance_pids();
+    assert_eq!(again.len(), 1, "restarted from its recorded command line");
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", again[0])).unwrap();
+    assert_eq!(cmdline, format!("{fake}\x0030\x00"));
+}
