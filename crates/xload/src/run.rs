@@ -19,8 +19,9 @@ use crate::Failure;
 /// A run resolved from its arguments, ready to execute (possibly many times, as
 /// sweep steps do).
 pub struct Prepared {
-    pub url: Url,
     pub target: String,
+    /// Every request closes its connection (--no-keepalive or Connection: close).
+    pub closes: bool,
     pub plan: Plan,
     pub gates: Vec<Gate>,
 }
@@ -138,12 +139,7 @@ pub fn prepare_with(
         tick: Duration::from_secs(1),
     };
     let target = format!("http://{}{}", url.authority, url.path_and_query);
-    Ok(Prepared {
-        url,
-        target,
-        plan,
-        gates,
-    })
+    Ok(Prepared { target, closes: tpl.closes(), plan, gates })
 }
 
 fn resolve(url: &Url) -> Result<SocketAddr, Failure> {
@@ -244,12 +240,22 @@ pub fn execute(
         }
     }
     let mut sampler = xload_probe::Sampler::new();
-    let start = sampler.sample().ok();
     let (tx, rx) = mpsc::channel();
     let workers = p.plan.worker_cpus.len();
     let tick_s = p.plan.tick.as_secs_f64();
     let progress = Progress::spawn(rx, workers, tick_s, show_progress);
-    let outcome = xload_engine::run(&p.plan, stop, Some(tx)).map_err(Failure::Run)?;
+    // The client's evidence covers the measured window: sample when the
+    // warm-up ends (the workers reset their recorders at the same moment).
+    let (outcome, start) = std::thread::scope(|s| {
+        let engine = s.spawn(|| xload_engine::run(&p.plan, stop.clone(), Some(tx)));
+        let until = std::time::Instant::now() + p.plan.warmup;
+        while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) && !engine.is_finished() {
+            std::thread::sleep((until - std::time::Instant::now()).min(Duration::from_millis(20)));
+        }
+        let start = sampler.sample().ok();
+        (engine.join(), start)
+    });
+    let outcome = outcome.map_err(|_| Failure::Run("the engine thread panicked".into()))?.map_err(Failure::Run)?;
     let rows = progress.finish();
     let end = sampler.sample().ok();
     for w in &outcome.workers {
@@ -294,7 +300,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
         connections: p.plan.connections,
-        no_keepalive_conn_per_s: None,
+        no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0).then(|| r.connects as f64 / r.duration_s),
         schedule_lag_p99_us: r.schedule_lag_us.as_ref().map(|s| s.p99),
         late_send_ratio: late_ratio,
         cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),

@@ -270,6 +270,7 @@ impl SweepResult {
             "steps": steps,
             "knee": knee,
             "max_rate": self.max_rate,
+            "interrupted": self.interrupted,
         })
     }
 }
@@ -419,6 +420,9 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
 
 pub fn print_knee(r: &SweepResult) {
     let key = r.mode.key();
+    if r.interrupted {
+        println!("sweep interrupted after {} step(s): the analysis covers those only", r.steps.len());
+    }
     match r.knee {
         Some(k) => {
             let (load, rep) = &r.steps[k];
