@@ -638,20 +638,27 @@ fn expand<'t, T: Clone>(
     applies: impl Fn(&DeviceInfo) -> bool,
 ) -> Result<Vec<(&'t DeviceInfo, T)>, PlanError> {
     let mut out: Vec<(&DeviceInfo, T)> = Vec::new();
-    for (sel, v) in entries.iter().filter(|(s, _)| *s == DeviceSel::AllHardware) {
-        let _ = sel;
-        let matched: Vec<&DeviceInfo> = topo
-            .devices
-            .values()
-            .filter(|d| d.hardware && applies(d))
-            .collect();
-        if matched.is_empty() {
+    let why_not = match section {
+        "irq" => "no interrupts found for it",
+        "xps" => "one tx queue (XPS applies to multi-queue devices only)",
+        _ => "no rx queues",
+    };
+    for (_, v) in entries.iter().filter(|(s, _)| *s == DeviceSel::AllHardware) {
+        let hardware: Vec<&DeviceInfo> = topo.devices.values().filter(|d| d.hardware).collect();
+        if hardware.is_empty() {
             notes.push(format!(
                 "[{section}] \"*\" matches no hardware network device here"
             ));
         }
-        for d in matched {
-            out.push((d, v.clone()));
+        for d in hardware {
+            if applies(d) {
+                out.push((d, v.clone()));
+            } else {
+                notes.push(format!(
+                    "[{section}] \"*\" leaves out {}: {why_not}",
+                    d.name
+                ));
+            }
         }
     }
     for (sel, v) in entries {

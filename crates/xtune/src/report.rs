@@ -205,8 +205,10 @@ impl Report {
             ];
             let mut widths = [0usize; 4];
             for r in rows.iter().chain(std::iter::once(&head)) {
-                for (w, cell) in widths.iter_mut().zip(r.iter()) {
-                    *w = (*w).max(cell.chars().count()).min(40);
+                for (i, (w, cell)) in widths.iter_mut().zip(r.iter()).enumerate() {
+                    // Knob names always fit; long values may overflow their column.
+                    let cap = if i == 0 { usize::MAX } else { 40 };
+                    *w = (*w).max(cell.chars().count()).min(cap);
                 }
             }
             for r in std::iter::once(&head).chain(rows.iter()) {
