@@ -10,9 +10,10 @@
 //!   because the engine returns its io_uring provided buffers to the kernel
 //!   right after parsing. Main design choice: a byte-level state machine is the
 //!   reference (every state can stop and resume at any byte; nothing is
-//!   buffered or copied; body bytes are counted), with a straight-line fast
-//!   path for complete, ordinary status and header lines. See [`parse`] for
-//!   the details and for how errors stay independent of the split points.
+//!   buffered or copied; body bytes are counted), with fast paths for a head
+//!   that arrived whole (SIMD line-end masks) and for complete ordinary
+//!   lines. See [`parse`] for the details and for how errors stay independent
+//!   of the split points.
 //!
 //! The same code is driven by the io_uring and epoll loops, unit-tested on
 //! byte slices and fuzzed (`fuzz/`).

@@ -10,21 +10,33 @@
 //! interpreted by small accumulators fed with whatever piece of the value is
 //! at hand, and body bytes are only counted.
 //!
-//! Speed comes from a fast path layered on top: at the start of the status
-//! line and of each header line, when the whole line is in the input and has
-//! the ordinary shape, it is parsed with straight-line code (an 8-bytes-at-a-
-//! time scan for the line end). Anything unusual — a split line, a tab, any
-//! malformed byte — falls back to the state machine for that line, which is
-//! the reference: every error is raised by it, in input byte order, so a
-//! response gives the same outcome however it is split. Tests feed every split
-//! point and the fuzz target checks whole-versus-split equality.
+//! Speed comes from two fast paths layered on top, both of which only accept
+//! input they can read exactly as the state machine would and otherwise hand
+//! over without having recorded anything:
+//!
+//! - a whole-head pass: when a response head lies entirely in the input (the
+//!   steady state: nginx-sized heads arrive in one receive), one scan builds
+//!   16-byte control-byte masks (SSE2 on x86_64) to find every line end, and
+//!   names and values are checked off that critical path;
+//! - a line pass: at the start of the status line and of each header line of
+//!   a head that was split, a complete ordinary line is parsed with
+//!   straight-line code.
+//!
+//! Anything unusual — a split line, a tab, a repeated Content-Length, any
+//! malformed byte — falls back to the state machine, which is the reference:
+//! every error is raised by it, in input byte order, so a response gives the
+//! same outcome however it is split. Tests feed every split point and compare
+//! whole input with byte-by-byte feeding; the fuzz target checks whole versus
+//! split equality.
 //!
 //! Limits are enforced by position: the head (and each trailer section and
 //! chunk-size line) may be at most `max_header_bytes` long, and the parser
 //! never looks at a byte beyond that bound, so the error does not depend on
 //! how the input was split either.
 
-use crate::grammar::{eq_lower, find_control, is_tchar, is_value_byte};
+use crate::grammar::{
+    eq_lower, find_control, find_name_end, is_name_token, is_tchar, is_value_byte, Controls,
+};
 
 /// Bounds on what a response head may hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -562,6 +574,15 @@ impl ResponseParser {
                     }
                 }
                 _ => {
+                    if self.state == State::Version(0) {
+                        if let Some(len) = self.fast_head(&input[*pos..]) {
+                            *pos += len;
+                            if let Some(r) = self.head_done(*pos)? {
+                                return Ok(Some(r));
+                            }
+                            continue;
+                        }
+                    }
                     let end = self.section_end(input.len(), *pos);
                     let start = *pos;
                     let done = self.head_bytes(&input[..end], pos)?;
@@ -839,6 +860,67 @@ impl ResponseParser {
         }
     }
 
+    /// A whole ordinary head at the start of `b`: status line, fields and the
+    /// empty line, all within the byte and field limits, no byte needing care,
+    /// framing fields with their plain values. Returns its length after
+    /// recording it exactly as the state machine would; `None` (nothing
+    /// recorded) leaves the head to the line-by-line path.
+    ///
+    /// Line ends are found from one pass of 16-byte control-byte masks, so the
+    /// walk from one line to the next does not wait on the name and value checks.
+    #[inline(always)]
+    fn fast_head(&mut self, b: &[u8]) -> Option<usize> {
+        debug_assert!(self.section_bytes == 0 && self.fields == 0);
+        let b = &b[..b.len().min(self.limits.max_header_bytes)];
+        let mut controls = Controls::new(b, 0);
+        let mut line_end = |start: usize| -> Option<(usize, usize)> {
+            let at = controls.next()?;
+            match b[at] {
+                b'\r' if b.get(at + 1) == Some(&b'\n') => {
+                    controls.next(); // the LF
+                    Some((at, at + 2))
+                }
+                b'\n' => Some((at, at + 1)),
+                _ => None,
+            }
+            .filter(|_| at >= start)
+        };
+        let (status_end, mut start) = line_end(0)?;
+        let (status, http10) = status_line(&b[..status_end])?;
+        let mut framing = Framing::default();
+        let mut fields = 0;
+        loop {
+            let (end, next) = line_end(start)?;
+            if end == start {
+                self.status = status;
+                self.http10 = http10;
+                self.framing = framing;
+                self.fields = fields;
+                self.section_bytes = next;
+                return Some(next);
+            }
+            fields += 1;
+            if fields > self.limits.max_headers {
+                return None;
+            }
+            let name_end = find_name_end(b, start);
+            if name_end == start
+                || b[name_end] != b':'
+                || !is_name_token(&b[start..], name_end - start)
+            {
+                return None;
+            }
+            let field = field_of(&b[start..name_end]);
+            if field != Field::Other {
+                let value_start = name_end + 1 + usize::from(b.get(name_end + 1) == Some(&b' '));
+                if !plain_framing_value(&mut framing, field, b.get(value_start..end)?) {
+                    return None;
+                }
+            }
+            start = next;
+        }
+    }
+
     /// `HTTP/1.x NNN reason\r\n` all in `b`, with no byte needing care. `None` leaves it to the state machine.
     #[inline(always)]
     fn fast_status_line(&mut self, b: &[u8]) -> Option<usize> {
@@ -880,16 +962,12 @@ impl ResponseParser {
         if self.fields >= self.limits.max_headers {
             return Ok(FastLine::Slow);
         }
-        let mut i = 0;
-        while i < b.len() && is_tchar(b[i]) {
-            i += 1;
-        }
-        if i == 0 || b.get(i) != Some(&b':') {
+        let name_len = find_name_end(b, 0);
+        if name_len == 0 || b.get(name_len) != Some(&b':') || !is_name_token(b, name_len) {
             return Ok(FastLine::Slow);
         }
-        let name_len = i;
-        i += 1;
-        while i < b.len() && b[i] == b' ' {
+        let mut i = name_len + 1;
+        if b.get(i) == Some(&b' ') {
             i += 1;
         }
         let value_start = i;
@@ -897,16 +975,41 @@ impl ResponseParser {
         let Some(len) = line_end(b, value_end) else {
             return Ok(FastLine::Slow);
         };
-        self.fields += 1;
         if !self.trailers {
             let field = field_of(&b[..name_len]);
             if field != Field::Other {
+                let value = &b[value_start..value_end];
+                if value.first() == Some(&b' ') {
+                    return Ok(FastLine::Slow); // more whitespace than one SP: the state machine skips it
+                }
+                self.fields += 1;
+                self.fast_value(field, value)?;
+                return Ok(FastLine::Field(len));
+            }
+        }
+        self.fields += 1;
+        Ok(FastLine::Field(len))
+    }
+
+    /// A whole interpreted value: the common exact values directly, the rest
+    /// through the same accumulators as the state machine.
+    #[inline(always)]
+    fn fast_value(&mut self, field: Field, value: &[u8]) -> Result<(), ParseError> {
+        match field {
+            Field::Connection if eq_lower(value, b"keep-alive") => self.framing.keep_alive = true,
+            Field::Connection if eq_lower(value, b"close") => self.framing.close = true,
+            Field::TransferEncoding if eq_lower(value, b"chunked") => {
+                self.framing.te_seen = true;
+                self.framing.te_last_chunked = true;
+                self.framing.te_chunked_count += 1;
+            }
+            _ => {
                 self.begin_value(field);
-                self.feed_value(&b[value_start..value_end])?;
+                self.feed_value(value)?;
                 self.end_field()?;
             }
         }
-        Ok(FastLine::Field(len))
+        Ok(())
     }
 
     fn begin_value(&mut self, field: Field) {
@@ -1074,6 +1177,63 @@ impl ResponseParser {
     }
 }
 
+/// `HTTP/1.x NNN[ reason]` (the line without its end, known to hold no control
+/// byte): status and whether it is HTTP/1.0.
+#[inline(always)]
+fn status_line(line: &[u8]) -> Option<(u16, bool)> {
+    if line.len() < 12 || (line.len() > 12 && line[12] != b' ') || line[8] != b' ' {
+        return None;
+    }
+    let http10 = match &line[..8] {
+        b"HTTP/1.1" => false,
+        b"HTTP/1.0" => true,
+        _ => return None,
+    };
+    let (d0, d1, d2) = (
+        line[9].wrapping_sub(b'0'),
+        line[10].wrapping_sub(b'0'),
+        line[11].wrapping_sub(b'0'),
+    );
+    if !(1..=9).contains(&d0) || d1 > 9 || d2 > 9 {
+        return None;
+    }
+    Some((
+        u16::from(d0) * 100 + u16::from(d1) * 10 + u16::from(d2),
+        http10,
+    ))
+}
+
+/// Records a framing field whose value has its usual plain form; false for
+/// anything else (repeated Content-Length included), which the state machine handles.
+#[inline(always)]
+fn plain_framing_value(framing: &mut Framing, field: Field, value: &[u8]) -> bool {
+    match field {
+        Field::ContentLength => {
+            if value.is_empty() || value.len() > 19 || framing.content_length.is_some() {
+                return false;
+            }
+            let mut n = 0u64;
+            for &c in value {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    return false;
+                }
+                n = n * 10 + u64::from(d);
+            }
+            framing.content_length = Some(n);
+        }
+        Field::Connection if eq_lower(value, b"keep-alive") => framing.keep_alive = true,
+        Field::Connection if eq_lower(value, b"close") => framing.close = true,
+        Field::TransferEncoding if eq_lower(value, b"chunked") && !framing.te_seen => {
+            framing.te_seen = true;
+            framing.te_last_chunked = true;
+            framing.te_chunked_count = 1;
+        }
+        _ => return false,
+    }
+    true
+}
+
 /// Fast-path verdict on one line.
 enum FastLine {
     /// A field line of this many bytes was read.
@@ -1195,6 +1355,7 @@ mod tests {
     fn complete_responses_table() {
         let cases: &[(&str, bool, u16, bool, u64)] = &[
             ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false, 200, true, 5),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 0000000000000000012\r\n\r\n0123456789ab", false, 200, true, 12),
             ("HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc", false, 200, true, 3),
             ("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", false, 404, true, 0),
             ("HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", false, 200, true, 0),
@@ -1231,6 +1392,18 @@ mod tests {
                 r,
                 resp(status, keep_alive, body, input.len() as u64),
                 "{input:?}"
+            );
+        }
+        // Multi-digit lengths through both paths.
+        for len in [9usize, 10, 99, 612, 1000, 4097] {
+            let input = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n{}",
+                "b".repeat(len)
+            );
+            assert_eq!(
+                complete(&input, false),
+                resp(200, true, len as u64, input.len() as u64),
+                "{len}"
             );
         }
     }

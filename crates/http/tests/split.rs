@@ -87,6 +87,7 @@ fn case(name: &'static str, input: &str, want: &[(u16, bool, u64)]) -> Case {
 }
 
 const NGINX_200: &str = "HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\nhello world\n";
+const INDEX_HEAD: &str = "HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 612\r\nLast-Modified: Tue, 11 Apr 2023 01:45:34 GMT\r\nConnection: keep-alive\r\nETag: \"6434bbbe-264\"\r\nAccept-Ranges: bytes\r\n\r\n";
 const CHUNKED: &str = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5;name=val\r\nhello\r\n6 ; a=\"b c\"\r\n world\r\nA\r\n0123456789\r\n0;last\r\nX-Trailer: t\r\nExpires: never\r\n\r\n";
 
 fn cases() -> Vec<Case> {
@@ -168,6 +169,14 @@ fn cases() -> Vec<Case> {
             (404, true, 0),
             (200, false, 1),
         ],
+        want_error: None,
+    });
+    v.push(Case {
+        name: "nginx index page: 8 fields, 612-byte body",
+        input: [INDEX_HEAD.as_bytes(), &[b'x'; 612]].concat(),
+        head: false,
+        limits: Limits::default(),
+        want: vec![(200, true, 612)],
         want_error: None,
     });
     v.push(Case {
