@@ -1,4 +1,32 @@
-//! AF_XDP small-packet generator and receiver for `xload pps` / `xload pps-rx`.
+//! AF_XDP small-packet generator and receiver behind `xload pps` and
+//! `xload pps-rx`: the raw packet rate of a NIC/host path, measured end to
+//! end, with every frame accounted for.
+//!
+//! Main design choice: no C libraries and no compiler at build time. The
+//! AF_XDP rings ([`xsk`]) are a thin layer over `libc` mapped at the offsets
+//! the kernel reports, and the two XDP programs ([`program`]) are written as
+//! eBPF instructions with a tiny assembler and loaded with raw `bpf(2)`
+//! ([`bpf`]). Programs are attached only through a `bpf_link`, so the
+//! kernel detaches them when the last fd closes: on normal exit, on error
+//! paths, on Ctrl-C and even on SIGKILL.
+//!
+//! Map of the crate, bottom up:
+//! - [`frame`]: Ethernet/IPv4/IPv6/UDP frames built once per flow, stamped
+//!   per packet (sequence number, `CLOCK_MONOTONIC` send time, incremental
+//!   UDP checksum); the parser the receiver uses.
+//! - [`bpf`], [`program`]: syscalls, assembler, the receive programs
+//!   (redirect to an XSKMAP, or count and drop in a per-CPU array).
+//! - [`xsk`]: UMEM, fill/completion/RX/TX rings, bind with need-wakeup,
+//!   zero-copy tried before copy mode, `XDP_STATISTICS`.
+//! - [`netdev`]: interface facts by rtnetlink/ethtool (namespace-correct,
+//!   unlike sysfs), entering a network namespace.
+//! - [`rate`], [`seq`], [`clock`]: token bucket, per-flow sequence
+//!   tracking (lost/reordered/duplicated), clocks, CPU accounting, pinning.
+//! - [`tx`], [`rx`]: one pinned thread per queue with its own socket.
+//! - [`pps`]: whole runs, the local receiver in a peer namespace, the
+//!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict;
+//!   [`cli`]: the clap arguments and entry points the `xload` binary calls.
+//! - [`lab`]: two namespaces and a veth pair for tests and benchmarks.
 pub mod bpf;
 pub mod cli;
 pub mod clock;

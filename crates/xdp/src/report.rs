@@ -499,6 +499,13 @@ impl RxReport {
             self.queues,
             self.duration_s
         );
+        if let Some(e) = self
+            .per_queue
+            .iter()
+            .find_map(|q| q.zero_copy_error.as_ref())
+        {
+            let _ = writeln!(o, "  zero-copy unavailable, copy mode used: {e}");
+        }
         let opt = |x: Option<u64>| x.map_or("n/a".to_string(), |v| v.to_string());
         let _ = writeln!(
             o,
@@ -579,6 +586,13 @@ impl TxReport {
             self.duration_s,
             if self.interrupted { " (interrupted)" } else { "" }
         );
+        if let Some(e) = self
+            .per_queue
+            .iter()
+            .find_map(|q| q.result.zero_copy_error.as_ref())
+        {
+            let _ = writeln!(o, "  zero-copy unavailable, copy mode used: {e}");
+        }
         let _ = writeln!(
             o,
             "  sent {} frames: {} ({}){}{}",

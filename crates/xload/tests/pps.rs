@@ -1,0 +1,537 @@
+//! `xload pps` / `xload pps-rx` through the built binary: the CLI contract,
+//! exit codes and messages on bad input, the JSON keys, and that the XDP
+//! program is detached after a normal exit, after SIGINT, after SIGKILL and
+//! after an error. Traffic only crosses veth pairs between namespaces each
+//! test creates (removed on drop).
+
+use std::ffi::CString;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use xload_xdp::lab::VethLab;
+use xload_xdp::netdev;
+
+const XLOAD: &str = env!("CARGO_BIN_EXE_xload");
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! need_root {
+    () => {
+        if !is_root() {
+            eprintln!("skipped: needs root (network namespaces, bpf, AF_XDP)");
+            return;
+        }
+    };
+}
+
+/// Waits for `child` at most `limit`, killing it if it overstays.
+fn wait_bounded(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "xload did not finish within {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+/// `xload ARGS` inside namespace `ns` (or here when `None`), bounded.
+fn xload_in(ns: Option<&str>, args: &[&str], limit: Duration) -> Output {
+    let child = spawn_in(ns, args);
+    wait_bounded(child, limit)
+}
+
+fn spawn_in(ns: Option<&str>, args: &[&str]) -> Child {
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, XLOAD]);
+            c
+        }
+        None => Command::new(XLOAD),
+    };
+    cmd.args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xload")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp_json(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("xload-pps-{tag}-{}.json", std::process::id()))
+}
+
+fn read_json(p: &PathBuf) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).expect("JSON report written");
+    let _ = std::fs::remove_file(p);
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+/// XDP program gone from the receiving interface, by `ip link show` and by
+/// netlink (IFLA_XDP). Waits up to 2 s: a process forked elsewhere may hold
+/// the close-on-exec link fd until its exec.
+fn assert_detached(lab: &VethLab) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let listed = lab.xdp_listed(&lab.ns_rx, &lab.dev_rx).unwrap();
+        let id = netdev::in_netns(Some(&lab.ns_rx), || netdev::link_by_name(&lab.dev_rx))
+            .unwrap()
+            .unwrap()
+            .xdp_prog_id;
+        if !listed && id.is_none() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "XDP program still attached (ip link: {listed}, prog id {id:?})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_attached(lab: &VethLab, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !lab.xdp_listed(&lab.ns_rx, &lab.dev_rx).unwrap() {
+        assert!(Instant::now() < deadline, "XDP program never attached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on the pid of our own child (`ip netns exec` execs
+    // xload in place, so the pid is xload's).
+    unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+}
+
+#[test]
+fn pps_help_lists_the_contract_flags() {
+    let o = xload_in(None, &["pps", "--help"], Duration::from_secs(10));
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--dev",
+        "--dst-mac",
+        "--dst-ip",
+        "--src-ip",
+        "--dst-port",
+        "--flows",
+        "--size",
+        "--rate",
+        "--queues",
+        "--cpus",
+        "--duration",
+        "--json",
+        "--rx-dev",
+        "--peer-ns",
+        "--find-zero-loss",
+    ] {
+        assert!(help.contains(flag), "pps --help lacks {flag}");
+    }
+    let o = xload_in(None, &["pps-rx", "--help"], Duration::from_secs(10));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in ["--dev", "--queues", "--duration", "--mode", "--json"] {
+        assert!(help.contains(flag), "pps-rx --help lacks {flag}");
+    }
+}
+
+#[test]
+fn malformed_arguments_exit_2_with_the_reason() {
+    let o = xload_in(
+        None,
+        &[
+            "pps",
+            "--dev",
+            "lo",
+            "--dst-ip",
+            "10.0.0.1",
+            "--dst-mac",
+            "00:11:22",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid MAC address"), "{}", stderr(&o));
+    let o = xload_in(
+        None,
+        &[
+            "pps",
+            "--dev",
+            "lo",
+            "--dst-ip",
+            "10.0.0.1",
+            "--dst-mac",
+            "02:00:00:00:00:01",
+            "-d",
+            "fast",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid duration"), "{}", stderr(&o));
+    // IPv6 cannot fit the payload in 64 bytes: the message gives the minimum.
+    let o = xload_in(
+        None,
+        &[
+            "pps",
+            "--dev",
+            "lo",
+            "--dst-ip",
+            "2001:2::2",
+            "--dst-mac",
+            "02:00:00:00:00:01",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("minimum is 84"), "{}", stderr(&o));
+}
+
+#[test]
+fn unknown_interface_exits_1_naming_it() {
+    let o = xload_in(
+        None,
+        &[
+            "pps",
+            "--dev",
+            "xload-nope0",
+            "--dst-ip",
+            "10.0.0.1",
+            "--dst-mac",
+            "02:00:00:00:00:01",
+            "-d",
+            "1s",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no interface named \"xload-nope0\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = xload_in(
+        None,
+        &["pps-rx", "--dev", "xload-nope0", "-d", "1s"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no interface named"), "{}", stderr(&o));
+}
+
+#[test]
+fn interface_down_exits_1() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    lab.ip(&lab.ns_tx, &["link", "set", &lab.dev_tx, "down"])
+        .unwrap();
+    let mac = lab.mac_rx.to_string();
+    let o = xload_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--dst-mac",
+            &mac,
+            "-d",
+            "1s",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is down"), "{}", stderr(&o));
+    lab.ip(&lab.ns_tx, &["link", "set", &lab.dev_tx, "up"])
+        .unwrap();
+    lab.ip(&lab.ns_rx, &["link", "set", &lab.dev_rx, "down"])
+        .unwrap();
+    let o = xload_in(
+        Some(&lab.ns_rx),
+        &["pps-rx", "--dev", &lab.dev_rx, "-d", "1s"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is down"), "{}", stderr(&o));
+}
+
+#[test]
+fn without_privileges_exit_1_says_what_is_needed() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    let ns_path = CString::new(format!("/run/netns/{}", lab.ns_tx)).unwrap();
+    let mac = lab.mac_rx.to_string();
+    let run_as_nobody = |args: &[&str]| {
+        let mut cmd = Command::new(XLOAD);
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let path = ns_path.clone();
+        // SAFETY: only async-signal-safe syscalls between fork and exec:
+        // open, setns, setgroups, setgid, setuid.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                if fd < 0 || libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        wait_bounded(
+            cmd.spawn().expect("spawn as nobody"),
+            Duration::from_secs(10),
+        )
+    };
+    let o = run_as_nobody(&[
+        "pps",
+        "--dev",
+        &lab.dev_tx,
+        "--dst-ip",
+        &lab.ip_rx,
+        "--dst-mac",
+        &mac,
+        "-d",
+        "1s",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Operation not permitted"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
+    let o = run_as_nobody(&["pps-rx", "--dev", &lab.dev_tx, "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("needs root"), "{}", stderr(&o));
+}
+
+#[test]
+fn one_command_run_reports_json_and_detaches_on_normal_exit() {
+    need_root!();
+    let lab = VethLab::new(2, false).unwrap();
+    let json = temp_json("normal");
+    let o = xload_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--queues",
+            "0-1",
+            "--rx-dev",
+            &lab.dev_rx,
+            "--peer-ns",
+            &lab.ns_rx,
+            "--rate",
+            "100k",
+            "-n",
+            "20000",
+            "-d",
+            "10s",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("verdict:"), "{text}");
+    let j = read_json(&json);
+    assert_eq!(j["sent"], 20_000);
+    assert!(j["pps"].as_f64().unwrap() > 0.0);
+    let rx = &j["rx"];
+    for key in ["delivered", "lost", "reordered", "duplicated"] {
+        assert!(rx[key].is_u64(), "rx.{key} missing: {rx}");
+        assert!(j[key].is_u64(), "{key} missing at top level");
+    }
+    assert_eq!(
+        j["delivered"].as_u64().unwrap() + j["lost"].as_u64().unwrap(),
+        20_000,
+        "every sequence number is delivered or lost"
+    );
+    assert!(j["verdict"]["limit"].is_string());
+    assert!(rx["xdp_statistics"]["rx_ring_full"].is_u64());
+    assert!(j["interface"]["delta"]["tx_packets"].is_u64());
+    assert_detached(&lab);
+}
+
+#[test]
+fn standalone_receiver_counts_what_the_sender_sent() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    let json = temp_json("rx");
+    let rx = spawn_in(
+        Some(&lab.ns_rx),
+        &[
+            "pps-rx",
+            "--dev",
+            &lab.dev_rx,
+            "-d",
+            "4s",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    wait_attached(&lab, Duration::from_secs(5));
+    let mac = lab.mac_rx.to_string();
+    let o = xload_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--dst-mac",
+            &mac,
+            "--flows",
+            "4",
+            "--rate",
+            "50k",
+            "-n",
+            "10000",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = wait_bounded(rx, Duration::from_secs(15));
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let j = read_json(&json);
+    let missing = 10_000 - j["delivered"].as_u64().unwrap();
+    // The receiver alone cannot see tail loss, so lost ≤ missing; on a
+    // quiet host both are 0.
+    assert!(j["lost"].as_u64().unwrap() <= missing, "{j}");
+    assert!(
+        missing == 0
+            || j["interface"]["delta"]["rx_dropped"].as_u64().unwrap() > 0
+            || j["xdp_statistics"]["rx_ring_full"].as_u64().unwrap() > 0,
+        "frames missing without a drop counter: {j}"
+    );
+    assert_eq!(j["flows"], 4);
+    assert_eq!(j["duplicated"], 0);
+    assert_detached(&lab);
+}
+
+#[test]
+fn sigint_and_sigkill_detach_the_program() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+
+    // SIGINT: the run ends early, the report is printed, the program goes.
+    let rx = spawn_in(
+        Some(&lab.ns_rx),
+        &["pps-rx", "--dev", &lab.dev_rx, "-d", "60s"],
+    );
+    wait_attached(&lab, Duration::from_secs(5));
+    signal(&rx, libc::SIGINT);
+    let o = wait_bounded(rx, Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("xload pps-rx on"));
+    assert_detached(&lab);
+
+    // SIGINT to a sender that started the receiver itself.
+    let tx = spawn_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--rx-dev",
+            &lab.dev_rx,
+            "--peer-ns",
+            &lab.ns_rx,
+            "--rate",
+            "20k",
+            "-d",
+            "60s",
+        ],
+    );
+    wait_attached(&lab, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&tx, libc::SIGINT);
+    let o = wait_bounded(tx, Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("(interrupted)"));
+    assert_detached(&lab);
+
+    // SIGKILL: no handler runs at all; the kernel drops the link with the fd.
+    let mut rx = spawn_in(
+        Some(&lab.ns_rx),
+        &["pps-rx", "--dev", &lab.dev_rx, "-d", "60s"],
+    );
+    wait_attached(&lab, Duration::from_secs(5));
+    signal(&rx, libc::SIGKILL);
+    let _ = rx.wait();
+    let mut sink = String::new();
+    if let Some(mut e) = rx.stderr.take() {
+        let _ = e.read_to_string(&mut sink);
+    }
+    assert_detached(&lab);
+}
+
+#[test]
+fn error_after_attaching_detaches_the_program() {
+    need_root!();
+    use xload_xdp::xsk::{BindMode, XskConfig, XskSocket};
+    let lab = VethLab::new(1, false).unwrap();
+    // Another AF_XDP socket holds queue 0: pps-rx attaches its program,
+    // then fails to bind, and must leave nothing behind.
+    let blocker = netdev::in_netns(Some(&lab.ns_rx), || {
+        let li = netdev::link_by_name(&lab.dev_rx).unwrap();
+        XskSocket::open(XskConfig {
+            ifindex: li.ifindex,
+            queue: 0,
+            frame_size: 2048,
+            frame_count: 64,
+            rx_size: 64,
+            tx_size: 0,
+            fill_size: 64,
+            comp_size: 64,
+            mode: BindMode::Copy,
+        })
+    })
+    .unwrap()
+    .expect("blocking socket");
+    let o = xload_in(
+        Some(&lab.ns_rx),
+        &["pps-rx", "--dev", &lab.dev_rx, "-d", "5s"],
+        Duration::from_secs(15),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("queue 0"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("already uses this queue"),
+        "{}",
+        stderr(&o)
+    );
+    assert_detached(&lab);
+    drop(blocker);
+}
