@@ -307,6 +307,9 @@ fn roles(
         }
     };
     if !cli.on.is_empty() {
+        if matches!(cli.cmd, Cmd::Snapshots) {
+            return Err("snapshots lists one host's store: use --ssh HOST".into());
+        }
         for spec in &cli.on {
             let (role, host) = remote::parse_on(spec)?;
             if out.iter().any(|(r, _, _)| *r == role) {
