@@ -254,7 +254,7 @@ fn settle_catches_a_value_rewritten_after_the_first_pass() {
         ])),
         0
     );
-    // An "agent" inside the namespace rewrites the value 300 ms from now.
+    // An "agent" inside the namespace rewrites the value 800 ms from now.
     let mut agent = std::process::Command::new("ip")
         .args([
             "netns",
@@ -262,7 +262,7 @@ fn settle_catches_a_value_rewritten_after_the_first_pass() {
             &ns.name,
             "sh",
             "-c",
-            "sleep 0.3; echo 44 > /proc/sys/net/ipv4/tcp_fin_timeout",
+            "sleep 0.8; echo 44 > /proc/sys/net/ipv4/tcp_fin_timeout",
         ])
         .spawn()
         .unwrap();
@@ -274,17 +274,17 @@ fn settle_catches_a_value_rewritten_after_the_first_pass() {
         "--state-dir",
         &state,
         "--settle",
-        "1200ms",
+        "2500ms",
         "--json",
     ]);
     let _ = agent.wait();
     assert_eq!(code(&out), 3, "{}", stdout(&out));
     let r = json_report(&out);
-    assert_eq!(r.settle_s, Some(1.2));
+    assert_eq!(r.settle_s, Some(2.5));
     let k = &r.knobs[0];
     assert_eq!(k.verdict, Verdict::Drift);
     assert!(
-        k.reason.contains("was 21 before the 1200ms settle window"),
+        k.reason.contains("was 21 before the 2500ms settle window"),
         "{}",
         k.reason
     );
