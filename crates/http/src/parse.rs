@@ -538,6 +538,10 @@ impl ResponseParser {
                     }
                     self.state = State::ChunkDataCr;
                 }
+                State::ChunkDataCr if input.get(*pos..*pos + 2) == Some(b"\r\n") => {
+                    *pos += 2;
+                    self.state = self.start_chunk_line();
+                }
                 State::ChunkDataCr | State::ChunkDataLf => {
                     let Some(&b) = input.get(*pos) else {
                         return Ok(None);
@@ -554,15 +558,23 @@ impl ResponseParser {
                 | State::ChunkSizeWs
                 | State::ChunkExt
                 | State::ChunkSizeLf => {
-                    let end = self.section_end(input.len(), *pos);
-                    let start = *pos;
-                    let done = self.chunk_line(&input[..end], pos)?;
-                    self.section_bytes += *pos - start;
-                    if !done {
-                        if end < input.len() {
-                            return Err(ParseError::ChunkLineTooLong);
+                    let fast = match self.state {
+                        State::ChunkSizeStart => self.fast_chunk_line(&input[*pos..]),
+                        _ => None,
+                    };
+                    if let Some(len) = fast {
+                        *pos += len;
+                    } else {
+                        let end = self.section_end(input.len(), *pos);
+                        let start = *pos;
+                        let done = self.chunk_line(&input[..end], pos)?;
+                        self.section_bytes += *pos - start;
+                        if !done {
+                            if end < input.len() {
+                                return Err(ParseError::ChunkLineTooLong);
+                            }
+                            return Ok(None);
                         }
-                        return Ok(None);
                     }
                     if self.chunk_size == 0 {
                         self.trailers = true;
@@ -1132,6 +1144,29 @@ impl ResponseParser {
         }
         self.field = Field::Other;
         Ok(())
+    }
+
+    /// A whole `<hex>\r\n` chunk-size line (at most 15 digits, no extension)
+    /// at the start of `b`: records the size and returns the line length.
+    #[inline(always)]
+    fn fast_chunk_line(&mut self, b: &[u8]) -> Option<usize> {
+        let digits = b
+            .iter()
+            .take(16)
+            .take_while(|c| c.is_ascii_hexdigit())
+            .count();
+        if digits == 0 || digits == 16 || b.get(digits..digits + 2) != Some(b"\r\n") {
+            return None;
+        }
+        let len = digits + 2;
+        if len > self.limits.max_header_bytes {
+            return None;
+        }
+        self.chunk_size = b[..digits]
+            .iter()
+            .fold(0, |n, &c| n << 4 | u64::from(hex_value(c)));
+        self.section_bytes = len;
+        Some(len)
     }
 
     /// Reads a chunk-size line from `b[*pos..]`. True when its LF was consumed.
