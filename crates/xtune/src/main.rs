@@ -89,6 +89,17 @@ enum Cmd {
     },
     /// List snapshots.
     Snapshots,
+    /// Watch this host (per-CPU usr/sys/softirq/idle, NET_RX per CPU, top IRQs,
+    /// TCP counters) and name the saturated resource: run it on the server host
+    /// during a load test.
+    Observe {
+        /// How long to observe: 500ms, 10s, 2m.
+        #[arg(long = "for", value_name = "DUR", default_value = "10s", value_parser = xload_probe::parse_duration)]
+        for_duration: std::time::Duration,
+        /// Length of one table row.
+        #[arg(long, value_name = "DUR", default_value = "1s", value_parser = xload_probe::parse_duration)]
+        interval: std::time::Duration,
+    },
     /// Write the profile's sysctls as a sysctl.d file.
     Export {
         /// Profile file.
@@ -111,6 +122,7 @@ impl Cmd {
             Cmd::Rollback { .. } => "rollback",
             Cmd::Snapshots => "snapshots",
             Cmd::Export { .. } => "export",
+            Cmd::Observe { .. } => "observe",
         }
     }
 
@@ -145,6 +157,26 @@ struct Ctx {
 }
 
 fn run(cli: Cli) -> i32 {
+    if let Cmd::Observe {
+        for_duration,
+        interval,
+    } = &cli.cmd
+    {
+        if cli.ssh.is_none() {
+            if cli.netns.is_some() || !cli.on.is_empty() {
+                return usage_error(
+                    &cli,
+                    "observe watches this host (or one --ssh HOST): --netns and --on do not apply",
+                );
+            }
+            let args = xload_probe::observe::ObserveArgs {
+                for_duration: *for_duration,
+                interval: *interval,
+                json: cli.json,
+            };
+            return xload_probe::observe::observe_main(&args);
+        }
+    }
     if let Cmd::Export {
         profile,
         sysctl_d,
@@ -266,6 +298,7 @@ fn run(cli: Cli) -> i32 {
             verify(&ctx, p, &tctx, settle)
         }
         Cmd::Export { .. } => unreachable!("export returned above"),
+        Cmd::Observe { .. } => unreachable!("observe ran above or went to --ssh"),
     }
 }
 
@@ -354,6 +387,16 @@ fn forward_args(cli: &Cli, json: bool, profile: Option<&Profile>) -> Vec<String>
             a.extend(snapshot.iter().cloned());
         }
         Cmd::Snapshots => a.push("snapshots".into()),
+        Cmd::Observe {
+            for_duration,
+            interval,
+        } => a.extend([
+            "observe".into(),
+            "--for".into(),
+            format!("{}ms", for_duration.as_millis()),
+            "--interval".into(),
+            format!("{}ms", interval.as_millis()),
+        ]),
         Cmd::Export { .. } => {}
     }
     if let Some(n) = &cli.netns {
