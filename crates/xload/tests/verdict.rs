@@ -1,0 +1,115 @@
+//! The client-saturation verdict on a real run (issue 5): a CPU-burning thread
+//! on the generator's CPU makes the client saturated, and the report names that
+//! CPU; a light open-loop run on the same CPU is not saturated.
+//!
+//! One test function on purpose: the two halves must not run at the same time.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::run::{read_json, run_xload, TempDir};
+use support::server::{Behavior, TestServer};
+
+fn pin_to(cpu: usize) {
+    // SAFETY: plain affinity syscalls on the calling thread with a valid set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as above, reading the mask.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+#[test]
+fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
+    let cpus = allowed_cpus();
+    let gen_cpu = cpus[0];
+    let server = TestServer::start(Behavior::Ok { body_len: 16 });
+    let dir = TempDir::new("verdict");
+
+    // 1. A thread burning the generator's CPU for the whole run.
+    let burning = Arc::new(AtomicBool::new(true));
+    let burner = {
+        let burning = Arc::clone(&burning);
+        std::thread::spawn(move || {
+            pin_to(gen_cpu);
+            let until = Instant::now() + Duration::from_secs(10);
+            let mut x = 0u64;
+            while burning.load(Ordering::Relaxed) && Instant::now() < until {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                std::hint::black_box(x);
+            }
+        })
+    };
+    let hot = dir.join("hot.json");
+    let (status, stdout, stderr, _) = run_xload([
+        "-c",
+        "8",
+        "-d",
+        "1500ms",
+        "--warmup",
+        "300ms",
+        "--cpus",
+        &gen_cpu.to_string(),
+        "--json",
+        hot.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    burning.store(false, Ordering::Relaxed);
+    burner.join().unwrap();
+    assert!(status.success(), "{stderr}");
+    let r = read_json(&hot);
+    let client = &r["client"];
+    assert_eq!(client["saturated"], true, "{client:#}");
+    let cpu_name = format!("cpu{gen_cpu}");
+    let reasons = client["reasons"].to_string();
+    assert!(
+        reasons.contains(&cpu_name),
+        "reasons must name {cpu_name}: {reasons}"
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("client: SATURATED") && last.contains(&cpu_name),
+        "{stdout}"
+    );
+
+    // 2. A light open-loop run on the same CPU, nothing else on it.
+    let light = dir.join("light.json");
+    let (status, stdout, stderr, _) = run_xload([
+        "-c",
+        "4",
+        "--rate",
+        "200",
+        "-d",
+        "1500ms",
+        "--warmup",
+        "300ms",
+        "--cpus",
+        &gen_cpu.to_string(),
+        "--json",
+        light.to_str().unwrap(),
+        &server.url("/"),
+    ]);
+    assert!(status.success(), "{stderr}");
+    let r = read_json(&light);
+    let client = &r["client"];
+    assert_eq!(
+        client["saturated"], false,
+        "a 200 req/s run cannot saturate a CPU: {client:#}"
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(last.starts_with("client: not saturated"), "{stdout}");
+}
