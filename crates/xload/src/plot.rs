@@ -98,6 +98,7 @@ where
                 .x_desc(xlabel)
                 .y_desc("throughput (req/s)")
                 .y_label_formatter(&|v| format!("{:.0}", v))
+                .x_label_formatter(&|v| format!("{:.0}", v))
                 .draw()?;
             chart
                 .configure_secondary_axes()
