@@ -158,6 +158,26 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
         g.finish();
     }
 
+    // The same response arriving in pieces (a head split across receive
+    // buffers): the state machine and line path at work. No httparse column:
+    // it needs the caller to keep and re-offer the whole head.
+    let input = index_612();
+    for piece in [64usize, 16] {
+        let mut parser = ResponseParser::new(Limits::default(), false);
+        let mut g = c.benchmark_group(format!("index_612_in_{piece}_byte_pieces"));
+        g.throughput(Throughput::Elements(1));
+        g.bench_function("xload_http", |b| {
+            b.iter(|| {
+                let mut n = 0;
+                for p in black_box(&input).chunks(piece) {
+                    n += xload(&mut parser, p);
+                }
+                n
+            })
+        });
+        g.finish();
+    }
+
     // Chunked bodies: httparse's head parser plus its chunk-size parser.
     let chunked = b"HTTP/1.1 200 OK\r\nServer: nginx/1.24.0\r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n64\r\n".iter()
         .copied()
