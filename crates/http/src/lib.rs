@@ -17,6 +17,27 @@
 //!
 //! The same code is driven by the io_uring and epoll loops, unit-tested on
 //! byte slices and fuzzed (`fuzz/`).
+//!
+//! ```
+//! use xload_http::{parse_url, Limits, Parse, RequestSpec, RequestTemplate, ResponseParser};
+//!
+//! let url = parse_url("http://127.0.0.1:8080/index.html").unwrap();
+//! let request = RequestTemplate::new(&RequestSpec { method: "GET", url: &url, headers: &[], body: b"" }).unwrap();
+//! assert!(request.bytes().starts_with(b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
+//!
+//! // Bytes arrive in whatever pieces the socket gives; nothing needs to be kept.
+//! let mut parser = ResponseParser::new(Limits::default(), request.is_head());
+//! let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Le";
+//! let mut statuses = Vec::new();
+//! for mut piece in [&wire[..20], &wire[20..]] {
+//!     while let Parse::Complete { consumed, response } = parser.parse(piece).unwrap() {
+//!         statuses.push(response.status);
+//!         piece = &piece[consumed..];
+//!     }
+//! }
+//! assert_eq!(statuses, [200]);
+//! assert!(parser.in_progress()); // the 404 is still arriving
+//! ```
 
 pub mod parse;
 pub mod request;
