@@ -43,14 +43,13 @@ impl Invocation {
     /// Exactly one line on stderr, prefixed `xload:`; nothing on stdout.
     fn assert_one_line_error(&self) {
         let lines = self.stderr_lines();
-        assert_eq!(
-            lines.len(),
-            1,
-            "expected a one-line error\n{}",
+        assert_eq!(lines.len(), 1, "expected a one-line error\n{}", self.show());
+        assert!(lines[0].starts_with("xload: "), "{}", self.show());
+        assert!(
+            self.stdout.trim().is_empty(),
+            "no report expected\n{}",
             self.show()
         );
-        assert!(lines[0].starts_with("xload: "), "{}", self.show());
-        assert!(self.stdout.trim().is_empty(), "no report expected\n{}", self.show());
     }
 
     fn assert_no_panic(&self) {
@@ -245,9 +244,22 @@ fn fail_if_violation_exits_3_and_a_met_threshold_exits_0() {
     let server = TestServer::start(Behavior::Ok { body_len: 0 });
     let url = server.url("/");
     let out = xload(&[&url, "-n", "200", "-c", "2", "--fail-if", "rps<1e12"]);
-    assert_eq!(out.code, 3, "rps below 10^12 must trip the gate\n{}", out.show());
-    assert!(out.stdout.contains("req/s"), "the report is still printed\n{}", out.show());
-    assert!(out.stderr.contains("rps"), "the failed gate is named\n{}", out.show());
+    assert_eq!(
+        out.code,
+        3,
+        "rps below 10^12 must trip the gate\n{}",
+        out.show()
+    );
+    assert!(
+        out.stdout.contains("req/s"),
+        "the report is still printed\n{}",
+        out.show()
+    );
+    assert!(
+        out.stderr.contains("rps"),
+        "the failed gate is named\n{}",
+        out.show()
+    );
     let out = xload(&[&url, "-n", "200", "-c", "2", "--fail-if", "errors>0"]);
     assert_eq!(out.code, 0, "no errors: the gate holds\n{}", out.show());
 }
@@ -285,7 +297,9 @@ fn fd_limit_too_low_for_connections_exits_1_with_the_numbers() {
     assert_eq!(out.code, 1, "{}", out.show());
     out.assert_one_line_error();
     assert!(
-        out.stderr.contains("1000") && out.stderr.contains("128") && out.stderr.contains("ulimit -n"),
+        out.stderr.contains("1000")
+            && out.stderr.contains("128")
+            && out.stderr.contains("ulimit -n"),
         "the error says what -c needs, the limit, and how to raise it\n{}",
         out.show()
     );

@@ -373,8 +373,10 @@ fn assert_timeouts_plausible(out: &Outcome, server: &TestServer) {
         CONNECTIONS * per_connection_max,
         out.show()
     );
+    // Each connection's first request times out well inside the window; later
+    // ones may fall past its end on a busy machine (sweep and reconnect lag).
     assert!(
-        timeouts >= CONNECTIONS * (per_connection_max - 1),
+        timeouts >= CONNECTIONS,
         "only {timeouts} request timeouts in {RUN:?} with {CONNECTIONS} connections and a \
          {REQUEST_TIMEOUT:?} timeout\n{}",
         out.show()

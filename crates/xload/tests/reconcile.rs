@@ -110,7 +110,8 @@ fn run(url: &str, args: &[&str], engine: Option<&str>) -> Option<Outcome> {
 
 /// The test server's answer to one GET (or its head only, for HEAD), byte for byte.
 fn ok_response_len(body_len: usize, head: bool) -> u64 {
-    let head_text = format!("HTTP/1.1 200 OK\r\nServer: xload-test\r\nContent-Length: {body_len}\r\n\r\n");
+    let head_text =
+        format!("HTTP/1.1 200 OK\r\nServer: xload-test\r\nContent-Length: {body_len}\r\n\r\n");
     (head_text.len() + if head { 0 } else { body_len }) as u64
 }
 
@@ -201,7 +202,9 @@ fn head_requests_complete(engine: &str) {
         "HEAD answers are head only\n{}",
         out.show()
     );
-    let head = server.first_request_head().expect("a request reached the server");
+    let head = server
+        .first_request_head()
+        .expect("a request reached the server");
     assert!(head.starts_with("HEAD / HTTP/1.1\r\n"), "{head:?}");
 }
 
@@ -237,8 +240,13 @@ fn post_body_and_header_reach_the_server(engine: &str) {
     assert_eq!(out.requests(), N, "{}", out.show());
     assert_eq!(server.requests(), N, "{}", out.show());
     assert_eq!(server.bad_requests(), 0, "{}", out.show());
-    let head = server.first_request_head().expect("a request reached the server");
-    assert!(head.starts_with("POST /submit?x=1 HTTP/1.1\r\n"), "{head:?}");
+    let head = server
+        .first_request_head()
+        .expect("a request reached the server");
+    assert!(
+        head.starts_with("POST /submit?x=1 HTTP/1.1\r\n"),
+        "{head:?}"
+    );
     let lower = head.to_ascii_lowercase();
     assert!(lower.contains("\r\nx-test: yes\r\n"), "{head:?}");
     assert!(
@@ -273,7 +281,12 @@ fn nginx_exact_count_with_n(engine: &str, pipeline: u64) {
     };
     out.assert_clean();
     assert_eq!(out.requests(), N, "{}", out.show());
-    assert_eq!(nginx.requests(), N, "nginx stub_status requests\n{}", out.show());
+    assert_eq!(
+        nginx.requests(),
+        N,
+        "nginx stub_status requests\n{}",
+        out.show()
+    );
     assert_eq!(out.u64_at("/status/200"), N, "{}", out.show());
 }
 
@@ -372,7 +385,16 @@ fn nginx_head_requests_complete(engine: &str) {
     let Some(nginx) = nginx() else { return };
     let Some(out) = run(
         &nginx.url("/small"),
-        &["-m", "HEAD", "-n", &N.to_string(), "-c", "4", "--timeout", "2s"],
+        &[
+            "-m",
+            "HEAD",
+            "-n",
+            &N.to_string(),
+            "-c",
+            "4",
+            "--timeout",
+            "2s",
+        ],
         Some(engine),
     ) else {
         return;
@@ -503,7 +525,10 @@ fn json_report_has_every_design_key_and_its_histogram_decodes() {
     // The probe's part.
     let client = &json["client"];
     assert!(client["cpu_s"].is_number(), "client.cpu_s: {client}");
-    assert!(client["saturated"].is_boolean(), "client.saturated: {client}");
+    assert!(
+        client["saturated"].is_boolean(),
+        "client.saturated: {client}"
+    );
     assert!(client["reasons"].is_array(), "client.reasons: {client}");
 
     let report = Report::from_json(&out.json_text).expect("the report parses as xload/1");
@@ -567,8 +592,8 @@ fn json_report_counts_request_bytes_sent() {
 #[test]
 fn text_report_shows_req_per_s_and_ends_with_client_verdict() {
     let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
-    let out = run(&server.url("/"), &["-n", "500", "-c", "2"], None)
-        .expect("--engine auto always runs");
+    let out =
+        run(&server.url("/"), &["-n", "500", "-c", "2"], None).expect("--engine auto always runs");
     out.assert_clean();
     assert!(out.stdout.contains("req/s"), "{}", out.show());
     let last = out
@@ -589,12 +614,190 @@ fn text_report_shows_req_per_s_and_ends_with_client_verdict() {
 fn json_to_stdout_keeps_stdout_pure_json() {
     let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
     let (status, stdout, stderr, _) = run_xload_with_timeout(
-        [server.url("/").as_str(), "-n", "300", "-c", "2", "--json", "-"],
+        [
+            server.url("/").as_str(),
+            "-n",
+            "300",
+            "-c",
+            "2",
+            "--json",
+            "-",
+        ],
         HARD_TIMEOUT,
     );
     assert_eq!(exit_code(status), 0, "{stderr}");
     let json: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{stdout}"));
     assert_eq!(json["requests"], 300);
-    assert!(stderr.contains("req/s"), "the text report goes to stderr: {stderr}");
+    assert!(
+        stderr.contains("req/s"),
+        "the text report goes to stderr: {stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Response framings and edge counts.
+
+/// Chunked answers, pipelined: every response is framed by its chunks, so
+/// the exact count and the exact wire bytes hold.
+fn chunked_responses_reconcile(engine: &str) {
+    const N: u64 = 2000;
+    let chunks = vec![3, 100, 7, 4096];
+    let server = TestServer::start(Behavior::Chunked {
+        chunks: chunks.clone(),
+    });
+    let Some(out) = run(
+        &server.url("/"),
+        &["-n", &N.to_string(), "-c", "4", "--pipeline", "4"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    out.assert_clean();
+    assert_eq!(out.requests(), N, "{}", out.show());
+    assert_eq!(server.served(), N, "{}", out.show());
+    let mut one =
+        "HTTP/1.1 200 OK\r\nServer: xload-test\r\nTransfer-Encoding: chunked\r\n\r\n".len();
+    for len in &chunks {
+        one += format!("{len:x}\r\n").len() + len + 2;
+    }
+    one += "0\r\n\r\n".len();
+    assert_eq!(out.u64_at("/bytes"), N * one as u64, "{}", out.show());
+}
+
+/// HTTP/1.0 answers without a length end at the close: each is a complete
+/// response, not an error, and the connection is replaced.
+fn close_delimited_responses_count(engine: &str) {
+    let server = TestServer::start(Behavior::CloseDelimited);
+    let Some(out) = run(&server.url("/"), &["-d", RUN, "-c", "4"], Some(engine)) else {
+        return;
+    };
+    out.assert_clean();
+    server.assert_reconciles(out.requests(), 4);
+    assert!(
+        out.u64_at("/connects") >= out.requests(),
+        "one connection per close-delimited response\n{}",
+        out.show()
+    );
+}
+
+/// Large bodies over many connections: more data in flight than the
+/// receive buffers hold at once (io_uring: the provided buffer ring runs
+/// dry and the multishot receive must be re-armed), yet every byte counts.
+fn large_bodies_reconcile(engine: &str) {
+    const N: u64 = 300;
+    const BODY: usize = 256 * 1024;
+    let server = TestServer::start(Behavior::Ok { body_len: BODY });
+    let Some(out) = run(
+        &server.url("/"),
+        &["-n", &N.to_string(), "-c", "32", "--timeout", "10s"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    out.assert_clean();
+    assert_eq!(out.requests(), N, "{}", out.show());
+    assert_eq!(server.served(), N, "{}", out.show());
+    assert_eq!(
+        out.u64_at("/bytes"),
+        N * ok_response_len(BODY, false),
+        "{}",
+        out.show()
+    );
+}
+
+/// Fewer requests than connections or workers: exactly that many.
+fn tiny_request_counts_are_exact(engine: &str) {
+    for (n, c) in [(1u64, 1u64), (1, 8), (3, 8), (5, 2)] {
+        let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
+        let Some(out) = run(
+            &server.url("/"),
+            &["-n", &n.to_string(), "-c", &c.to_string()],
+            Some(engine),
+        ) else {
+            return;
+        };
+        out.assert_clean();
+        assert_eq!(out.requests(), n, "-n {n} -c {c}\n{}", out.show());
+        assert_eq!(server.requests(), n, "-n {n} -c {c}\n{}", out.show());
+    }
+}
+
+/// `-n N` against a server that drops every second request: each of the N
+/// requests is accounted for, as a response or as an error.
+fn n_accounts_for_failed_requests_too(engine: &str) {
+    const N: u64 = 400;
+    let server = TestServer::start(Behavior::CloseWithoutConnectionClose);
+    let Some(out) = run(
+        &server.url("/"),
+        &["-n", &N.to_string(), "-c", "4"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    assert_eq!(out.code, 0, "{}", out.show());
+    let (responses, closed) = (out.requests(), out.u64_at("/errors/closed"));
+    assert_eq!(responses + out.u64_at("/errors_total"), N, "{}", out.show());
+    // One response then one close per connection, except on the last
+    // connections, whose second request the quota did not allow.
+    assert!(
+        closed <= responses && responses - closed <= 4,
+        "{responses} responses, {closed} closed\n{}",
+        out.show()
+    );
+    assert_eq!(server.served(), responses, "{}", out.show());
+}
+
+/// nginx ends keep-alive connections after `keepalive_requests` with
+/// `Connection: close`: pipelined requests sent past that point are never
+/// answered. `-n N` must still account for every request: N responses (the
+/// lost ones re-sent) or the shortfall counted as errors.
+fn nginx_keepalive_limit_with_pipelining_accounts_for_every_request(engine: &str) {
+    const N: u64 = 2000;
+    let Some(nginx) = Nginx::start(NginxOptions {
+        keepalive_requests: 50,
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let Some(out) = run(
+        &nginx.url("/"),
+        &["-n", &N.to_string(), "-c", "4", "--pipeline", "8"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    assert!(!out.stderr.contains("panicked"), "{}", out.show());
+    let accounted = out.requests() + out.u64_at("/errors_total");
+    assert_eq!(
+        accounted,
+        N,
+        "-n {N}: {} responses + {} errors; nginx answered {}\n{}",
+        out.requests(),
+        out.u64_at("/errors_total"),
+        nginx.requests(),
+        out.show()
+    );
+}
+
+both_engines!(
+    chunked_responses_reconcile,
+    close_delimited_responses_count,
+    large_bodies_reconcile,
+    tiny_request_counts_are_exact,
+    n_accounts_for_failed_requests_too,
+);
+
+mod nginx_keepalive_limit_with_pipelining_accounts_for_every_request {
+    #[test]
+    #[ignore = "bug: pipelined requests behind a `Connection: close` response are dropped silently (not re-sent, not counted), so -n falls short"]
+    fn uring() {
+        super::nginx_keepalive_limit_with_pipelining_accounts_for_every_request("uring");
+    }
+    #[test]
+    #[ignore = "bug: pipelined requests behind a `Connection: close` response are dropped silently (not re-sent, not counted), so -n falls short"]
+    fn epoll() {
+        super::nginx_keepalive_limit_with_pipelining_accounts_for_every_request("epoll");
+    }
 }
