@@ -247,10 +247,10 @@ impl Driver<'_, '_> {
                             return;
                         }
                     }
-                    Fed::Close => return self.replace(i, now),
+                    Fed::Close => return self.replace(i, now, false),
                     Fed::Invalid(_) | Fed::Unsolicited => {
                         record_fed_error(&mut self.ctx.rec, &fed);
-                        return self.replace(i, now);
+                        return self.replace(i, now, true);
                     }
                 }
             } else if n == 0 {
@@ -258,14 +258,14 @@ impl Driver<'_, '_> {
                 if let Some(k) = err {
                     self.ctx.rec.record_error(k);
                 }
-                return self.replace(i, now);
+                return self.replace(i, now, err.is_some());
             } else {
                 match errno() {
                     libc::EAGAIN => return,
                     libc::EINTR => continue,
                     e => {
                         record_errno(&mut self.ctx.rec, Phase::Exchange, e);
-                        return self.replace(i, now);
+                        return self.replace(i, now, true);
                     }
                 }
             }
@@ -310,13 +310,14 @@ impl Driver<'_, '_> {
                 unsafe { libc::send(c.fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
             if n >= 0 {
                 c.unsent_off += n as usize;
+                self.ctx.rec.add_bytes_sent(n as u64);
             } else {
                 match errno() {
                     libc::EAGAIN => return, // EPOLLOUT (edge) will call us again
                     libc::EINTR => continue,
                     e => {
                         record_errno(&mut self.ctx.rec, Phase::Exchange, e);
-                        return self.replace(i, now);
+                        return self.replace(i, now, true);
                     }
                 }
             }
@@ -426,7 +427,13 @@ impl Driver<'_, '_> {
         c.ex.reset();
     }
 
-    fn replace(&mut self, i: usize, now: u64) {
+    /// Closes connection `i` and opens a new one in its place. Requests still in
+    /// flight go back to the quota to be sent again, except the one a counted
+    /// failure (`failed`) stands for.
+    fn replace(&mut self, i: usize, now: u64, failed: bool) {
+        let in_flight = self.conns[i].ex.pending.len();
+        self.ctx
+            .refund(in_flight.saturating_sub(usize::from(failed)));
         self.close(i);
         self.open(i, now);
     }
@@ -444,7 +451,7 @@ impl Driver<'_, '_> {
                     if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
                         if now.saturating_sub(t) >= self.timeout_ns {
                             self.ctx.rec.record_error(ErrorKind::RequestTimeout);
-                            self.replace(i, now);
+                            self.replace(i, now, true);
                         }
                     }
                 }

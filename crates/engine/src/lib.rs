@@ -27,4 +27,4 @@ mod uring;
 mod worker;
 
 pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
-pub use worker::{probe_engine, run, Outcome, Tick, WorkerInfo};
+pub use worker::{probe_engine, run, run_observed, Outcome, Tick, WorkerInfo};

@@ -304,7 +304,7 @@ impl Driver<'_, '_> {
                     }
                 } else {
                     record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
-                    self.replace(i, now);
+                    self.replace(i, now, true);
                 }
             }
             OP_CONNECT => {
@@ -345,7 +345,7 @@ impl Driver<'_, '_> {
                 } else {
                     self.ctx.rec.record_error(ErrorKind::Reset);
                 }
-                self.replace(i, now);
+                self.replace(i, now, true);
             }
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
@@ -368,10 +368,10 @@ impl Driver<'_, '_> {
                     }
                 }
             }
-            Fed::Close => self.replace(i, now),
+            Fed::Close => self.replace(i, now, false),
             Fed::Invalid(_) | Fed::Unsolicited => {
                 record_fed_error(&mut self.ctx.rec, &fed);
-                self.replace(i, now);
+                self.replace(i, now, true);
             }
         }
     }
@@ -382,7 +382,7 @@ impl Driver<'_, '_> {
         if let Some(k) = err {
             self.ctx.rec.record_error(k);
         }
-        self.replace(i, now);
+        self.replace(i, now, err.is_some());
     }
 
     /// Closed loop: sends as many requests as the pipeline and quota allow.
@@ -405,6 +405,9 @@ impl Driver<'_, '_> {
     /// Queues one Send SQE of `n` requests on connection `i`.
     #[inline]
     fn send(&mut self, i: usize, n: usize, sent: Sent) {
+        // Successful sends post no completion: count the bytes when queued
+        // (a failed send is counted as an error).
+        self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
         let c = &mut self.conns[i];
         for _ in 0..n {
             c.ex.pending.push(sent);
@@ -552,7 +555,13 @@ impl Driver<'_, '_> {
     }
 
     /// Closes connection `i` and opens a new one in its place.
-    fn replace(&mut self, i: usize, now: u64) {
+    /// Closes connection `i` and opens a new one in its place. Requests still in
+    /// flight go back to the quota to be sent again, except the one a counted
+    /// failure (`failed`) stands for.
+    fn replace(&mut self, i: usize, now: u64, failed: bool) {
+        let in_flight = self.conns[i].ex.pending.len();
+        self.ctx
+            .refund(in_flight.saturating_sub(usize::from(failed)));
         self.close(i);
         self.open(i, now);
     }
@@ -566,7 +575,7 @@ impl Driver<'_, '_> {
                     if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
                         if now.saturating_sub(t) >= self.timeout_ns {
                             self.ctx.rec.record_error(ErrorKind::RequestTimeout);
-                            self.replace(i, now);
+                            self.replace(i, now, true);
                         }
                     }
                 }

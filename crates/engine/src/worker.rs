@@ -112,21 +112,22 @@ impl<'a> Ctx<'a> {
             }
         }
         if self.measuring && now >= self.next_tick_ns {
-            self.next_tick_ns += self.tick_ns;
-            let interval = self.rec.take_interval();
-            if let Some(tx) = &self.ticks {
-                let _ = tx.send(Tick {
-                    worker: self.index,
-                    seq: self.tick_seq,
-                    interval,
-                });
-            }
-            self.tick_seq += 1;
+            self.tick();
         }
         if let Some(s) = self.sched.as_mut() {
             s.advance(now);
         }
         true
+    }
+
+    /// Publishes the counters of the tick that just ended.
+    fn tick(&mut self) {
+        self.next_tick_ns += self.tick_ns;
+        let interval = self.rec.take_interval();
+        if let Some(tx) = &self.ticks {
+            let _ = tx.send(Tick { worker: self.index, seq: self.tick_seq, interval });
+        }
+        self.tick_seq += 1;
     }
 
     /// The next moment the loop must wake without I/O.
@@ -158,6 +159,14 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Gives back quota for `n` requests that were sent but never answered nor
+    /// counted as failed (their connection ended): they will be sent again.
+    pub fn refund(&mut self, n: usize) {
+        if let Some(q) = self.quota.as_mut() {
+            *q += n as u64;
+        }
+    }
+
     /// Nothing more will be sent (quota used up).
     pub fn exhausted(&self) -> bool {
         self.quota == Some(0)
@@ -179,6 +188,11 @@ impl<'a> Ctx<'a> {
     /// Marks the end of the run.
     pub fn finish(&mut self, now: u64) {
         self.measured_to_ns = now.min(self.end_ns);
+        // The window usually ends exactly on a tick boundary: publish that last
+        // tick (a partial one, after Ctrl-C, is left out of the time series).
+        if self.measuring && now >= self.next_tick_ns {
+            self.tick();
+        }
         if !self.measuring {
             // Stopped during warm-up: nothing was measured.
             self.rec.reset();
@@ -200,6 +214,20 @@ pub fn run(
     stop: Arc<AtomicBool>,
     ticks: Option<Sender<Tick>>,
 ) -> Result<Outcome, String> {
+    run_observed(plan, stop, ticks, || {})
+}
+
+/// As [`run`], calling `at_end` once every worker has finished its loop but
+/// before the worker threads exit: an observer can still read their CPU times
+/// (/proc/self/task/TID) at the end of the window.
+pub fn run_observed(
+    plan: &Plan,
+    stop: Arc<AtomicBool>,
+    ticks: Option<Sender<Tick>>,
+    at_end: impl FnOnce(),
+) -> Result<Outcome, String> {
+    let release = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (engine, engine_reason) = probe_engine(plan.engine)?;
     let start_ns = now_ns();
     let measure_ns = start_ns + plan.warmup.as_nanos() as u64;
@@ -213,6 +241,8 @@ pub fn run(
         let plan = Arc::clone(&plan);
         let stop = Arc::clone(&stop);
         let ticks = ticks.clone();
+        let release = Arc::clone(&release);
+        let done_tx = done_tx.clone();
         let h = std::thread::Builder::new()
             .name(format!("xload-w{index}"))
             .spawn(move || {
@@ -276,10 +306,33 @@ pub fn run(
                 }
                 ctx.finish(now_ns());
                 info.dropped = ctx.sched.as_ref().map_or(0, |s| s.dropped);
+                drop(ctx.ticks.take());
+                // Stay alive (and visible in /proc) until the observer has looked.
+                let _ = done_tx.send(());
+                drop(done_tx);
+                let (lock, cv) = &*release;
+                let mut go = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*go {
+                    go = cv.wait(go).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(go);
                 (ctx.rec, info, ctx.measured_from_ns, ctx.measured_to_ns)
             })
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         handles.push(h);
+    }
+    drop(done_tx);
+    // Every worker reports done (or died: its sender is dropped with it).
+    for _ in 0..handles.len() {
+        if done_rx.recv().is_err() {
+            break;
+        }
+    }
+    at_end();
+    {
+        let (lock, cv) = &*release;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
     }
     let mut recorder: Option<Recorder> = None;
     let mut workers = Vec::new();

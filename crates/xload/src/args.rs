@@ -27,7 +27,8 @@ pub struct CommonArgs {
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
-    /// Stop after this many responses (with -d, whichever comes first).
+    /// Stop after N requests have completed: answered or failed (with -d, whichever comes first).
+    /// Requests left unanswered by a connection the server closed are sent again.
     #[arg(short = 'n', long = "requests", value_parser = parse_count_u64)]
     pub requests: Option<u64>,
 

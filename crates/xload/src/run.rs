@@ -20,6 +20,8 @@ use crate::Failure;
 /// sweep steps do).
 pub struct Prepared {
     pub target: String,
+    /// Every address of the target host, in the order they are tried.
+    pub addrs: Vec<SocketAddr>,
     /// Every request closes its connection (--no-keepalive or Connection: close).
     pub closes: bool,
     pub plan: Plan,
@@ -50,7 +52,8 @@ pub fn prepare_with(
     default_warmup: Duration,
 ) -> Result<Prepared, Failure> {
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
-    let addr = resolve(&url)?;
+    let addrs = resolve(&url)?;
+    let addr = addrs[0];
     let mut headers = Vec::new();
     for h in &a.headers {
         headers.push(parse_header_arg(h).map_err(|e| Failure::Usage(format!("-H {h:?}: {e}")))?);
@@ -139,21 +142,27 @@ pub fn prepare_with(
         tick: Duration::from_secs(1),
     };
     let target = format!("http://{}{}", url.authority, url.path_and_query);
-    Ok(Prepared { target, closes: tpl.closes(), plan, gates })
+    Ok(Prepared {
+        target,
+        addrs,
+        closes: tpl.closes(),
+        plan,
+        gates,
+    })
 }
 
-fn resolve(url: &Url) -> Result<SocketAddr, Failure> {
-    let addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
+/// Every address of the host, IPv4 first (as curl and wrk effectively do).
+fn resolve(url: &Url) -> Result<Vec<SocketAddr>, Failure> {
+    let mut addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| Failure::Run(format!("cannot resolve host {:?}: {e}", url.host)))?
         .collect();
-    // Prefer IPv4 when a name has both (as curl and wrk effectively do on loopback).
-    addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| Failure::Run(format!("host {:?} has no address", url.host)))
+    addrs.sort_by_key(|a| !a.is_ipv4());
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(Failure::Run(format!("host {:?} has no address", url.host)));
+    }
+    Ok(addrs)
 }
 
 /// The CPUs of the workers: None = unpinned.
@@ -210,15 +219,25 @@ pub fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
     )))
 }
 
-/// Fails fast, within the connect timeout, when nothing answers at the target.
-pub fn check_reachable(p: &Prepared) -> Result<(), Failure> {
-    match TcpStream::connect_timeout(&p.plan.addr, p.plan.connect_timeout) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(Failure::Run(format!(
-            "cannot connect to {} ({}): {e}",
-            p.target, p.plan.addr
-        ))),
+/// Fails fast, within the connect timeout, when nothing answers at the target;
+/// otherwise points the plan at the first address that accepts (a name such as
+/// `localhost` may answer on ::1 only).
+pub fn check_reachable(p: &mut Prepared) -> Result<(), Failure> {
+    let mut last = None;
+    for &addr in &p.addrs {
+        match TcpStream::connect_timeout(&addr, p.plan.connect_timeout) {
+            Ok(_) => {
+                p.plan.addr = addr;
+                return Ok(());
+            }
+            Err(e) => last = Some((addr, e)),
+        }
     }
+    let (addr, e) = last.expect("resolve returns at least one address");
+    Err(Failure::Run(format!(
+        "cannot connect to {} ({addr}): {e}",
+        p.target
+    )))
 }
 
 /// Everything measured by one execution of a prepared run.
@@ -246,18 +265,30 @@ pub fn execute(
     let progress = Progress::spawn(rx, workers, tick_s, show_progress);
     // The client's evidence covers the measured window: sample when the
     // warm-up ends (the workers reset their recorders at the same moment).
+    let end_sample = std::sync::Mutex::new(None);
     let (outcome, start) = std::thread::scope(|s| {
-        let engine = s.spawn(|| xload_engine::run(&p.plan, stop.clone(), Some(tx)));
+        let engine = s.spawn(|| {
+            // The end sample is taken while the worker threads still exist.
+            xload_engine::run_observed(&p.plan, stop.clone(), Some(tx), || {
+                let mut end_sampler = xload_probe::Sampler::new();
+                *end_sample.lock().unwrap_or_else(|e| e.into_inner()) = end_sampler.sample().ok();
+            })
+        });
         let until = std::time::Instant::now() + p.plan.warmup;
-        while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) && !engine.is_finished() {
+        while std::time::Instant::now() < until
+            && !stop.load(std::sync::atomic::Ordering::Relaxed)
+            && !engine.is_finished()
+        {
             std::thread::sleep((until - std::time::Instant::now()).min(Duration::from_millis(20)));
         }
         let start = sampler.sample().ok();
         (engine.join(), start)
     });
-    let outcome = outcome.map_err(|_| Failure::Run("the engine thread panicked".into()))?.map_err(Failure::Run)?;
+    let outcome = outcome
+        .map_err(|_| Failure::Run("the engine thread panicked".into()))?
+        .map_err(Failure::Run)?;
     let rows = progress.finish();
-    let end = sampler.sample().ok();
+    let end = end_sample.into_inner().unwrap_or_else(|e| e.into_inner());
     for w in &outcome.workers {
         if let Some(e) = &w.error {
             eprintln!("xload: worker {}: {e}", w.index);
@@ -300,7 +331,8 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
         connections: p.plan.connections,
-        no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0).then(|| r.connects as f64 / r.duration_s),
+        no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0)
+            .then(|| r.connects as f64 / r.duration_s),
         schedule_lag_p99_us: r.schedule_lag_us.as_ref().map(|s| s.p99),
         late_send_ratio: late_ratio,
         cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),
@@ -313,9 +345,9 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
 /// `xload URL`: run, print, write, judge.
 pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let a = &ra.common;
-    let p = prepare(url, a, ra.connections, ra.rate)?;
+    let mut p = prepare(url, a, ra.connections, ra.rate)?;
     ensure_fd_limit(p.plan.connections)?;
-    check_reachable(&p)?;
+    check_reachable(&mut p)?;
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let m = execute(&p, stop, show)?;
     let report = &m.report;

@@ -294,12 +294,13 @@ pub fn run_steps(
         "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
         "rps", "p50", "p95", "p99", "max", "errors", "cpu"
     );
+    let mut addr: Option<std::net::SocketAddr> = None;
     for (i, &load) in levels.iter().enumerate() {
         let (conns, rate) = match mode {
             Mode::Concurrency => (load as usize, None),
             Mode::Rate => (fixed_conns, Some(load)),
         };
-        let p = prepare_with(url, a, conns.max(1), rate, d, w)?;
+        let mut p = prepare_with(url, a, conns.max(1), rate, d, w)?;
         if i == 0 {
             ensure_fd_limit(
                 levels
@@ -309,7 +310,11 @@ pub fn run_steps(
                     .unwrap_or(1)
                     .max(fixed_conns),
             )?;
-            check_reachable(&p)?;
+            check_reachable(&mut p)?;
+            addr = Some(p.plan.addr);
+        }
+        if let Some(a) = addr {
+            p.plan.addr = a;
         }
         let m = execute(&p, Arc::clone(stop), false)?;
         println!("{}", row(mode, load, &m.report));
@@ -421,7 +426,10 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
 pub fn print_knee(r: &SweepResult) {
     let key = r.mode.key();
     if r.interrupted {
-        println!("sweep interrupted after {} step(s): the analysis covers those only", r.steps.len());
+        println!(
+            "sweep interrupted after {} step(s): the analysis covers those only",
+            r.steps.len()
+        );
     }
     match r.knee {
         Some(k) => {
