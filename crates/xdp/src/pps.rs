@@ -268,15 +268,18 @@ fn sent_of(d: &TxRunData) -> u64 {
     d.results.iter().map(|r| r.sent).sum()
 }
 
+/// Completed frames per second of sending time (slowest queue's window).
 fn pps_of(d: &TxRunData) -> f64 {
-    let wall = d
-        .results
+    sent_of(d) as f64 * 1e9 / send_ns_of(d) as f64
+}
+
+fn send_ns_of(d: &TxRunData) -> u64 {
+    d.results
         .iter()
-        .map(|r| r.wall_ns)
+        .map(|r| r.send_ns)
         .max()
         .unwrap_or(d.wall_ns)
-        .max(1);
-    sent_of(d) as f64 * 1e9 / wall as f64
+        .max(1)
 }
 
 /// Runs `xload pps`.
@@ -398,7 +401,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             let netns = p.netns.clone();
             let run = netdev::in_netns(netns.as_deref(), move || rx.finish())??;
             let speed_rx = netdev::in_netns(netns.as_deref(), || netdev::link_speed_mbps(&p.dev))?;
-            let active_s = data.wall_ns as f64 / 1e9;
+            let active_s = send_ns_of(&data) as f64 / 1e9;
             Some(rx_report(
                 run,
                 netns,
@@ -422,13 +425,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
         ));
     }
     let pps = pps_of(&data);
-    let duration_s = data
-        .results
-        .iter()
-        .map(|r| r.wall_ns)
-        .max()
-        .unwrap_or(data.wall_ns) as f64
-        / 1e9;
+    let duration_s = send_ns_of(&data) as f64 / 1e9;
     let line_rate_pct = speed_tx.map(|s| pps * 100.0 / report::line_rate_pps(s, cfg.wire_size));
     let mut xstats = XdpStatistics::default();
     for r in &data.results {
@@ -439,7 +436,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
         .results
         .iter()
         .map(|r| {
-            let wall = r.wall_ns.max(1) as f64;
+            let wall = r.send_ns.max(1) as f64;
             TxQueueReport {
                 result: r.clone(),
                 pps: r.sent as f64 * 1e9 / wall,
@@ -584,13 +581,18 @@ fn find_zero_loss(
                 trial_s: search.trial.as_secs_f64(),
                 resolution_pct: search.resolution_pct,
                 trials: vec![first],
+                notes: vec!["no loss even at the generator's maximum rate: the path is faster than this generator".into()],
             },
             first_data,
         ));
     }
-    let mut lo = 0.0f64;
-    let mut hi = max_pps;
-    let mut best: Option<TxRunData> = None;
+    // Binary search over offered rates; the bracket reports what was
+    // actually sent (a trial can fall short of its offered rate when the
+    // generator is starved of CPU, and then proves nothing above it).
+    let (mut lo, mut hi) = (0.0f64, max_pps);
+    let mut best_ok: Option<(f64, TxRunData)> = None;
+    let mut lowest_lossy = first.pps;
+    let mut short = 0;
     let mut n = 1;
     while n < search.max_trials
         && hi - lo > hi * search.resolution_pct / 100.0
@@ -599,21 +601,40 @@ fn find_zero_loss(
         n += 1;
         let mid = (lo + hi) / 2.0;
         let (t, d) = trial(Some(mid))?;
+        if t.pps < mid * 0.95 {
+            short += 1;
+        }
         if t.lost == 0 {
             lo = mid;
-            best = Some(d);
+            if best_ok.as_ref().is_none_or(|(p, _)| t.pps > *p) {
+                best_ok = Some((t.pps, d));
+            }
         } else {
             hi = mid;
+            lowest_lossy = lowest_lossy.min(t.pps);
         }
     }
-    let data = best.unwrap_or(first_data);
+    let mut notes = Vec::new();
+    if short > 0 {
+        notes.push(format!(
+            "{short} trial(s) sent less than 95% of the offered rate (generator short of CPU): rates are what was actually sent"
+        ));
+    }
+    let (rate, data) = match best_ok {
+        Some((p, d)) => (p, d),
+        None => {
+            notes.push("every trial lost frames".into());
+            (0.0, first_data)
+        }
+    };
     Ok((
         ZeroLoss {
-            rate_pps: lo,
-            bracket_pps: (lo, Some(hi)),
+            rate_pps: rate,
+            bracket_pps: (rate, Some(lowest_lossy.max(rate))),
             trial_s: search.trial.as_secs_f64(),
             resolution_pct: search.resolution_pct,
             trials,
+            notes,
         },
         data,
     ))
@@ -629,11 +650,17 @@ fn rx_facts(r: &RxReport) -> RxFacts {
         redirect_failed: r.xdp_counters.redirect_failed,
         injected_drops: r.xdp_counters.injected_drops,
         rx_dropped: r.interface.delta.rx_dropped,
-        rx_cpu_busy_pct: r
-            .cpu
-            .iter()
-            .map(|c| c.busy_pct)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+        // Count mode: the receiver is the XDP program, i.e. softirq time on
+        // the CPUs; xsk mode: the receiving threads' own CPU time (their
+        // CPUs may be shared with the sender on one host).
+        rx_cpu_busy_pct: match r.mode {
+            RxMode::Count => r.cpu.iter().map(|c| c.softirq_pct).reduce(f64::max),
+            RxMode::Xsk => r
+                .per_queue
+                .iter()
+                .map(|q| q.thread_cpu_pct)
+                .reduce(f64::max),
+        },
     }
 }
 

@@ -136,20 +136,22 @@ pub struct Trial {
     pub sent: u64,
     pub delivered: u64,
     pub lost: u64,
+    /// Rate actually sent.
     pub pps: f64,
 }
 
 /// Result of `--find-zero-loss`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ZeroLoss {
-    /// Highest rate tried with no loss (0 if none).
+    /// Highest sent rate of a trial without loss (0 if none).
     pub rate_pps: f64,
-    /// [highest rate without loss, lowest rate with loss]; the second is
-    /// null when even the generator's maximum rate lost nothing.
+    /// [highest sent rate without loss, lowest sent rate with loss]; the
+    /// second is null when even the generator's maximum lost nothing.
     pub bracket_pps: (f64, Option<f64>),
     pub trial_s: f64,
     pub resolution_pct: f64,
     pub trials: Vec<Trial>,
+    pub notes: Vec<String>,
 }
 
 /// `xload pps` report.
@@ -400,7 +402,7 @@ pub fn rx_verdict(rx: &RxFacts, rx_pps: f64) -> Verdict {
         };
     }
     if let Some(busy) = rx.rx_cpu_busy_pct {
-        reasons.push(format!("receiver CPU busy {busy:.0}%"));
+        reasons.push(format!("receiver CPU use {busy:.0}%"));
         if busy >= 90.0 {
             return Verdict {
                 limit: "receiver-cpu",
@@ -558,11 +560,12 @@ impl RxReport {
         for q in &self.per_queue {
             let _ = writeln!(
                 o,
-                "  queue {}{}: frames {} delivered {}",
+                "  queue {}{}: frames {} delivered {}, thread CPU {:.0}%",
                 q.queue,
                 q.cpu.map(|c| format!(" (cpu{c})")).unwrap_or_default(),
                 q.frames,
-                q.tracker.delivered()
+                q.tracker.delivered(),
+                q.thread_cpu_pct
             );
         }
         push_cpu(&mut o, &self.cpu);
@@ -651,7 +654,7 @@ impl TxReport {
             for t in &z.trials {
                 let _ = writeln!(
                     o,
-                    "  offered {:>14}  sent {:>10}  delivered {:>10}  lost {:>8}  {}",
+                    "  offered {:>14}  sent {:>10}  delivered {:>10}  lost {:>8}  sent at {}",
                     t.rate_target.map_or("max".to_string(), fmt_rate),
                     t.sent,
                     t.delivered,
@@ -676,6 +679,9 @@ impl TxReport {
                         fmt_rate(z.rate_pps)
                     );
                 }
+            }
+            for n in &z.notes {
+                let _ = writeln!(o, "  note: {n}");
             }
         }
         push_verdict(&mut o, &self.verdict);

@@ -77,6 +77,8 @@ pub struct RxQueueResult {
     pub checksum_errors: u64,
     pub wakeups: u64,
     pub cpu_ns: u64,
+    /// Thread CPU time over the receiver's run time, percent of one CPU.
+    pub thread_cpu_pct: f64,
     pub xdp_statistics: XdpStatistics,
     #[serde(skip)]
     pub tracker: SeqTracker,
@@ -312,17 +314,25 @@ impl Receiver {
         let mut panicked = false;
         for h in self.workers.drain(..) {
             match h.join() {
-                Ok(r) => queues.push(r),
+                Ok(mut r) => {
+                    r.thread_cpu_pct = r.cpu_ns as f64 * 100.0 / wall_ns.max(1) as f64;
+                    queues.push(r)
+                }
                 Err(_) => panicked = true,
             }
         }
         let counters = self.counters_now();
         let link_after = netdev::link_by_name(&self.plan.dev)?;
-        let cpus: Vec<usize> = {
-            let mut c: Vec<usize> = self.plan.cpus.iter().flatten().copied().collect();
-            c.sort_unstable();
-            c.dedup();
-            c
+        // Count mode has no threads: its work is the XDP program in softirq
+        // on whichever CPUs take the device's interrupts, so show them all.
+        let cpus: Vec<usize> = match self.plan.mode {
+            RxMode::Count => clock::allowed_cpus(),
+            RxMode::Xsk => {
+                let mut c: Vec<usize> = self.plan.cpus.iter().flatten().copied().collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            }
         };
         let cpu_usage = clock::cpu_usage(&self.cpu_before, &clock::sample_cpus(), &cpus);
         self.link.take();
@@ -369,6 +379,7 @@ fn rx_thread(
         checksum_errors: 0,
         wakeups: 0,
         cpu_ns: 0,
+        thread_cpu_pct: 0.0,
         xdp_statistics: XdpStatistics::default(),
         tracker: SeqTracker::new(),
         latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).ok(),

@@ -89,7 +89,10 @@ pub struct TxQueueResult {
     pub starved: u64,
     /// Time spent waiting for the token bucket.
     pub rate_wait_ns: u64,
-    /// Sending time (first frame to last completion).
+    /// Sending time: start of the send loop to its end (the drain of
+    /// in-flight completions afterwards is not included).
+    pub send_ns: u64,
+    /// Whole time including that drain.
     pub wall_ns: u64,
     /// CPU time of the thread.
     pub cpu_ns: u64,
@@ -282,10 +285,13 @@ fn send_loop(
             if got == 0 {
                 let wait = b.wait_ns(now, want).min(deadline.saturating_sub(now));
                 let t0 = clock::monotonic_ns();
-                if wait > 30_000 {
-                    thread::sleep(Duration::from_nanos(wait - 20_000));
+                // Long waits sleep; short ones yield (a sleep that wakes
+                // late under load would cost tokens the capped bucket
+                // cannot give back).
+                if wait > 200_000 {
+                    thread::sleep(Duration::from_nanos(wait - 50_000));
                 } else {
-                    std::hint::spin_loop();
+                    thread::yield_now();
                 }
                 now = clock::monotonic_ns();
                 res.rate_wait_ns += now - t0;
@@ -338,6 +344,7 @@ fn send_loop(
         now = clock::monotonic_ns();
     }
 
+    res.send_ns = clock::monotonic_ns() - start;
     // Drain: frames still on the TX ring or in flight come back on the
     // completion ring; copy mode needs kicks to send what is on the ring.
     let drain_deadline = clock::monotonic_ns() + DRAIN_NS;
