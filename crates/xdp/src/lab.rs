@@ -11,6 +11,34 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::frame::MacAddr;
 
+/// Why lab tests cannot run here, if they cannot: not root, no `ip`
+/// command, no AF_XDP sockets or no `bpf()` in this kernel.
+pub fn unsupported() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root (network namespaces, bpf, AF_XDP)".into());
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        return Some("the ip command (iproute2) is missing".into());
+    }
+    // SAFETY: plain socket(2); closed right away.
+    let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Some(format!(
+            "no AF_XDP sockets in this kernel: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fd was just opened and is not used elsewhere.
+    unsafe { libc::close(fd) };
+    if let Err(e) =
+        crate::bpf::map_create(crate::bpf::MAP_TYPE_PERCPU_ARRAY, 4, 8, 1, "xload_probe")
+    {
+        return Some(format!("bpf() unavailable: {e}"));
+    }
+    None
+}
+
 /// Two namespaces joined by a veth pair; both are deleted on drop.
 #[derive(Debug)]
 pub struct VethLab {

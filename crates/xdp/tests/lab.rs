@@ -14,15 +14,10 @@ use xload_xdp::report::TxReport;
 use xload_xdp::seq::SeqFault;
 use xload_xdp::xsk::BindMode;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 macro_rules! need_root {
     () => {
-        if !is_root() {
-            eprintln!("skipped: needs root (network namespaces, bpf, AF_XDP)");
+        if let Some(why) = xload_xdp::lab::unsupported() {
+            eprintln!("skipped: {why}");
             return;
         }
     };

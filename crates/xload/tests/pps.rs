@@ -16,15 +16,10 @@ use xload_xdp::netdev;
 
 const XLOAD: &str = env!("CARGO_BIN_EXE_xload");
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 macro_rules! need_root {
     () => {
-        if !is_root() {
-            eprintln!("skipped: needs root (network namespaces, bpf, AF_XDP)");
+        if let Some(why) = xload_xdp::lab::unsupported() {
+            eprintln!("skipped: {why}");
             return;
         }
     };
