@@ -120,6 +120,8 @@ fn nl_err(op: &'static str) -> impl FnOnce(io::Error) -> NetdevError {
     move |source| NetdevError::Netlink { op, source }
 }
 
+// `%` rather than `is_multiple_of`, which needs Rust 1.87 (MSRV is 1.85).
+#[allow(clippy::manual_is_multiple_of)]
 fn push_attr(buf: &mut Vec<u8>, ty: u16, data: &[u8]) {
     let len = 4 + data.len();
     buf.extend_from_slice(&(len as u16).to_ne_bytes());

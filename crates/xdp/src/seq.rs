@@ -80,6 +80,8 @@ impl SeqSource {
     }
 
     /// Sequence number for the next frame of this flow.
+    // `%` rather than `is_multiple_of`, which needs Rust 1.87 (MSRV is 1.85).
+    #[allow(clippy::manual_is_multiple_of)]
     #[inline]
     pub fn next_seq(&mut self) -> u64 {
         if let Some(p) = self.pending.take() {
