@@ -276,28 +276,33 @@ fn sender_sequence_faults_show_up_as_reordering_duplicates_and_loss() {
 }
 
 #[test]
-fn count_mode_receiver_counts_every_frame() {
+fn count_mode_receiver_counts_every_frame_that_reaches_it() {
     need_root!();
     let lab = VethLab::new(2, false).unwrap();
     let mut cfg = config(&lab, RxMode::Count);
+    // Unpaced: on a loaded host the veth ring between the ends may
+    // overflow; such drops must then show in the interface counters.
     cfg.rate_per_s = None;
     cfg.count = Some(100_000);
     let r = run(&lab, &cfg).expect("run");
     let rx = r.rx.as_ref().unwrap();
-    assert_eq!(
-        r.sent,
-        rx.xdp_counters.matched_packets
-            + r.interface.delta.tx_dropped
-            + rx.interface.delta.rx_dropped
-    );
     assert_eq!(r.sent, 100_000);
-    assert_eq!(rx.delivered, 100_000);
-    assert_eq!(rx.lost, Some(0));
-    assert_eq!(rx.reordered, None);
+    let c = rx.xdp_counters;
+    let drops = r.interface.delta.tx_dropped + rx.interface.delta.rx_dropped;
+    assert_eq!(r.sent, c.matched_packets + drops, "{}", r.to_text());
+    assert_eq!(rx.delivered, c.matched_packets);
+    assert_eq!(rx.lost, Some(r.sent - rx.delivered));
+    assert_eq!(
+        rx.reordered, None,
+        "count mode does not see sequence numbers"
+    );
     assert_eq!(
         rx.interface.delta.rx_packets,
-        100_000 + rx.xdp_counters.other_packets
+        c.matched_packets + c.other_packets
     );
+    if drops == 0 {
+        assert_eq!(rx.delivered, 100_000);
+    }
     assert_detached(&lab);
 }
 
