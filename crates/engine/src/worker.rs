@@ -125,7 +125,11 @@ impl<'a> Ctx<'a> {
         self.next_tick_ns += self.tick_ns;
         let interval = self.rec.take_interval();
         if let Some(tx) = &self.ticks {
-            let _ = tx.send(Tick { worker: self.index, seq: self.tick_seq, interval });
+            let _ = tx.send(Tick {
+                worker: self.index,
+                seq: self.tick_seq,
+                interval,
+            });
         }
         self.tick_seq += 1;
     }
