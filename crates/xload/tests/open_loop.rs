@@ -133,7 +133,7 @@ fn summary(r: &Report) -> String {
 
 /// Uniform pacing at one rate against a fast server: achieved within 1% of the
 /// target, nothing dropped, few late sends.
-fn assert_uniform_pacing(rate_per_s: u32) {
+fn assert_uniform_pacing(rate_per_s: u32, engine: &str) {
     let _serial = serial();
     let server = TestServer::start(Behavior::Ok { body_len: 0 });
     let rate = rate_per_s.to_string();
@@ -147,9 +147,14 @@ fn assert_uniform_pacing(rate_per_s: u32) {
         "2s",
         "--warmup",
         "500ms",
+        "--engine",
+        engine,
     ]));
     let target = f64::from(rate_per_s);
     let s = summary(&r);
+    if engine != "auto" {
+        assert_eq!(r.engine, engine, "{s}");
+    }
     assert_eq!(r.rate_target, Some(target), "{s}");
     assert!(
         (r.rps - target).abs() <= 0.01 * target,
@@ -189,17 +194,22 @@ fn assert_uniform_pacing(rate_per_s: u32) {
 
 #[test]
 fn uniform_rate_200_per_s_is_held_within_one_percent() {
-    assert_uniform_pacing(200);
+    assert_uniform_pacing(200, "auto");
 }
 
 #[test]
 fn uniform_rate_1000_per_s_is_held_within_one_percent() {
-    assert_uniform_pacing(1000);
+    assert_uniform_pacing(1000, "auto");
+}
+
+#[test]
+fn uniform_rate_1000_per_s_is_held_within_one_percent_by_the_epoll_driver() {
+    assert_uniform_pacing(1000, "epoll");
 }
 
 #[test]
 fn uniform_rate_5000_per_s_is_held_within_one_percent() {
-    assert_uniform_pacing(5000);
+    assert_uniform_pacing(5000, "auto");
 }
 
 #[test]
@@ -433,6 +443,15 @@ fn stalling_server() -> TestServer {
 
 #[test]
 fn corrected_p99_shows_a_stall_that_uncorrected_p99_hides() {
+    assert_corrected_p99_shows_the_stall("auto");
+}
+
+#[test]
+fn corrected_p99_shows_a_stall_that_uncorrected_p99_hides_with_the_epoll_driver() {
+    assert_corrected_p99_shows_the_stall("epoll");
+}
+
+fn assert_corrected_p99_shows_the_stall(engine: &str) {
     let _serial = serial();
     // 8 connections are plenty for 1000 req/s against a microsecond server.
     // During the stall only those 8 requests are in flight (0.3% of the run,
@@ -451,9 +470,14 @@ fn corrected_p99_shows_a_stall_that_uncorrected_p99_hides() {
             "2500ms",
             "--warmup",
             "300ms",
+            "--engine",
+            engine,
         ]))
     });
     let s = summary(&r);
+    if engine != "auto" {
+        assert_eq!(r.engine, engine, "{s}");
+    }
     let unc = r
         .latency_uncorrected_us
         .clone()
