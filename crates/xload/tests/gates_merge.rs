@@ -455,6 +455,35 @@ fn merge_of_a_file_that_is_not_a_report_exits_1_naming_it() {
     }
 }
 
+#[test]
+#[ignore = "bug: Report::from_json checks the schema only after the whole struct parsed, so another schema is reported as a missing field"]
+fn merge_of_a_document_of_another_schema_names_that_schema() {
+    let dir = TempDir::new("merge-schema");
+    // A sweep's JSON (what `xload sweep --json` writes) and a report of a
+    // later schema version: the message should say which schema it found.
+    for (name, schema, text) in [
+        (
+            "sweep.json",
+            "xload-sweep/1",
+            r#"{"schema": "xload-sweep/1", "target": "http://x/", "mode": "rate", "steps": [], "knee": null}"#,
+        ),
+        (
+            "v2.json",
+            "xload/2",
+            r#"{"schema": "xload/2", "requests": 1}"#,
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        let (code, _, stderr) = xload(&["merge", &path.display().to_string()]);
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains(schema) && stderr.contains("schema"),
+            "merging {name} should name its schema {schema:?}: {stderr}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- outputs
 
 /// The CSV rows as (second, rps, p50_us, p99_us, errors).
@@ -561,6 +590,21 @@ fn sweep_csv_has_a_row_for_every_second_of_every_step() {
     for r in &rows {
         assert!((r[2] - r[0]).abs() <= 0.05 * r[0], "row {r:?}:\n{text}");
     }
+}
+
+#[test]
+fn run_json_to_stdout_is_only_the_json_document() {
+    let server = ok_server();
+    let (code, stdout, stderr) =
+        xload(&[&server.url("/"), "-c", "2", "-d", "300ms", "--json", "-"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report = Report::from_json(&stdout)
+        .unwrap_or_else(|e| panic!("stdout of `--json -` is not one report ({e}):\n{stdout}"));
+    assert!(report.requests > 0);
+    assert!(
+        stderr.contains("Requests"),
+        "the text report moves to stderr: {stderr}"
+    );
 }
 
 #[test]

@@ -433,6 +433,104 @@ fn sends_beyond_the_queue_cap_are_dropped_and_counted() {
     assert!(r.rps >= 35.0, "{s}");
 }
 
+#[test]
+#[ignore = "bug: the open-loop queue cap is the total rate per worker (N seconds of backlog with N workers), not one second of each worker's sends"]
+fn queue_cap_is_one_second_of_each_workers_sends_whatever_the_worker_count() {
+    let _serial = serial();
+    // Two workers with one connection each, 20 ms per answer: each worker
+    // serves ~50/s of its 200/s share, its backlog grows by 150/s and reaches
+    // one second of its sends (200) after 1.3 s, inside the 1.5 s warm-up.
+    let server = TestServer::start(Behavior::Delay {
+        delay: Duration::from_millis(20),
+    });
+    let r = measure(&args(&[
+        &server.url("/"),
+        "--rate",
+        "400",
+        "-t",
+        "2",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--warmup",
+        "1500ms",
+    ]));
+    let s = summary(&r);
+    assert_eq!(r.threads, 2, "{s}");
+    let dropped = r.dropped.expect("open-loop report has dropped");
+    assert!(
+        dropped > 0,
+        "after more than a second of backlog per worker nothing was dropped: {s}"
+    );
+    let intended = 400.0 * r.duration_s;
+    let accounted = (r.requests + dropped) as f64;
+    assert!(
+        (accounted - intended).abs() <= 0.05 * intended + 2.0,
+        "sent {} + dropped {dropped} = {accounted} of {intended:.0} intended sends: {s}",
+        r.requests
+    );
+}
+
+#[test]
+#[ignore = "bug: a generator paused across the start of the measured window reports a shortened window and an achieved rate far above the target"]
+fn generator_paused_across_the_window_start_does_not_report_more_than_the_target() {
+    let _serial = serial();
+    // A host hiccup (CPU steal on a VM, a stopped process) that stops the
+    // generator across the end of its warm-up. The schedule is absolute, so
+    // the sends due during the pause leave afterwards (at up to 2× the rate):
+    // the report must still say the run achieved the target, over the window
+    // the user asked for.
+    let rate = 1000.0;
+    let r = undisturbed(|| {
+        let server = TestServer::start(Behavior::Ok { body_len: 0 });
+        let dir = TempDir::new("paused");
+        let json = dir.join("report.json");
+        let child = spawn_xload([
+            server.url("/"),
+            "--rate".into(),
+            "1000".into(),
+            "-c".into(),
+            "32".into(),
+            "-d".into(),
+            "2s".into(),
+            "--warmup".into(),
+            "600ms".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ]);
+        // The engine has started once requests arrive (about 50 ms of sends);
+        // the warm-up has 550 ms to go: pause from here for 700 ms.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.requests() < 50 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(2));
+        }
+        assert!(server.requests() >= 50, "xload sent nothing within 10 s");
+        child.signal(libc::SIGSTOP);
+        thread::sleep(Duration::from_millis(700));
+        child.signal(libc::SIGCONT);
+        let output = child.wait_timeout(Duration::from_secs(30));
+        assert!(
+            !output.timed_out && exit_code(output.status) == 0,
+            "xload failed: {output:?}"
+        );
+        Report::from_json(&std::fs::read_to_string(&json).expect("report written"))
+            .expect("valid report")
+    });
+    let s = summary(&r);
+    assert!(
+        (r.duration_s - 2.0).abs() <= 0.02 * 2.0,
+        "the measured window is the 2 s asked for, not {:.3} s: {s}",
+        r.duration_s
+    );
+    assert!(
+        r.rps <= rate * 1.03,
+        "achieved {:.1} req/s reported for a 1000/s target: {s}",
+        r.rps
+    );
+    assert!(r.rps >= rate * 0.97, "{s}");
+}
+
 /// Starts a server that stalls for 500 ms one second after its start.
 fn stalling_server() -> TestServer {
     TestServer::start(Behavior::Stall {
