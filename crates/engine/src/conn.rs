@@ -79,6 +79,19 @@ impl Pending {
     }
 }
 
+/// How responses are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Timing {
+    /// Latency from the actual send.
+    Closed,
+    /// Latency from the intended send time (corrected) and from the actual send
+    /// (uncorrected). Every response completed in the measured window counts,
+    /// whenever its send was intended: a server that fell behind is credited
+    /// with what it served, and a generator that fell behind shows it in its
+    /// late sends and schedule lag.
+    Open,
+}
+
 /// What feeding bytes led to.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Fed {
@@ -121,7 +134,7 @@ impl Exchange {
         mut data: &[u8],
         now_ns: u64,
         rec: &mut Recorder,
-        open_loop: bool,
+        timing: Timing,
     ) -> (u32, Fed) {
         let mut done = 0;
         loop {
@@ -137,7 +150,7 @@ impl Exchange {
                         now_ns,
                         response.status,
                         response.wire_bytes,
-                        open_loop,
+                        timing,
                     );
                     done += 1;
                     if !response.keep_alive {
@@ -159,7 +172,7 @@ impl Exchange {
         &mut self,
         now_ns: u64,
         rec: &mut Recorder,
-        open_loop: bool,
+        timing: Timing,
     ) -> (bool, Option<ErrorKind>) {
         match self.parser.eof() {
             Ok(Some(response)) => match self.pending.pop() {
@@ -170,7 +183,7 @@ impl Exchange {
                         now_ns,
                         response.status,
                         response.wire_bytes,
-                        open_loop,
+                        timing,
                     );
                     (true, None)
                 }
@@ -190,9 +203,9 @@ fn record(
     now_ns: u64,
     status: u16,
     wire_bytes: u64,
-    open_loop: bool,
+    timing: Timing,
 ) {
-    if open_loop {
+    if timing == Timing::Open {
         rec.record_response_open_loop(
             ns_to_us(now_ns.saturating_sub(sent.intended_ns)),
             ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
@@ -287,7 +300,7 @@ mod tests {
             });
         }
         let two = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
-        let (done, fed) = ex.feed(two, 201_000, &mut rec, false);
+        let (done, fed) = ex.feed(two, 201_000, &mut rec, Timing::Closed);
         assert_eq!((done, fed), (2, Fed::More));
         assert_eq!(rec.requests(), 2);
         assert!(ex.pending.is_empty());
@@ -310,9 +323,12 @@ mod tests {
     fn eof_classifies_idle_inflight_and_midway() {
         let mut rec = Recorder::new();
         let mut ex = Exchange::new(false, 1);
-        assert_eq!(ex.eof(0, &mut rec, false), (false, None));
+        assert_eq!(ex.eof(0, &mut rec, Timing::Closed), (false, None));
         ex.pending.push(Sent::default());
-        assert_eq!(ex.eof(0, &mut rec, false), (false, Some(ErrorKind::Closed)));
+        assert_eq!(
+            ex.eof(0, &mut rec, Timing::Closed),
+            (false, Some(ErrorKind::Closed))
+        );
         ex.reset();
         ex.pending.push(Sent::default());
         let _ = ex.feed(
@@ -322,7 +338,7 @@ mod tests {
             false,
         );
         assert_eq!(
-            ex.eof(0, &mut rec, false),
+            ex.eof(0, &mut rec, Timing::Closed),
             (false, Some(ErrorKind::EofMidResponse))
         );
     }
@@ -332,9 +348,9 @@ mod tests {
         let mut rec = Recorder::new();
         let mut ex = Exchange::new(false, 1);
         ex.pending.push(Sent::default());
-        let (done, fed) = ex.feed(b"HTTP/1.0 200 OK\r\n\r\nhello", 0, &mut rec, false);
+        let (done, fed) = ex.feed(b"HTTP/1.0 200 OK\r\n\r\nhello", 0, &mut rec, Timing::Closed);
         assert_eq!((done, fed), (0, Fed::More));
-        assert_eq!(ex.eof(0, &mut rec, false), (true, None));
+        assert_eq!(ex.eof(0, &mut rec, Timing::Closed), (true, None));
         assert_eq!(rec.requests(), 1);
     }
 

@@ -225,6 +225,7 @@ impl Driver<'_, '_> {
     }
 
     fn read(&mut self, i: usize, now: u64) {
+        let timing = self.ctx.timing();
         let open_loop = self.ctx.open_loop;
         loop {
             let fd = self.conns[i].fd;
@@ -233,7 +234,7 @@ impl Driver<'_, '_> {
             if n > 0 {
                 let c = &mut self.conns[i];
                 let (_, fed) =
-                    c.ex.feed(&self.buf[..n as usize], now, &mut self.ctx.rec, open_loop);
+                    c.ex.feed(&self.buf[..n as usize], now, &mut self.ctx.rec, timing);
                 match fed {
                     Fed::More => {
                         if c.ex.pending.is_empty() {
@@ -254,7 +255,7 @@ impl Driver<'_, '_> {
                     }
                 }
             } else if n == 0 {
-                let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, open_loop);
+                let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, timing);
                 if let Some(k) = err {
                     self.ctx.rec.record_error(k);
                 }

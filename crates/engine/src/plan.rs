@@ -46,8 +46,9 @@ pub struct OpenLoop {
     /// Total rate over all workers, requests per second.
     pub rate_per_s: f64,
     pub arrival: Arrival,
-    /// Most intended sends that may wait for a free connection per worker; beyond
-    /// it they are dropped and counted (the queue never grows without bound).
+    /// Intended sends that may wait for a free connection: each worker holds at
+    /// most one second of its own sends and never more than this; beyond it they
+    /// are dropped and counted (the queue never grows without bound).
     pub queue_cap: usize,
 }
 

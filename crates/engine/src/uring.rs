@@ -374,10 +374,11 @@ impl Driver<'_, '_> {
 
     #[inline]
     fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
+        let timing = self.ctx.timing();
         let open_loop = self.ctx.open_loop;
         let data = self.bufs.buffer(bid, len);
         let conn = &mut self.conns[i];
-        let (_, fed) = conn.ex.feed(data, now, &mut self.ctx.rec, open_loop);
+        let (_, fed) = conn.ex.feed(data, now, &mut self.ctx.rec, timing);
         self.bufs.recycle(bid);
         match fed {
             Fed::More => {
@@ -398,8 +399,8 @@ impl Driver<'_, '_> {
     }
 
     fn on_eof(&mut self, i: usize, now: u64) {
-        let open_loop = self.ctx.open_loop;
-        let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, open_loop);
+        let timing = self.ctx.timing();
+        let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, timing);
         if let Some(k) = err {
             self.ctx.rec.record_error(k);
         }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use xload_stats::{Interval, Recorder};
 
 use crate::clock::now_ns;
+use crate::conn::Timing;
 use crate::plan::{EngineChoice, EngineKind, Plan};
 use crate::sched::Schedule;
 use crate::{epoll, pin, uring};
@@ -105,7 +106,8 @@ impl<'a> Ctx<'a> {
         if !self.measuring && now >= self.measure_ns {
             self.rec.reset();
             self.measuring = true;
-            self.measured_from_ns = now;
+            // The window is [measure_ns, end_ns] even if this loop noticed late.
+            self.measured_from_ns = self.measure_ns;
             self.next_tick_ns = self.measure_ns + self.tick_ns;
             if let Some(s) = self.sched.as_mut() {
                 s.dropped = 0;
@@ -118,6 +120,16 @@ impl<'a> Ctx<'a> {
             s.advance(now);
         }
         true
+    }
+
+    /// How responses are timed.
+    #[inline]
+    pub fn timing(&self) -> Timing {
+        if self.open_loop {
+            Timing::Open
+        } else {
+            Timing::Closed
+        }
     }
 
     /// Publishes the counters of the tick that just ended.
@@ -270,7 +282,8 @@ pub fn run_observed(
                     Schedule::new(
                         r,
                         o.arrival,
-                        o.queue_cap,
+                        // One second of this worker's own sends at most.
+                        (r.ceil() as usize).clamp(1, o.queue_cap),
                         measure_ns.min(start_ns),
                         0x9e37_79b9 ^ index as u64,
                     )

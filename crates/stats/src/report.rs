@@ -281,13 +281,17 @@ impl Report {
 
     /// Parses a JSON report; rejects other schemas.
     pub fn from_json(s: &str) -> Result<Report, ReportError> {
-        let report: Report = serde_json::from_str(s)?;
-        if report.schema != SCHEMA {
-            return Err(ReportError::Schema {
-                found: report.schema,
-            });
+        // Name the schema first: a sweep or pps document is not "missing a field".
+        let doc: serde_json::Value = serde_json::from_str(s)?;
+        match doc.get("schema").and_then(|v| v.as_str()) {
+            Some(SCHEMA) => {}
+            found => {
+                return Err(ReportError::Schema {
+                    found: found.unwrap_or("(none)").to_string(),
+                })
+            }
         }
-        Ok(report)
+        Ok(serde_json::from_value(doc)?)
     }
 
     /// Whether this is an open-loop (`--rate`) report.

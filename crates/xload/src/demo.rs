@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser};
 use xload_engine::serve::{ServeConfig, Server};
 
-use crate::sweep::{find_knee, print_knee, run_steps, Mode, SweepResult};
+use crate::sweep::{find_knee, print_knee, run_steps, Mode, Sink, SweepResult};
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
@@ -30,6 +30,9 @@ pub struct DemoArgs {
 
 pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let t0 = Instant::now();
+    if let Some(path) = &a.plot {
+        crate::plot::check_path(path).map_err(Failure::Usage)?;
+    }
     let allowed = xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
     // With two CPUs or more, the responder gets the last one and xload the rest,
     // so neither steals the other's CPU.
@@ -80,7 +83,16 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         .run
         .common;
     let levels = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
-    let (steps, interrupted) = run_steps(&url, &common, Mode::Concurrency, &levels, 0, &stop)?;
+    let (steps, interrupted) = run_steps(
+        &url,
+        &common,
+        Mode::Concurrency,
+        &levels,
+        0,
+        Duration::ZERO,
+        Sink::Stdout,
+        &stop,
+    )?;
     let served = server.stats.requests();
     let _ = server.stop();
     let mut r = SweepResult {
@@ -92,7 +104,7 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     };
     r.knee = find_knee(&r.points(), 0.10, 1.5);
     println!();
-    print_knee(&r);
+    print_knee(&r, Sink::Stdout);
     let measured: u64 = r.steps.iter().map(|(_, rep)| rep.requests).sum();
     println!(
         "the responder answered {served} requests in all (measured windows: {measured}; the rest were warm-ups and in flight at step ends)"

@@ -34,6 +34,31 @@ fn ensure_font() -> Result<(), String> {
     .clone()
 }
 
+/// Checks, before any traffic, that a plot can be written to `path`.
+pub fn check_path(path: &Path) -> Result<(), String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ext != "svg" && ext != "png" {
+        return Err(format!(
+            "--plot {}: the path must end in .svg or .png",
+            path.display()
+        ));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--plot {}: no directory {}",
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes the plot; the format follows the extension (.svg or .png).
 pub fn plot(path: &Path, r: &SweepResult, target: &str) -> Result<(), String> {
     ensure_font()?;

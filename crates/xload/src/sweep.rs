@@ -60,6 +60,10 @@ pub struct SweepArgs {
     #[arg(long = "plot")]
     pub plot: Option<PathBuf>,
 
+    /// Pause between steps so the server drains what the previous step queued.
+    #[arg(long = "cooldown", default_value = "250ms", value_parser = crate::args::parse_duration)]
+    pub cooldown: Duration,
+
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -125,6 +129,23 @@ fn parse_level_list(s: &str) -> Result<Vec<f64>, String> {
         return Err(format!("levels {s:?}: expected positive numbers"));
     }
     Ok(v)
+}
+
+/// Where the human-readable table goes: stdout, or stderr when stdout carries
+/// the JSON document (`--json -`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    Stdout,
+    Stderr,
+}
+
+impl Sink {
+    pub fn line(self, s: &str) {
+        match self {
+            Sink::Stdout => println!("{s}"),
+            Sink::Stderr => eprintln!("{s}"),
+        }
+    }
 }
 
 /// Whether steps vary concurrency or rate.
@@ -282,6 +303,8 @@ pub fn run_steps(
     mode: Mode,
     levels: &[f64],
     fixed_conns: usize,
+    cooldown: Duration,
+    out: Sink,
     stop: &Arc<AtomicBool>,
 ) -> Result<(Vec<(f64, Report)>, bool), Failure> {
     let (d, w) = (Duration::from_secs(5), Duration::from_secs(1));
@@ -290,10 +313,10 @@ pub fn run_steps(
         Mode::Concurrency => "conc",
         Mode::Rate => "rate",
     };
-    println!(
+    out.line(&format!(
         "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
         "rps", "p50", "p95", "p99", "max", "errors", "cpu"
-    );
+    ));
     let mut addr: Option<std::net::SocketAddr> = None;
     for (i, &load) in levels.iter().enumerate() {
         let (conns, rate) = match mode {
@@ -316,8 +339,12 @@ pub fn run_steps(
         if let Some(a) = addr {
             p.plan.addr = a;
         }
+        if i > 0 && !cooldown.is_zero() {
+            // Let the server drain what the previous step left queued.
+            std::thread::sleep(cooldown);
+        }
         let m = execute(&p, Arc::clone(stop), false)?;
-        println!("{}", row(mode, load, &m.report));
+        out.line(&row(mode, load, &m.report));
         steps.push((load, m.report));
         if m.interrupted || stop.load(Ordering::Relaxed) {
             return Ok((steps, true));
@@ -366,11 +393,20 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
             "--find-max searches over rate: give --rate LO..HI".into(),
         ));
     }
-    let json_to_stdout = s.common.json.as_deref() == Some("-");
-    let result = if s.find_max {
-        find_max(s, &slo, &levels, fixed, &stop)?
+    if let Some(path) = &s.plot {
+        crate::plot::check_path(path).map_err(Failure::Usage)?;
+    }
+    let out = if s.common.json.as_deref() == Some("-") {
+        Sink::Stderr
     } else {
-        let (steps, interrupted) = run_steps(&s.url, &s.common, mode, &levels, fixed, &stop)?;
+        Sink::Stdout
+    };
+    let result = if s.find_max {
+        find_max(s, &slo, &levels, fixed, out, &stop)?
+    } else {
+        let (steps, interrupted) = run_steps(
+            &s.url, &s.common, mode, &levels, fixed, s.cooldown, out, &stop,
+        )?;
         let mut r = SweepResult {
             mode,
             steps,
@@ -381,7 +417,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
         r.knee = find_knee(&r.points(), s.knee_gain, s.knee_p99);
         r
     };
-    print_knee(&result);
+    print_knee(&result, out);
     let target = result
         .steps
         .first()
@@ -409,7 +445,6 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
             .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
         eprintln!("xload: plot written to {}", path.display());
     }
-    let _ = json_to_stdout;
     if result.steps.iter().all(|(_, r)| r.requests == 0) {
         return Err(Failure::Run(format!("no response from {target}")));
     }
@@ -423,39 +458,39 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     Ok(if failed { 3 } else { 0 })
 }
 
-pub fn print_knee(r: &SweepResult) {
+pub fn print_knee(r: &SweepResult, out: Sink) {
     let key = r.mode.key();
     if r.interrupted {
-        println!(
+        out.line(&format!(
             "sweep interrupted after {} step(s): the analysis covers those only",
             r.steps.len()
-        );
+        ));
     }
     match r.knee {
         Some(k) => {
             let (load, rep) = &r.steps[k];
             let unit = if r.mode == Mode::Rate { "/s" } else { "" };
-            println!(
+            out.line(&format!(
                 "knee: {key} {load:.0}{unit} — {:.0} req/s at p99 {}; beyond it throughput stops rising while p99 takes off",
                 rep.rps,
                 fmt_us(rep.latency_us.p99)
-            );
-            println!(
+            ));
+            out.line(&format!(
                 "recommended operating range: {key} {:.0}{unit}–{:.0}{unit} (≈ {:.0}–{:.0} req/s, 50–70% of the knee)",
                 load * 0.5,
                 load * 0.7,
                 rep.rps * 0.5,
                 rep.rps * 0.7
-            );
+            ));
         }
         None if r.max_rate.is_none() => {
-            println!("knee: none found in these steps (throughput kept rising or p99 stayed flat): extend the range")
+            out.line("knee: none found in these steps (throughput kept rising or p99 stayed flat): extend the range")
         }
         None => {}
     }
     if let Some(m) = &r.max_rate {
         if let Some(line) = m.get("summary").and_then(Value::as_str) {
-            println!("{line}");
+            out.line(line);
         }
     }
 }
@@ -466,6 +501,7 @@ fn find_max(
     slo: &[Gate],
     levels: &[f64],
     conns: usize,
+    out: Sink,
     stop: &Arc<AtomicBool>,
 ) -> Result<SweepResult, Failure> {
     let mut lo = if levels.len() > 1 {
@@ -493,7 +529,16 @@ fn find_max(
         }
     };
     let mut trial = |rate: f64, steps: &mut Vec<(f64, Report)>| -> Result<Option<bool>, Failure> {
-        let (mut st, intr) = run_steps(&s.url, &s.common, Mode::Rate, &[rate], conns, stop)?;
+        let (mut st, intr) = run_steps(
+            &s.url,
+            &s.common,
+            Mode::Rate,
+            &[rate],
+            conns,
+            s.cooldown,
+            out,
+            stop,
+        )?;
         let Some((_, r)) = st.pop() else {
             return Ok(None);
         };

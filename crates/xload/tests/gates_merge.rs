@@ -456,7 +456,6 @@ fn merge_of_a_file_that_is_not_a_report_exits_1_naming_it() {
 }
 
 #[test]
-#[ignore = "bug: Report::from_json checks the schema only after the whole struct parsed, so another schema is reported as a missing field"]
 fn merge_of_a_document_of_another_schema_names_that_schema() {
     let dir = TempDir::new("merge-schema");
     // A sweep's JSON (what `xload sweep --json` writes) and a report of a

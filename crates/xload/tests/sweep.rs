@@ -448,7 +448,6 @@ fn find_max_brackets_the_pool_capacity_under_a_p99_slo() {
 }
 
 #[test]
-#[ignore = "bug: `xload sweep --json -` prints the step table and the knee lines on stdout before the JSON document"]
 fn sweep_json_to_stdout_is_only_the_json_document() {
     let _serial = serial();
     let server = TestServer::start(Behavior::Ok { body_len: 0 });
@@ -474,7 +473,6 @@ fn sweep_json_to_stdout_is_only_the_json_document() {
 }
 
 #[test]
-#[ignore = "bug: a --plot path that is neither .svg nor .png is rejected only after the whole sweep ran, with exit 1"]
 fn plot_path_with_an_unknown_extension_is_a_usage_error_before_any_traffic() {
     let _serial = serial();
     let server = TestServer::start(Behavior::Ok { body_len: 0 });
