@@ -314,7 +314,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
             1,
             &mut rec,
-            false,
+            Timing::Closed,
         );
         assert_eq!((done, fed), (0, Fed::Unsolicited));
     }
@@ -335,7 +335,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
             0,
             &mut rec,
-            false,
+            Timing::Closed,
         );
         assert_eq!(
             ex.eof(0, &mut rec, Timing::Closed),
