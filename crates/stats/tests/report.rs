@@ -496,13 +496,14 @@ fn merge_rejects_bad_input_naming_the_report() {
 #[test]
 fn from_json_rejects_garbage_missing_keys_and_other_schemas_without_panicking() {
     assert!(matches!(Report::from_json(""), Err(ReportError::Json(_))));
+    // Valid JSON without a string schema is "not an xload report", by name.
     assert!(matches!(
         Report::from_json("{\"schema\": 3}"),
-        Err(ReportError::Json(_))
+        Err(ReportError::Schema { .. })
     ));
     assert!(matches!(
         Report::from_json("[1,2,3]"),
-        Err(ReportError::Json(_))
+        Err(ReportError::Schema { .. })
     ));
     let good = Report::build(&meta("t", 1, 1, 1.0), &busy_recorder(1, 10, false));
     let mut v: Value = serde_json::from_str(&good.to_json()).expect("json");
