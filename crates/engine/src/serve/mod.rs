@@ -273,6 +273,8 @@ struct SConn {
     out: Vec<u8>,
     /// Plain answers in the send in flight.
     sending_ok: u32,
+    /// The client asked for keep-alive explicitly (HTTP/1.0): answers say it too.
+    says_keep_alive: bool,
 }
 
 struct Responder {
@@ -289,6 +291,9 @@ struct Responder {
     /// MAX_BATCH keep-alive answers back to back.
     ok_batch: Box<[u8]>,
     ok_len: usize,
+    /// The same with `Connection: keep-alive`, for HTTP/1.0 keep-alive clients.
+    ok_ka_batch: Box<[u8]>,
+    ok_ka_len: usize,
     ok_close: Box<[u8]>,
     bad: &'static [u8],
     delay_ns: Option<u64>,
@@ -301,10 +306,9 @@ struct Responder {
     cqes: Vec<cqueue::Entry>,
 }
 
-fn ok_response(body_size: usize, close: bool) -> Vec<u8> {
+fn ok_response(body_size: usize, connection: &str) -> Vec<u8> {
     let mut r = format!(
-        "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: text/plain\r\nContent-Length: {body_size}\r\n{}\r\n",
-        if close { "Connection: close\r\n" } else { "" }
+        "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: text/plain\r\nContent-Length: {body_size}\r\n{connection}\r\n"
     )
     .into_bytes();
     r.resize(r.len() + body_size, b'x');
@@ -324,14 +328,14 @@ impl Responder {
         let bufs = BufRing::new(4096, 4096, 0).map_err(|e| format!("buffer ring: {e}"))?;
         bufs.register(&ring)
             .map_err(|e| format!("register buffer ring: {e}"))?;
-        let one = ok_response(body_size, false);
-        let ok_len = one.len();
-        let ok_batch: Vec<u8> = one
-            .iter()
-            .copied()
-            .cycle()
-            .take(ok_len * MAX_BATCH)
-            .collect();
+        let batch_of = |connection: &str| {
+            let one = ok_response(body_size, connection);
+            let len = one.len();
+            let batch: Vec<u8> = one.iter().copied().cycle().take(len * MAX_BATCH).collect();
+            (batch.into_boxed_slice(), len)
+        };
+        let (ok_batch, ok_len) = batch_of("");
+        let (ok_ka_batch, ok_ka_len) = batch_of("Connection: keep-alive\r\n");
         Ok(Responder {
             ring,
             bufs,
@@ -342,9 +346,11 @@ impl Responder {
             stats,
             conns: Vec::new(),
             free: Vec::new(),
-            ok_batch: ok_batch.into_boxed_slice(),
+            ok_batch,
             ok_len,
-            ok_close: ok_response(body_size, true).into_boxed_slice(),
+            ok_ka_batch,
+            ok_ka_len,
+            ok_close: ok_response(body_size, "Connection: close\r\n").into_boxed_slice(),
             bad: b"HTTP/1.1 400 Bad Request\r\nServer: xload\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             delay_ns,
             pool,
@@ -528,6 +534,7 @@ impl Responder {
                     owed: VecDeque::with_capacity(8),
                     out: Vec::new(),
                     sending_ok: 0,
+                    says_keep_alive: false,
                 });
                 self.conns.len() - 1
             }
@@ -538,6 +545,7 @@ impl Responder {
         c.closing = false;
         c.sending = false;
         c.sending_ok = 0;
+        c.says_keep_alive = false;
         c.scanner.reset();
         c.owed.clear();
         let cnt = self.counters();
@@ -574,7 +582,11 @@ impl Responder {
         let c = &mut self.conns[i];
         let mut new_held = 0u32;
         let owed = &mut c.owed;
+        let says_keep_alive = &mut c.says_keep_alive;
+        let mut ends = false;
         let res = c.scanner.feed(data, |r| {
+            *says_keep_alive |= r.says_keep_alive;
+            ends |= !r.keep_alive;
             if r.stats {
                 owed.push_back(Owed::Stats);
             } else if !r.keep_alive {
@@ -606,7 +618,8 @@ impl Responder {
                 Ordering::Relaxed,
             );
         }
-        if c.owed.iter().any(|o| matches!(o, Owed::OkClose { .. })) {
+        if ends {
+            // Connection: close (or HTTP/1.0): answer what was asked, then close.
             c.closing = true;
         }
         let gen = c.gen;
@@ -692,21 +705,22 @@ impl Responder {
                 }
                 c.sending = true;
                 c.sending_ok = k as u32;
-                let e = opcode::Send::new(
-                    types::Fd(c.fd),
-                    self.ok_batch.as_ptr(),
-                    (k * self.ok_len) as u32,
-                )
-                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-                .build()
-                .user_data(
-                    Token {
-                        kind: OP_SEND,
-                        gen: c.gen,
-                        index: i as u32,
-                    }
-                    .encode(),
-                );
+                let (batch, len) = if c.says_keep_alive {
+                    (&self.ok_ka_batch, self.ok_ka_len)
+                } else {
+                    (&self.ok_batch, self.ok_len)
+                };
+                let e = opcode::Send::new(types::Fd(c.fd), batch.as_ptr(), (k * len) as u32)
+                    .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                    .build()
+                    .user_data(
+                        Token {
+                            kind: OP_SEND,
+                            gen: c.gen,
+                            index: i as u32,
+                        }
+                        .encode(),
+                    );
                 // SAFETY: ok_batch is owned by the responder for its lifetime.
                 unsafe { self.push(&e) };
                 return;

@@ -13,6 +13,9 @@ pub struct Request {
     pub keep_alive: bool,
     /// The target is `/stats` (the responder's own counters).
     pub stats: bool,
+    /// HTTP/1.0 with `Connection: keep-alive`: the answer must say keep-alive
+    /// too, or the client waits for the close (ab -k does).
+    pub says_keep_alive: bool,
 }
 
 /// Why a request was refused (answered 400, then the connection is closed).
@@ -211,6 +214,7 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
         Request {
             keep_alive,
             stats: path == b"/stats",
+            says_keep_alive: keep_alive && !http11,
         },
         length.unwrap_or(0),
     ))
@@ -305,6 +309,6 @@ mod tests {
     #[test]
     fn http10_keep_alive_is_honoured() {
         let r = scan_all(&[b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"]).unwrap();
-        assert!(r[0].keep_alive);
+        assert!(r[0].keep_alive && r[0].says_keep_alive);
     }
 }

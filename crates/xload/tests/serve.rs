@@ -1,0 +1,196 @@
+//! `xload serve` as a target: pipelined answers in order, HTTP/1.0 keep-alive,
+//! 400-and-close on garbage, `/stats`, `--delay` and `--pool`, and counts that
+//! reconcile with a load run.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use support::run::{free_port, read_json, run_xload, spawn_xload, TempDir, XloadChild};
+
+/// A running `xload serve` on a free loopback port, stopped on drop.
+struct Serve {
+    child: Option<XloadChild>,
+    port: u16,
+}
+
+impl Serve {
+    fn start(extra: &[&str]) -> Serve {
+        let port = free_port();
+        let mut args = vec![
+            "serve".to_string(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--for".into(),
+            "20s".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = spawn_xload(args);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "xload serve did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve {
+            child: Some(child),
+            port,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let mut s = self.connect();
+        s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = text.split("\r\n\r\n").nth(1).expect("a body");
+        serde_json::from_str(body).expect("stats JSON")
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.take() {
+            c.interrupt();
+            let out = c.wait_timeout(Duration::from_secs(5));
+            assert!(!out.timed_out, "xload serve did not stop on SIGINT");
+        }
+    }
+}
+
+/// Reads until `n` responses (each with an empty body, Content-Length: 0 or N) arrived.
+fn read_responses(s: &mut TcpStream, n: usize, body_len: usize) -> String {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while String::from_utf8_lossy(&buf).matches("HTTP/1.1 ").count() < n
+        || !ends_complete(&buf, body_len)
+    {
+        let k = s.read(&mut chunk).expect("read");
+        assert!(
+            k > 0,
+            "closed early after: {}",
+            String::from_utf8_lossy(&buf)
+        );
+        buf.extend_from_slice(&chunk[..k]);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn ends_complete(buf: &[u8], body_len: usize) -> bool {
+    let t = String::from_utf8_lossy(buf);
+    t.rfind("\r\n\r\n")
+        .is_some_and(|p| t.len() - (p + 4) >= body_len)
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order_with_the_body_size() {
+    let srv = Serve::start(&["--body-size", "5", "--cpus", "0"]);
+    let mut s = srv.connect();
+    s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.1\r\n\r\n").unwrap();
+    let text = read_responses(&mut s, 3, 5);
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
+    assert_eq!(
+        text.matches("Content-Length: 5\r\n\r\nxxxxx").count(),
+        3,
+        "{text}"
+    );
+}
+
+#[test]
+fn http10_keep_alive_gets_a_keep_alive_answer_and_an_open_connection() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = srv.connect();
+    for _ in 0..3 {
+        s.write_all(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+            .unwrap();
+        let text = read_responses(&mut s, 1, 0);
+        assert!(text.contains("Connection: keep-alive\r\n"), "{text}");
+    }
+}
+
+#[test]
+fn garbage_gets_400_and_the_connection_closes() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = srv.connect();
+    s.write_all(b"NOT HTTP AT ALL\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text)
+        .expect("the server closes after the 400");
+    assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+    assert_eq!(srv.stats()["bad_requests"], 1);
+}
+
+#[test]
+fn delay_holds_each_answer_and_the_pool_queues_beyond_its_slots() {
+    // One worker, two slots of 200 ms: four concurrent requests finish in two waves.
+    let srv = Serve::start(&["--cpus", "0", "--delay", "200ms", "--pool", "2"]);
+    let t0 = Instant::now();
+    let mut conns: Vec<TcpStream> = (0..4).map(|_| srv.connect()).collect();
+    for c in &mut conns {
+        c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    let held = srv.stats()["in_flight"].as_u64().unwrap();
+    assert_eq!(held, 4, "all four are held (two in slots, two queued)");
+    let mut done: Vec<Duration> = conns
+        .iter_mut()
+        .map(|c| {
+            read_responses(c, 1, 0);
+            t0.elapsed()
+        })
+        .collect();
+    done.sort();
+    assert!(done[0] >= Duration::from_millis(190), "{done:?}");
+    assert!(
+        done[3] >= Duration::from_millis(390),
+        "the last two waited for a slot: {done:?}"
+    );
+    assert!(done[3] < Duration::from_millis(1500), "{done:?}");
+}
+
+#[test]
+fn load_run_counts_reconcile_with_the_responders_own_counter() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let dir = TempDir::new("serve");
+    let json = dir.join("r.json");
+    let (status, _, stderr, _) = run_xload([
+        "-n",
+        "20000",
+        "-c",
+        "16",
+        "--pipeline",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        &srv.url("/"),
+    ]);
+    assert!(status.success(), "{stderr}");
+    let r = read_json(&json);
+    assert_eq!(r["requests"], 20000);
+    // The responder counts answers once their send completed; allow it a moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let served = srv.stats()["requests"].as_u64().unwrap();
+        // 20000 answers + the earlier /stats calls are not counted as plain answers.
+        if served >= 20000 || Instant::now() > deadline {
+            assert_eq!(served, 20000, "responder's count vs the report");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
