@@ -255,19 +255,23 @@ mod tests {
             vec![
                 Request {
                     keep_alive: true,
-                    stats: false
+                    stats: false,
+                    says_keep_alive: false
                 },
                 Request {
                     keep_alive: true,
-                    stats: false
+                    stats: false,
+                    says_keep_alive: false
                 },
                 Request {
                     keep_alive: false,
-                    stats: true
+                    stats: true,
+                    says_keep_alive: false
                 },
                 Request {
                     keep_alive: false,
-                    stats: false
+                    stats: false,
+                    says_keep_alive: false
                 },
             ]
         );
