@@ -216,15 +216,31 @@ fn row(mode: Mode, load: f64, r: &Report) -> String {
     )
 }
 
+/// The workers' CPU (% of one CPU, summed over workers) and the verdict. The
+/// workers' own figures, not the process's: `xload demo` runs the responder in
+/// the same process.
 fn client_cpu(r: &Report) -> (String, bool) {
     match &r.client {
         Some(c) => {
-            let cpu_s = c.get("cpu_s").and_then(Value::as_f64).unwrap_or(0.0);
             let sat = c.get("saturated").and_then(Value::as_bool).unwrap_or(false);
-            let pct = if r.duration_s > 0.0 {
-                100.0 * cpu_s / r.duration_s
+            let workers: f64 = c
+                .get("workers")
+                .and_then(Value::as_array)
+                .map(|ws| {
+                    ws.iter()
+                        .filter_map(|w| w.get("busy_pct").and_then(Value::as_f64))
+                        .sum()
+                })
+                .unwrap_or(0.0);
+            let pct = if workers > 0.0 {
+                workers
             } else {
-                0.0
+                let cpu_s = c.get("cpu_s").and_then(Value::as_f64).unwrap_or(0.0);
+                if r.duration_s > 0.0 {
+                    100.0 * cpu_s / r.duration_s
+                } else {
+                    0.0
+                }
             };
             (format!("{pct:.0}%"), sat)
         }
@@ -482,6 +498,12 @@ pub fn print_knee(r: &SweepResult, out: Sink) {
                 rep.rps * 0.5,
                 rep.rps * 0.7
             ));
+            if client_cpu(rep).1 {
+                out.line(
+                    "note: the client was SATURATED at the knee: it is the generator's limit, not the server's \
+                     (add workers or generator hosts and merge their reports)",
+                );
+            }
         }
         None if r.max_rate.is_none() => {
             out.line("knee: none found in these steps (throughput kept rising or p99 stayed flat): extend the range")
