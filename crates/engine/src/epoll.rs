@@ -13,12 +13,11 @@ use std::os::fd::RawFd;
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{backoff_ns, record_errno, record_fed_error, Exchange, Fed, Phase, Sent};
+use crate::conn::{backoff_ns, record_errno, Exchange, Phase};
+use crate::drive::Transport;
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
-
-const LATE_NS: u64 = 1_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -110,6 +109,41 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     })
 }
 
+impl<'p> Transport<'p> for Driver<'_, 'p> {
+    fn ctx(&mut self) -> &mut Ctx<'p> {
+        self.ctx
+    }
+    fn exchange(&mut self, i: usize) -> &mut Exchange {
+        &mut self.conns[i].ex
+    }
+    fn is_open(&self, i: usize) -> bool {
+        self.conns[i].state == State::Open
+    }
+    fn idle(&mut self) -> &mut Vec<u32> {
+        &mut self.idle
+    }
+    fn pipeline(&self) -> usize {
+        self.pipeline
+    }
+    /// Writes straight away; what the socket does not take waits for EPOLLOUT.
+    fn transmit(&mut self, i: usize, n: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.unsent_off = 0;
+        c.unsent_end = n * self.req_len;
+        self.flush(i, now);
+    }
+    fn open(&mut self, i: usize, now: u64) {
+        self.open_socket(i, now);
+    }
+    fn close(&mut self, i: usize) {
+        self.close_socket(i);
+    }
+    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
+        let timing = self.ctx.timing();
+        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
+    }
+}
+
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
@@ -199,11 +233,7 @@ impl Driver<'_, '_> {
                 c.state = State::Open;
                 c.failures = 0;
                 self.ctx.rec.record_connect();
-                if self.ctx.open_loop {
-                    self.idle.push(i as u32);
-                } else {
-                    self.send_batch(i, now);
-                }
+                self.ready(i, now);
             }
             State::Open => {
                 if events & libc::EPOLLOUT as u32 != 0
@@ -226,40 +256,21 @@ impl Driver<'_, '_> {
 
     fn read(&mut self, i: usize, now: u64) {
         let timing = self.ctx.timing();
-        let open_loop = self.ctx.open_loop;
         loop {
-            let fd = self.conns[i].fd;
+            let (fd, gen) = (self.conns[i].fd, self.conns[i].gen);
             // SAFETY: `buf` is ours and valid for its length.
             let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
             if n > 0 {
-                let c = &mut self.conns[i];
                 let (_, fed) =
-                    c.ex.feed(&self.buf[..n as usize], now, &mut self.ctx.rec, timing);
-                match fed {
-                    Fed::More => {
-                        if c.ex.pending.is_empty() {
-                            if open_loop {
-                                self.idle.push(i as u32);
-                            } else {
-                                self.send_batch(i, now);
-                            }
-                        }
-                        if self.conns[i].state != State::Open {
-                            return;
-                        }
-                    }
-                    Fed::Close => return self.replace(i, now, false),
-                    Fed::Invalid(_) | Fed::Unsolicited => {
-                        record_fed_error(&mut self.ctx.rec, &fed);
-                        return self.replace(i, now, true);
-                    }
+                    self.conns[i]
+                        .ex
+                        .feed(&self.buf[..n as usize], now, &mut self.ctx.rec, timing);
+                self.after_feed(i, fed, now);
+                if self.conns[i].gen != gen || self.conns[i].state != State::Open {
+                    return; // replaced: the new socket has its own events
                 }
             } else if n == 0 {
-                let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, timing);
-                if let Some(k) = err {
-                    self.ctx.rec.record_error(k);
-                }
-                return self.replace(i, now, err.is_some());
+                return self.on_eof(i, now);
             } else {
                 match errno() {
                     libc::EAGAIN => return,
@@ -271,32 +282,6 @@ impl Driver<'_, '_> {
                 }
             }
         }
-    }
-
-    fn send_batch(&mut self, i: usize, now: u64) {
-        let n = self.ctx.allow(self.pipeline);
-        if n == 0 {
-            return;
-        }
-        self.send(
-            i,
-            n,
-            Sent {
-                intended_ns: now,
-                sent_ns: now,
-            },
-            now,
-        );
-    }
-
-    fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
-        let c = &mut self.conns[i];
-        for _ in 0..n {
-            c.ex.pending.push(sent);
-        }
-        c.unsent_off = 0;
-        c.unsent_end = n * self.req_len;
-        self.flush(i, now);
     }
 
     fn flush(&mut self, i: usize, now: u64) {
@@ -325,34 +310,7 @@ impl Driver<'_, '_> {
         }
     }
 
-    fn dispatch(&mut self, now: u64) {
-        while let Some(&i) = self.idle.last() {
-            let i = i as usize;
-            let c = &self.conns[i];
-            if c.state != State::Open || !c.ex.pending.is_empty() {
-                self.idle.pop();
-                continue;
-            }
-            let Some(intended) = self.ctx.take_scheduled() else {
-                break;
-            };
-            self.idle.pop();
-            if now.saturating_sub(intended) > LATE_NS {
-                self.ctx.rec.record_late_send();
-            }
-            self.send(
-                i,
-                1,
-                Sent {
-                    intended_ns: intended,
-                    sent_ns: now.max(intended),
-                },
-                now,
-            );
-        }
-    }
-
-    fn open(&mut self, i: usize, now: u64) {
+    fn open_socket(&mut self, i: usize, now: u64) {
         if self.ctx.exhausted() {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
@@ -414,7 +372,7 @@ impl Driver<'_, '_> {
         };
     }
 
-    fn close(&mut self, i: usize) {
+    fn close_socket(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.fd >= 0 {
             // SAFETY: fd is ours, closed once (this also removes it from epoll).
@@ -428,17 +386,6 @@ impl Driver<'_, '_> {
         c.ex.reset();
     }
 
-    /// Closes connection `i` and opens a new one in its place. Requests still in
-    /// flight go back to the quota to be sent again, except the one a counted
-    /// failure (`failed`) stands for.
-    fn replace(&mut self, i: usize, now: u64, failed: bool) {
-        let in_flight = self.conns[i].ex.pending.len();
-        self.ctx
-            .refund(in_flight.saturating_sub(usize::from(failed)));
-        self.close(i);
-        self.open(i, now);
-    }
-
     fn sweep(&mut self, now: u64) {
         for i in 0..self.conns.len() {
             match self.conns[i].state {
@@ -448,14 +395,7 @@ impl Driver<'_, '_> {
                 {
                     self.connect_failed(i, libc::ETIMEDOUT, now);
                 }
-                State::Open => {
-                    if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
-                        if now.saturating_sub(t) >= self.timeout_ns {
-                            self.ctx.rec.record_error(ErrorKind::RequestTimeout);
-                            self.replace(i, now, true);
-                        }
-                    }
-                }
+                State::Open => self.expire(i, now, self.timeout_ns),
                 _ => {}
             }
         }

@@ -16,6 +16,7 @@
 
 pub mod clock;
 mod conn;
+mod drive;
 mod epoll;
 pub mod pin;
 mod plan;

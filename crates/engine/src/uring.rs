@@ -16,7 +16,8 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{backoff_ns, record_errno, record_fed_error, Exchange, Fed, Phase, Sent};
+use crate::conn::{backoff_ns, record_errno, Exchange, Phase};
+use crate::drive::Transport;
 use crate::ring::{build_ring, next_gen, BufRing, Token};
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -25,9 +26,6 @@ const OP_CONNECT: u8 = 1;
 const OP_LINK_TIMEOUT: u8 = 2;
 const OP_RECV: u8 = 3;
 const OP_SEND: u8 = 4;
-
-/// A send left later than this after its intended time counts as late.
-const LATE_NS: u64 = 1_000_000;
 
 /// Batched waits (Linux 6.12+ min-wait): with many connections, an enter waits
 /// for up to `batch_want` completions but returns this soon after the first
@@ -201,6 +199,58 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     Ok(DriverStats { mode, cq_overflow })
 }
 
+impl<'p> Transport<'p> for Driver<'_, 'p> {
+    fn ctx(&mut self) -> &mut Ctx<'p> {
+        self.ctx
+    }
+    fn exchange(&mut self, i: usize) -> &mut Exchange {
+        &mut self.conns[i].ex
+    }
+    fn is_open(&self, i: usize) -> bool {
+        self.conns[i].state == State::Open
+    }
+    fn idle(&mut self) -> &mut Vec<u32> {
+        &mut self.idle
+    }
+    fn pipeline(&self) -> usize {
+        self.pipeline
+    }
+    /// One Send SQE for the `n` requests: posts no completion when it succeeds.
+    #[inline]
+    fn transmit(&mut self, i: usize, n: usize, _now: u64) {
+        // Counted when queued (a failed send is counted as an error).
+        self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
+        let c = &self.conns[i];
+        let tok = Token {
+            kind: OP_SEND,
+            gen: c.gen,
+            index: i as u32,
+        }
+        .encode();
+        let e = opcode::Send::new(
+            types::Fd(c.fd),
+            self.batch.as_ptr(),
+            (n * self.req_len) as u32,
+        )
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(tok);
+        // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
+        unsafe { self.push(&e) };
+    }
+    fn open(&mut self, i: usize, now: u64) {
+        self.open_socket(i, now);
+    }
+    fn close(&mut self, i: usize) {
+        self.close_socket(i);
+    }
+    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
+        let timing = self.ctx.timing();
+        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
+    }
+}
+
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
@@ -340,11 +390,7 @@ impl Driver<'_, '_> {
                     c.failures = 0;
                     self.ctx.rec.record_connect();
                     self.arm_recv(i);
-                    if self.ctx.open_loop {
-                        self.idle.push(i as u32);
-                    } else {
-                        self.send_batch(i, now);
-                    }
+                    self.ready(i, now);
                 } else {
                     record_errno(&mut self.ctx.rec, Phase::Connect, -res);
                     self.close(i);
@@ -375,109 +421,10 @@ impl Driver<'_, '_> {
     #[inline]
     fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
         let timing = self.ctx.timing();
-        let open_loop = self.ctx.open_loop;
         let data = self.bufs.buffer(bid, len);
-        let conn = &mut self.conns[i];
-        let (_, fed) = conn.ex.feed(data, now, &mut self.ctx.rec, timing);
+        let (_, fed) = self.conns[i].ex.feed(data, now, &mut self.ctx.rec, timing);
         self.bufs.recycle(bid);
-        match fed {
-            Fed::More => {
-                if conn.ex.pending.is_empty() {
-                    if open_loop {
-                        self.idle.push(i as u32);
-                    } else {
-                        self.send_batch(i, now);
-                    }
-                }
-            }
-            Fed::Close => self.replace(i, now, false),
-            Fed::Invalid(_) | Fed::Unsolicited => {
-                record_fed_error(&mut self.ctx.rec, &fed);
-                self.replace(i, now, true);
-            }
-        }
-    }
-
-    fn on_eof(&mut self, i: usize, now: u64) {
-        let timing = self.ctx.timing();
-        let (_, err) = self.conns[i].ex.eof(now, &mut self.ctx.rec, timing);
-        if let Some(k) = err {
-            self.ctx.rec.record_error(k);
-        }
-        self.replace(i, now, err.is_some());
-    }
-
-    /// Closed loop: sends as many requests as the pipeline and quota allow.
-    #[inline]
-    fn send_batch(&mut self, i: usize, now: u64) {
-        let n = self.ctx.allow(self.pipeline);
-        if n == 0 {
-            return;
-        }
-        self.send(
-            i,
-            n,
-            Sent {
-                intended_ns: now,
-                sent_ns: now,
-            },
-        );
-    }
-
-    /// Queues one Send SQE of `n` requests on connection `i`.
-    #[inline]
-    fn send(&mut self, i: usize, n: usize, sent: Sent) {
-        // Successful sends post no completion: count the bytes when queued
-        // (a failed send is counted as an error).
-        self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
-        let c = &mut self.conns[i];
-        for _ in 0..n {
-            c.ex.pending.push(sent);
-        }
-        let tok = Token {
-            kind: OP_SEND,
-            gen: c.gen,
-            index: i as u32,
-        }
-        .encode();
-        let e = opcode::Send::new(
-            types::Fd(c.fd),
-            self.batch.as_ptr(),
-            (n * self.req_len) as u32,
-        )
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build()
-        .flags(squeue::Flags::SKIP_SUCCESS)
-        .user_data(tok);
-        // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
-        unsafe { self.push(&e) };
-    }
-
-    /// Open loop: hands due sends to idle connections.
-    fn dispatch(&mut self, now: u64) {
-        while let Some(&i) = self.idle.last() {
-            let i = i as usize;
-            let c = &self.conns[i];
-            if c.state != State::Open || !c.ex.pending.is_empty() {
-                self.idle.pop();
-                continue;
-            }
-            let Some(intended) = self.ctx.take_scheduled() else {
-                break;
-            };
-            self.idle.pop();
-            if now.saturating_sub(intended) > LATE_NS {
-                self.ctx.rec.record_late_send();
-            }
-            self.send(
-                i,
-                1,
-                Sent {
-                    intended_ns: intended,
-                    sent_ns: now.max(intended),
-                },
-            );
-        }
+        self.after_feed(i, fed, now);
     }
 
     fn arm_recv(&mut self, i: usize) {
@@ -500,7 +447,7 @@ impl Driver<'_, '_> {
         unsafe { self.push(&e) };
     }
 
-    fn open(&mut self, i: usize, now: u64) {
+    fn open_socket(&mut self, i: usize, now: u64) {
         if self.ctx.exhausted() {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
@@ -559,7 +506,7 @@ impl Driver<'_, '_> {
     }
 
     /// Closes connection `i` (its in-flight requests are abandoned).
-    fn close(&mut self, i: usize) {
+    fn close_socket(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if c.fd >= 0 {
             if c.recv_armed {
@@ -576,31 +523,12 @@ impl Driver<'_, '_> {
         c.ex.reset();
     }
 
-    /// Closes connection `i` and opens a new one in its place.
-    /// Closes connection `i` and opens a new one in its place. Requests still in
-    /// flight go back to the quota to be sent again, except the one a counted
-    /// failure (`failed`) stands for.
-    fn replace(&mut self, i: usize, now: u64, failed: bool) {
-        let in_flight = self.conns[i].ex.pending.len();
-        self.ctx
-            .refund(in_flight.saturating_sub(usize::from(failed)));
-        self.close(i);
-        self.open(i, now);
-    }
-
     /// Request timeouts and reconnects after backoff.
     fn sweep(&mut self, now: u64) {
         for i in 0..self.conns.len() {
             match self.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Open => {
-                    if let Some(t) = self.conns[i].ex.pending.oldest_sent_ns() {
-                        if now.saturating_sub(t) >= self.timeout_ns {
-                            self.ctx.rec.record_error(ErrorKind::RequestTimeout);
-                            self.replace(i, now, true);
-                        }
-                    }
-                }
+                State::Open => self.expire(i, now, self.timeout_ns),
                 _ => {}
             }
         }

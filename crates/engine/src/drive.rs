@@ -1,0 +1,147 @@
+//! The half of a connection's life that does not depend on the I/O interface,
+//! written once for both drivers: what to send and when (closed-loop batches,
+//! open-loop dispatch to idle connections), what a parsed response or an end
+//! of stream means, replacing a connection (and giving unanswered requests
+//! back to the quota), and request timeouts.
+//!
+//! A driver implements [`Transport`]: access to its state, putting requests on
+//! the wire, opening and closing a connection's socket.
+
+use xload_stats::ErrorKind;
+
+use crate::conn::{record_fed_error, Exchange, Fed, Sent};
+use crate::worker::Ctx;
+
+/// A send that left later than this after its intended time counts as late.
+pub(crate) const LATE_NS: u64 = 1_000_000;
+
+pub(crate) trait Transport<'p> {
+    fn ctx(&mut self) -> &mut Ctx<'p>;
+    fn exchange(&mut self, i: usize) -> &mut Exchange;
+    /// Connection `i` is connected.
+    fn is_open(&self, i: usize) -> bool;
+    /// Open loop: open connections with nothing in flight.
+    fn idle(&mut self) -> &mut Vec<u32>;
+    /// Requests per closed-loop batch.
+    fn pipeline(&self) -> usize;
+    /// Puts the last `n` requests queued in connection `i`'s pending list on the wire.
+    fn transmit(&mut self, i: usize, n: usize, now: u64);
+    /// Opens a new socket for connection `i` and starts connecting it.
+    fn open(&mut self, i: usize, now: u64);
+    /// Closes connection `i`'s socket; everything in flight on it is forgotten.
+    fn close(&mut self, i: usize);
+    /// Tells connection `i`'s codec that the peer closed; returns the error to count.
+    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind>;
+
+    /// Queues `n` requests, sent at `sent`, on connection `i`.
+    #[inline]
+    fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
+        let ex = self.exchange(i);
+        for _ in 0..n {
+            ex.pending.push(sent);
+        }
+        self.transmit(i, n, now);
+    }
+
+    /// Closed loop: as many requests as the pipeline and the quota allow.
+    #[inline]
+    fn send_batch(&mut self, i: usize, now: u64) {
+        let want = self.pipeline();
+        let n = self.ctx().allow(want);
+        if n > 0 {
+            self.send(
+                i,
+                n,
+                Sent {
+                    intended_ns: now,
+                    sent_ns: now,
+                },
+                now,
+            );
+        }
+    }
+
+    /// Connection `i` just connected (or finished its exchange): give it work.
+    #[inline]
+    fn ready(&mut self, i: usize, now: u64) {
+        if self.ctx().open_loop {
+            self.idle().push(i as u32);
+        } else {
+            self.send_batch(i, now);
+        }
+    }
+
+    /// Open loop: hands sends that are due to idle connections.
+    fn dispatch(&mut self, now: u64) {
+        while let Some(&i) = self.idle().last() {
+            let i = i as usize;
+            if !self.is_open(i) || !self.exchange(i).pending.is_empty() {
+                self.idle().pop();
+                continue;
+            }
+            let Some(intended) = self.ctx().take_scheduled() else {
+                break;
+            };
+            self.idle().pop();
+            if now.saturating_sub(intended) > LATE_NS {
+                self.ctx().rec.record_late_send();
+            }
+            self.send(
+                i,
+                1,
+                Sent {
+                    intended_ns: intended,
+                    sent_ns: now.max(intended),
+                },
+                now,
+            );
+        }
+    }
+
+    /// What connection `i` does after the codec consumed received bytes.
+    #[inline]
+    fn after_feed(&mut self, i: usize, fed: Fed, now: u64) {
+        match fed {
+            Fed::More => {
+                if self.exchange(i).pending.is_empty() {
+                    self.ready(i, now);
+                }
+            }
+            Fed::Close => self.replace(i, now, false),
+            Fed::Invalid(_) | Fed::Unsolicited => {
+                record_fed_error(&mut self.ctx().rec, &fed);
+                self.replace(i, now, true);
+            }
+        }
+    }
+
+    /// The peer closed connection `i`.
+    fn on_eof(&mut self, i: usize, now: u64) {
+        let err = self.eof_exchange(i, now);
+        if let Some(k) = err {
+            self.ctx().rec.record_error(k);
+        }
+        self.replace(i, now, err.is_some());
+    }
+
+    /// Closes connection `i` and opens a new one in its place. Requests still in
+    /// flight go back to the quota to be sent again, except the one a counted
+    /// failure (`failed`) stands for.
+    fn replace(&mut self, i: usize, now: u64, failed: bool) {
+        let in_flight = self.exchange(i).pending.len();
+        self.ctx()
+            .refund(in_flight.saturating_sub(usize::from(failed)));
+        self.close(i);
+        self.open(i, now);
+    }
+
+    /// Replaces connection `i` if its oldest request is older than `timeout_ns`.
+    fn expire(&mut self, i: usize, now: u64, timeout_ns: u64) {
+        if let Some(t) = self.exchange(i).pending.oldest_sent_ns() {
+            if now.saturating_sub(t) >= timeout_ns {
+                self.ctx().rec.record_error(ErrorKind::RequestTimeout);
+                self.replace(i, now, true);
+            }
+        }
+    }
+}
