@@ -313,6 +313,37 @@ pub fn summarize(
         }
     }
 
+    // A busy CPU that xload's workers hardly used: say so, so that the user
+    // looks for the other load instead of at the server.
+    if !workers.is_empty() {
+        for f in findings.iter_mut() {
+            let Some(cpu) = f
+                .short
+                .strip_prefix("cpu")
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            let Some(c) = judged.iter().find(|c| c.cpu == cpu) else {
+                continue;
+            };
+            let ours: f64 = workers
+                .iter()
+                .filter(|w| w.cpu == cpu)
+                .map(|w| w.busy_pct)
+                .sum();
+            let task = c.usr + c.nice + c.sys;
+            if c.busy >= CPU_SATURATED_PCT && ours < 0.5 * task.max(1.0) {
+                f.reason.push_str(&format!(
+                    "; xload's workers used only {}% of it: other processes or interrupts share this CPU \
+                     (stop them or pin xload elsewhere)",
+                    floor(ours)
+                ));
+            }
+        }
+    }
+
     // File descriptors.
     let near_limit = budget.fd_soft != u64::MAX
         && budget.fd_soft > 0

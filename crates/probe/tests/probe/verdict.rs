@@ -543,3 +543,45 @@ fn preflight_fd_limit_says_ulimit_soft_or_hard() {
         w[0]
     );
 }
+
+#[test]
+fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
+    // cpu0 is 100% busy, mostly softirq from someone else's packets; the pinned
+    // worker on it used 2% of a CPU.
+    let (mut start, mut end) = window(2, &[(0, 2, 32, 66, 0)]);
+    let worker = |ut, st| ThreadTimes {
+        tid: 7,
+        comm: "xload-w0".into(),
+        state: 'S',
+        utime_ticks: ut,
+        stime_ticks: st,
+        last_cpu: 0,
+    };
+    start.threads = vec![worker(100, 100)];
+    end.threads = vec![worker(101, 102)];
+    let input = VerdictInput {
+        generator_cpus: vec![0],
+        worker_tids: vec![7],
+        ..Default::default()
+    };
+    let s = summarize(&start, &end, &input, &budget());
+    assert!(s.saturated, "the CPU is still saturated: {s:?}");
+    assert!(
+        s.reasons[0].contains(
+            "xload's workers used only 3% of it: other processes or interrupts share this CPU"
+        ),
+        "{}",
+        s.reasons[0]
+    );
+    // A worker that is the load gets no such remark.
+    end.threads = vec![worker(130, 160)];
+    let (_, mut end2) = window(2, &[(0, 30, 60, 10, 0)]);
+    end2.threads = end.threads.clone();
+    let s = summarize(&start, &end2, &input, &budget());
+    assert!(s.saturated);
+    assert!(
+        !s.reasons[0].contains("other processes"),
+        "{}",
+        s.reasons[0]
+    );
+}
