@@ -22,6 +22,16 @@ pub enum DurationError {
     Overflow(String),
 }
 
+/// As [`parse_duration`], but a bare number means seconds (`10` = `10s`, as
+/// wrk and most load tools read it): for command lines where that is expected.
+pub fn parse_duration_or_seconds(text: &str) -> Result<Duration, DurationError> {
+    let t = text.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return parse_duration(&format!("{t}s"));
+    }
+    parse_duration(t)
+}
+
 /// Parses `<number><unit>` with unit one of `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`; the
 /// number may have a fraction (`1.5s`). A bare number is rejected as ambiguous.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
@@ -61,6 +71,26 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn bare_numbers_are_seconds_only_where_asked() {
+        assert_eq!(
+            parse_duration_or_seconds("3").unwrap(),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            parse_duration_or_seconds(" 1.5 ").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_duration_or_seconds("250ms").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert!(parse_duration("3").is_err());
+        assert!(parse_duration_or_seconds("").is_err());
+        assert!(parse_duration_or_seconds("1..2").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -29,7 +29,7 @@ mod verdict;
 pub use budget::{
     preflight, read_budget, read_budget_from, Budget, FD_SLACK, SUGGESTED_PORT_RANGE,
 };
-pub use duration::{parse_duration, DurationError};
+pub use duration::{parse_duration, parse_duration_or_seconds, DurationError};
 pub use error::{ParseErrorKind, ProbeError};
 pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};

@@ -16,30 +16,10 @@ pub enum ValueError {
 
 /// Parses "500ms", "2s", "1.5m", "100us", "1h", "250ns"; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
-    let err = || ValueError::Duration(s.to_string());
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(err());
+    match xload_probe::parse_duration_or_seconds(s) {
+        Ok(d) if d <= Duration::from_secs(1_000_000_000) => Ok(d),
+        _ => Err(ValueError::Duration(s.to_string())),
     }
-    let value: f64 = num.parse().map_err(|_| err())?;
-    let scale_s = match unit.trim() {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(err()),
-    };
-    let secs = value * scale_s;
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(err());
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Parses "0-3,6" into [0, 1, 2, 3, 6] (order kept, duplicates rejected).

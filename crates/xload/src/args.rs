@@ -125,32 +125,12 @@ pub enum EngineArg {
 /// Parses a duration: `500ms`, `10s`, `2m`, `1h`, `250us`, `1.5s`; a bare
 /// number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 500ms, 10s, 2m"))?;
-    let scale = match unit.trim() {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        u => {
-            return Err(format!(
-                "invalid duration unit {u:?} in {s:?}: use ns, us, ms, s, m or h"
-            ))
-        }
-    };
-    let secs = v * scale;
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    let d = xload_probe::parse_duration_or_seconds(s)
+        .map_err(|e| format!("invalid duration: {e} (e.g. 500ms, 10s, 2m)"))?;
+    if d > Duration::from_secs(1_000_000_000) {
         return Err(format!("duration {s:?} out of range"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// Parses a count with an optional SI suffix or exponent: 1000, 10k, 2M, 1e5.
