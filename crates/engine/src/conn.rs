@@ -258,9 +258,28 @@ pub(crate) fn record_errno(rec: &mut Recorder, phase: Phase, errno: i32) {
     }
 }
 
+/// Consecutive connect failures of one connection, and when to try again.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Counts one more failure; returns when to try again.
+    pub fn fail(&mut self, now_ns: u64) -> u64 {
+        self.failures += 1;
+        now_ns + backoff_ns(self.failures)
+    }
+
+    /// The connection is up: the next failure starts from the shortest delay.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
 /// Delay before reconnecting after `failures` consecutive connect failures:
 /// 1 ms doubling to 1 s, so a dead target is probed, not hammered.
-pub(crate) fn backoff_ns(failures: u32) -> u64 {
+fn backoff_ns(failures: u32) -> u64 {
     let ms = 1u64 << failures.min(10);
     ms.min(1000) * 1_000_000
 }

@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{backoff_ns, record_errno, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, tcp_socket, Addr};
@@ -30,7 +30,7 @@ struct Conn {
     fd: RawFd,
     gen: u32,
     state: State,
-    failures: u32,
+    backoff: Backoff,
     /// Bytes of `batch[..unsent_end]` from `unsent_off` not yet written.
     unsent_off: usize,
     unsent_end: usize,
@@ -81,7 +81,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
                 fd: -1,
                 gen: 0,
                 state: State::Closed { until_ns: 0 },
-                failures: 0,
+                backoff: Backoff::default(),
                 unsent_off: 0,
                 unsent_end: 0,
                 ex: Exchange::new(plan.head, pipeline),
@@ -231,7 +231,7 @@ impl Driver<'_, '_> {
                 }
                 let c = &mut self.conns[i];
                 c.state = State::Open;
-                c.failures = 0;
+                c.backoff.reset();
                 self.ctx.rec.record_connect();
                 self.ready(i, now);
             }
@@ -320,9 +320,8 @@ impl Driver<'_, '_> {
             Err(e) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, e);
                 let c = &mut self.conns[i];
-                c.failures += 1;
                 c.state = State::Closed {
-                    until_ns: now + backoff_ns(c.failures),
+                    until_ns: c.backoff.fail(now),
                 };
                 return;
             }
@@ -338,8 +337,9 @@ impl Driver<'_, '_> {
             let e = errno();
             record_errno(&mut self.ctx.rec, Phase::Socket, e);
             self.close(i);
-            self.conns[i].state = State::Closed {
-                until_ns: now + backoff_ns(1),
+            let c = &mut self.conns[i];
+            c.state = State::Closed {
+                until_ns: c.backoff.fail(now),
             };
             return;
         }
@@ -366,9 +366,8 @@ impl Driver<'_, '_> {
         record_errno(&mut self.ctx.rec, Phase::Connect, errno);
         self.close(i);
         let c = &mut self.conns[i];
-        c.failures += 1;
         c.state = State::Closed {
-            until_ns: now + backoff_ns(c.failures),
+            until_ns: c.backoff.fail(now),
         };
     }
 

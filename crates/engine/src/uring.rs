@@ -16,7 +16,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{backoff_ns, record_errno, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
 use crate::ring::{build_ring, next_gen, BufRing, Token};
 use crate::sock::{sockaddr, tcp_socket, Addr};
@@ -117,7 +117,7 @@ struct Conn {
     gen: u32,
     state: State,
     recv_armed: bool,
-    failures: u32,
+    backoff: Backoff,
     ex: Exchange,
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
                 gen: 0,
                 state: State::Closed { until_ns: 0 },
                 recv_armed: false,
-                failures: 0,
+                backoff: Backoff::default(),
                 ex: Exchange::new(plan.head, pipeline),
             })
             .collect(),
@@ -387,7 +387,7 @@ impl Driver<'_, '_> {
                 if res == 0 {
                     let c = &mut self.conns[i];
                     c.state = State::Open;
-                    c.failures = 0;
+                    c.backoff.reset();
                     self.ctx.rec.record_connect();
                     self.arm_recv(i);
                     self.ready(i, now);
@@ -395,9 +395,8 @@ impl Driver<'_, '_> {
                     record_errno(&mut self.ctx.rec, Phase::Connect, -res);
                     self.close(i);
                     let c = &mut self.conns[i];
-                    c.failures += 1;
                     c.state = State::Closed {
-                        until_ns: now + backoff_ns(c.failures),
+                        until_ns: c.backoff.fail(now),
                     };
                 }
             }
@@ -457,9 +456,8 @@ impl Driver<'_, '_> {
             Err(errno) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, errno);
                 let c = &mut self.conns[i];
-                c.failures += 1;
                 c.state = State::Closed {
-                    until_ns: now + backoff_ns(c.failures),
+                    until_ns: c.backoff.fail(now),
                 };
                 return;
             }
