@@ -9,18 +9,17 @@
 //!
 //! Sweeps in this file take a common lock so that two never compete for the
 //! machine, and a run during which the machine stopped running the test for
-//! longer than [`MACHINE_STALL_LIMIT`] is made again (at most three times):
+//! longer than [`support::timing::MACHINE_STALL_LIMIT`] is made again (at most three times):
 //! latency figures taken while the whole VM stood still say nothing about xload.
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::run::exit_code;
+use support::timing::{serial, undisturbed};
 use support::{read_json, run_xload, Behavior, TempDir, TestServer};
 
 /// Capacity of [`pool_server`]: 8 slots / 20 ms.
@@ -31,62 +30,6 @@ fn pool_server() -> TestServer {
         slots: 8,
         delay: Duration::from_millis(20),
     })
-}
-
-/// Held by every sweep: one at a time on the machine.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A thread that wakes every 10 ms and keeps the longest gap between wake-ups.
-struct Watchdog {
-    done: Arc<AtomicBool>,
-    handle: thread::JoinHandle<Duration>,
-}
-
-impl Watchdog {
-    fn start() -> Watchdog {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&done);
-        let handle = thread::spawn(move || {
-            let mut last = Instant::now();
-            let mut worst = Duration::ZERO;
-            while !flag.load(Ordering::SeqCst) {
-                thread::sleep(Duration::from_millis(10));
-                let now = Instant::now();
-                worst = worst.max(now - last);
-                last = now;
-            }
-            worst
-        });
-        Watchdog { done, handle }
-    }
-
-    fn stop(self) -> Duration {
-        self.done.store(true, Ordering::SeqCst);
-        self.handle.join().expect("watchdog thread")
-    }
-}
-
-/// Longest stretch the machine may stop running the test before a timing
-/// run is considered disturbed and made again.
-const MACHINE_STALL_LIMIT: Duration = Duration::from_millis(120);
-
-/// Runs `attempt` up to three times until one runs undisturbed (see the
-/// module doc); returns that run's result, or the last one's.
-fn undisturbed<T>(mut attempt: impl FnMut() -> T) -> T {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let watchdog = Watchdog::start();
-        let result = attempt();
-        let stalled = watchdog.stop();
-        if stalled <= MACHINE_STALL_LIMIT || tries == 3 {
-            return result;
-        }
-        eprintln!("the machine stalled this test for {stalled:?}: measuring again");
-    }
 }
 
 /// What a sweep left: its exit code, output and JSON document.

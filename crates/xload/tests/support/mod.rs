@@ -20,6 +20,7 @@
 pub mod nginx;
 pub mod run;
 pub mod server;
+pub mod timing;
 
 #[allow(unused_imports)]
 pub use run::{
