@@ -110,6 +110,8 @@ pub(crate) enum Fed {
 pub(crate) struct Exchange {
     parser: ResponseParser,
     pub pending: Pending,
+    /// The smallest response (bytes on the wire) this connection has seen.
+    pub min_wire: u64,
 }
 
 impl Exchange {
@@ -117,7 +119,14 @@ impl Exchange {
         Exchange {
             parser: ResponseParser::new(Limits::default(), head),
             pending: Pending::with_capacity(pipeline),
+            min_wire: u64::MAX,
         }
+    }
+
+    /// Whether part of a response has been parsed (its rest is still due).
+    #[inline]
+    pub fn mid_response(&self) -> bool {
+        self.parser.in_progress()
     }
 
     /// Forget everything: the connection was replaced.
@@ -144,6 +153,7 @@ impl Exchange {
                     let Some(sent) = self.pending.pop() else {
                         return (done, Fed::Unsolicited);
                     };
+                    self.min_wire = self.min_wire.min(response.wire_bytes);
                     record(
                         rec,
                         sent,

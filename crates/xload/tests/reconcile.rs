@@ -780,7 +780,46 @@ fn nginx_keepalive_limit_with_pipelining_accounts_for_every_request(engine: &str
     );
 }
 
+/// Pipelined answers that shrink in the middle of a run (the io_uring engine
+/// asks the kernel to wake a receive only when a batch's bytes, counted at the
+/// smallest answer seen, are in): the smaller answers must not stall the
+/// connections — no timeouts, every connection keeps going, and no answer
+/// waits anywhere near the request timeout.
+fn pipelined_answers_that_shrink_do_not_stall(engine: &str) {
+    const PIPELINE: u64 = 16;
+    let server = TestServer::start(Behavior::Shrink {
+        body_len: 2000,
+        after: Duration::from_millis(300),
+    });
+    let (c, p) = (CONNECTIONS.to_string(), PIPELINE.to_string());
+    let Some(out) = run(
+        &server.url("/"),
+        &["-d", "1s", "-c", &c, "--pipeline", &p, "--timeout", "3s"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    out.assert_clean();
+    server.assert_reconciles(out.requests(), CONNECTIONS * PIPELINE);
+    let max_us = out.u64_at("/latency_us/max");
+    assert!(
+        max_us < 500_000,
+        "an answer took {max_us} µs: a receive stalled after the answers shrank\n{}",
+        out.show()
+    );
+    // Most of the run is after the shrink: most answers are the small ones.
+    let small = ok_response_len(0, false);
+    let big = ok_response_len(2000, false);
+    let (n, bytes) = (out.requests(), out.u64_at("/bytes"));
+    assert!(
+        n > 1000 && bytes < n * (small + big) / 2,
+        "{n} answers, {bytes} bytes: the small answers did not flow\n{}",
+        out.show()
+    );
+}
+
 both_engines!(
+    pipelined_answers_that_shrink_do_not_stall,
     chunked_responses_reconcile,
     close_delimited_responses_count,
     large_bodies_reconcile,

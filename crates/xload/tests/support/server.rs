@@ -105,6 +105,9 @@ pub enum Behavior {
     /// Each response sent `delay` after its request is handled (no global
     /// limit); responses like `Ok { body_len: 0 }`.
     Delay { delay: Duration },
+    /// Like `Ok { body_len }` until `after` since [`TestServer::start`], then
+    /// like `Ok { body_len: 0 }`: answers shrink in the middle of a run.
+    Shrink { body_len: usize, after: Duration },
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
@@ -665,6 +668,23 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
     match &shared.behavior {
         Behavior::Ok { .. } => {
             ok_empty(conn);
+            keep_or_close
+        }
+        Behavior::Shrink { body_len, after } => {
+            if shared.started.elapsed() < *after {
+                let mut response =
+                    format!(
+                    "HTTP/1.1 200 OK\r\nServer: xload-test\r\nContent-Length: {body_len}\r\n{}\r\n",
+                    if request.keep_alive { "" } else { "Connection: close\r\n" }
+                )
+                    .into_bytes();
+                if !request.is_head {
+                    response.resize(response.len() + body_len, b'x');
+                }
+                conn.queue(&response);
+            } else {
+                ok_empty(conn);
+            }
             keep_or_close
         }
         Behavior::Chunked { chunks } => {
