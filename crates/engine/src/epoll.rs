@@ -15,6 +15,7 @@ use xload_stats::ErrorKind;
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
+use crate::lowat::Lowat;
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -34,6 +35,8 @@ struct Conn {
     /// Bytes of `batch[..unsent_end]` from `unsent_off` not yet written.
     unsent_off: usize,
     unsent_end: usize,
+    /// The socket's SO_RCVLOWAT (1 = the kernel's default).
+    rcvlowat: u32,
     ex: Exchange,
 }
 
@@ -49,6 +52,8 @@ struct Driver<'c, 'p> {
     connect_timeout_ns: u64,
     buf: Box<[u8]>,
     idle: Vec<u32>,
+    /// Pipelined closed loop: receive low-water marks (see `lowat`).
+    lowat: Lowat,
 }
 
 fn errno() -> i32 {
@@ -84,6 +89,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
                 backoff: Backoff::default(),
                 unsent_off: 0,
                 unsent_end: 0,
+                rcvlowat: 1,
                 ex: Exchange::new(plan.head, pipeline),
             })
             .collect(),
@@ -95,6 +101,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),
         idle: Vec::with_capacity(nconns),
+        lowat: Lowat::new(pipeline, plan.open_loop.is_some(), now_ns()),
         ctx,
     };
     d.main_loop();
@@ -163,6 +170,12 @@ impl Driver<'_, '_> {
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;
+            }
+            let in_flight = (self.conns.len() * self.pipeline) as u64;
+            if let Some(stall_ns) = self.lowat.tick(now, self.ctx.rec.requests(), in_flight) {
+                for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
+                    Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+                }
             }
             if self.ctx.open_loop {
                 self.dispatch(now);
@@ -234,6 +247,7 @@ impl Driver<'_, '_> {
                 c.backoff.reset();
                 self.ctx.rec.record_connect();
                 self.ready(i, now);
+                self.set_lowat(i);
             }
             State::Open => {
                 if events & libc::EPOLLOUT as u32 != 0
@@ -273,7 +287,7 @@ impl Driver<'_, '_> {
                 return self.on_eof(i, now);
             } else {
                 match errno() {
-                    libc::EAGAIN => return,
+                    libc::EAGAIN => return self.set_lowat(i),
                     libc::EINTR => continue,
                     e => {
                         record_errno(&mut self.ctx.rec, Phase::Exchange, e);
@@ -281,6 +295,14 @@ impl Driver<'_, '_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Sets connection `i`'s receive low-water mark for what it waits for.
+    fn set_lowat(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.state == State::Open {
+            self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
         }
     }
 
@@ -328,6 +350,7 @@ impl Driver<'_, '_> {
         };
         let c = &mut self.conns[i];
         c.fd = fd;
+        c.rcvlowat = 1;
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
             u64: token(i, c.gen),

@@ -18,6 +18,7 @@ pub mod clock;
 mod conn;
 mod drive;
 mod epoll;
+mod lowat;
 pub mod pin;
 mod plan;
 pub mod ring;

@@ -18,6 +18,7 @@ use xload_stats::ErrorKind;
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
+use crate::lowat::Lowat;
 use crate::ring::{build_ring, next_gen, BufRing, Token};
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -35,11 +36,8 @@ const MIN_WAIT_FLOOR_US: u32 = 20;
 const MIN_WAIT_CEIL_US: u32 = 500;
 /// The min-wait is at most this fraction (1/N) of a connection's round trip.
 const MIN_WAIT_RTT_DIV: u64 = 16;
-/// How often the min-wait follows the completion rate (and stalled low-water
-/// marks are released).
+/// How often the min-wait follows the completion rate.
 const RETUNE_NS: u64 = 10_000_000;
-/// The receive low-water mark never asks for more than this many bytes.
-const LOWAT_MAX: u64 = RECV_BUF as u64 / 2;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -127,7 +125,7 @@ struct Conn {
     state: State,
     recv_armed: bool,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
-    lowat: u32,
+    rcvlowat: u32,
     backoff: Backoff,
     ex: Exchange,
 }
@@ -157,13 +155,8 @@ struct Driver<'c, 'p> {
     batch_want: usize,
     /// Microseconds an enter waits for `batch_want` before it settles for one.
     min_wait_us: u32,
-    /// Pipelined closed loop: each socket's SO_RCVLOWAT asks for the bytes of
-    /// the answers still due (see `set_lowat`).
-    lowat_on: bool,
-    /// The smallest answer seen by this worker, bytes on the wire.
-    min_wire: u64,
-    /// A connection's round trip, from the last retune (0 = not known yet).
-    rtt_ns: u64,
+    /// Pipelined closed loop: receive low-water marks (see `lowat`).
+    lowat: Lowat,
 }
 
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
@@ -189,7 +182,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
                 gen: 0,
                 state: State::Closed { until_ns: 0 },
                 recv_armed: false,
-                lowat: 1,
+                rcvlowat: 1,
                 backoff: Backoff::default(),
                 ex: Exchange::new(plan.head, pipeline),
             })
@@ -213,9 +206,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             (nconns / 8).clamp(1, 64)
         },
         min_wait_us: MIN_WAIT_FLOOR_US,
-        lowat_on: pipeline > 1 && plan.open_loop.is_none(),
-        min_wire: u64::MAX,
-        rtt_ns: 0,
+        lowat: Lowat::new(pipeline, plan.open_loop.is_some(), now_ns()),
         ctx,
     };
     d.main_loop();
@@ -295,8 +286,14 @@ impl Driver<'_, '_> {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;
             }
-            if (self.batch_want > 1 || self.lowat_on) && now >= tune.0 + RETUNE_NS {
+            if self.batch_want > 1 && now >= tune.0 + RETUNE_NS {
                 tune = self.retune(now, tune);
+            }
+            let in_flight = (self.conns.len() * self.pipeline) as u64;
+            if let Some(stall_ns) = self.lowat.tick(now, self.ctx.rec.requests(), in_flight) {
+                for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
+                    Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+                }
             }
             if self.ctx.open_loop {
                 self.dispatch(now);
@@ -322,63 +319,15 @@ impl Driver<'_, '_> {
         let n = self.ctx.rec.requests();
         let done = n.saturating_sub(n0);
         let in_flight = (self.conns.len() * self.pipeline) as u64;
-        if let Some(rtt) = in_flight.saturating_mul(now - t0).checked_div(done) {
-            self.rtt_ns = rtt;
-        }
-        if self.batch_want > 1 {
-            self.min_wait_us = batch_min_wait_us(in_flight, now - t0, done);
-        }
-        if self.lowat_on {
-            self.release_stalled(now);
-        }
+        self.min_wait_us = batch_min_wait_us(in_flight, now - t0, done);
         (now, n)
     }
 
-    /// Sets connection `i`'s SO_RCVLOWAT to the bytes of the answers it still
-    /// waits for, counted at the smallest answer seen (a partial one not
-    /// counted), so the kernel wakes the receive once per pipelined batch
-    /// instead of once or twice per answer. That also spares most of the pure
-    /// ACKs each drained read sends (one per read of pushed segments): against
-    /// nginx with -m16 the client's and the server's CPU per request both drop.
-    /// Nothing due (or nothing learned yet): left as it is; the next batch's
-    /// send sets it.
+    /// Sets connection `i`'s receive low-water mark for what it waits for.
     fn set_lowat(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        let due = c.ex.pending.len() as u64;
-        if !self.lowat_on || c.state != State::Open || due == 0 {
-            return;
-        }
-        self.min_wire = self.min_wire.min(c.ex.min_wire);
-        if self.min_wire == u64::MAX {
-            return;
-        }
-        let whole = due - u64::from(c.ex.mid_response());
-        let want = (whole * self.min_wire).clamp(1, LOWAT_MAX) as u32;
-        if want != c.lowat {
-            set_rcvlowat(c.fd, want);
-            c.lowat = want;
-        }
-    }
-
-    /// Answers smaller than any seen before can leave fewer bytes than a
-    /// low-water mark asks for, and the kernel would not wake the receive:
-    /// a connection whose oldest request waited over twice the round trip
-    /// (at least 2 ms) with a raised mark gets the default back, which wakes
-    /// it at once if anything is queued. Its next batch raises it again,
-    /// from the smaller size, since the answers it then reads lower the minimum.
-    fn release_stalled(&mut self, now: u64) {
-        let limit = (self.rtt_ns * 2).max(2_000_000);
-        for c in self.conns.iter_mut() {
-            if c.lowat > 1
-                && c.state == State::Open
-                && c.ex
-                    .pending
-                    .oldest_sent_ns()
-                    .is_some_and(|t| now.saturating_sub(t) > limit)
-            {
-                set_rcvlowat(c.fd, 1);
-                c.lowat = 1;
-            }
+        if c.state == State::Open {
+            self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
         }
     }
 
@@ -566,7 +515,7 @@ impl Driver<'_, '_> {
         };
         let c = &mut self.conns[i];
         c.fd = fd;
-        c.lowat = 1;
+        c.rcvlowat = 1;
         c.state = State::Connecting;
         let tok = Token {
             kind: OP_CONNECT,
@@ -680,22 +629,6 @@ impl Driver<'_, '_> {
             }
         }
     }
-}
-
-/// Sets SO_RCVLOWAT (Linux wakes a waiting receive at once if the queued
-/// bytes already reach the new mark). A failure leaves the default: harmless.
-fn set_rcvlowat(fd: RawFd, bytes: u32) {
-    let v = bytes as libc::c_int;
-    // SAFETY: fd is an open socket of ours; the option value is a valid c_int.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            4,
-        )
-    };
 }
 
 /// The min-wait for `in_flight` requests of which `done` completed in `dt_ns`:
