@@ -20,6 +20,7 @@
 use std::os::fd::RawFd;
 
 use crate::conn::Exchange;
+use crate::sock::set_int_opt;
 
 /// The mark never asks for more than this (the io_uring receive buffer is
 /// 16 KiB; a bigger batch is read in pieces, each re-marked).
@@ -114,17 +115,12 @@ fn target(due: u64, partial: bool, min_wire: u64) -> Option<u32> {
 /// Sets SO_RCVLOWAT (Linux wakes a waiting receive at once if the queued
 /// bytes already reach the new mark). A failure leaves the default: harmless.
 fn set_rcvlowat(fd: RawFd, bytes: u32) {
-    let v = bytes as libc::c_int;
-    // SAFETY: fd is an open socket of ours; the option value is a valid c_int.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            4,
-        )
-    };
+    let _ = set_int_opt(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        bytes as libc::c_int,
+    );
 }
 
 #[cfg(test)]

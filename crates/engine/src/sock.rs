@@ -64,16 +64,33 @@ pub(crate) fn tcp_socket(family: i32, nonblocking: bool) -> Result<RawFd, i32> {
             .raw_os_error()
             .unwrap_or(libc::EIO));
     }
-    let one: libc::c_int = 1;
-    // SAFETY: fd is ours; the option value is a valid c_int.
-    unsafe {
+    let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    Ok(fd)
+}
+
+/// setsockopt with an int value; returns the errno on failure.
+pub(crate) fn set_int_opt(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> Result<(), i32> {
+    // SAFETY: the option value is a valid c_int for the call's duration; a bad
+    // fd is reported by the kernel, not undefined.
+    let rc = unsafe {
         libc::setsockopt(
             fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&one as *const libc::c_int).cast(),
-            4,
-        );
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
     }
-    Ok(fd)
 }

@@ -29,6 +29,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use crate::clock::now_ns;
 use crate::pin;
 use crate::ring::{build_ring, next_gen, BufRing, Token};
+use crate::sock::set_int_opt;
 
 /// How the responder runs.
 #[derive(Clone, Debug)]
@@ -206,21 +207,8 @@ fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     }
     // SAFETY: fd is a fresh socket we own; TcpListener takes ownership.
     let l = unsafe { TcpListener::from_raw_fd(fd) };
-    let one: libc::c_int = 1;
     for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
-        // SAFETY: valid fd and option value.
-        if unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                (&one as *const libc::c_int).cast(),
-                4,
-            )
-        } != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
+        set_int_opt(fd, libc::SOL_SOCKET, opt, 1).map_err(io::Error::from_raw_os_error)?;
     }
     let sa = crate::sock::sockaddr(addr);
     // SAFETY: the address is valid for `len` bytes.
@@ -509,17 +497,7 @@ impl Responder {
     }
 
     fn on_accept(&mut self, fd: RawFd) {
-        let one: libc::c_int = 1;
-        // SAFETY: fd was just accepted and is ours.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_NODELAY,
-                (&one as *const libc::c_int).cast(),
-                4,
-            )
-        };
+        let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
         let i = match self.free.pop() {
             Some(i) => i as usize,
             None => {
