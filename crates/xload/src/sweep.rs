@@ -174,13 +174,18 @@ pub struct Point {
 }
 
 /// The knee: index of the first step after which RPS grows by less than
-/// `min_gain` while p99 grows by more than `p99_factor`.
+/// `min_gain` while p99 grows by more than `p99_factor`, and no later step
+/// beats its RPS by `min_gain` or more (a dip from a disturbed step — a VM
+/// whose CPU was stolen for a moment — is not a knee when the load that
+/// follows still raises throughput).
 pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usize> {
     (1..points.len()).find_map(|k| {
         let (a, b) = (points[k - 1], points[k]);
         let gain = b.rps / a.rps.max(1e-9) - 1.0;
         let growth = b.p99_us / a.p99_us.max(1.0);
-        (gain < min_gain && growth > p99_factor).then_some(k - 1)
+        let later_best = points[k..].iter().map(|p| p.rps).fold(0.0, f64::max);
+        let still_rising = later_best >= a.rps * (1.0 + min_gain);
+        (gain < min_gain && growth > p99_factor && !still_rising).then_some(k - 1)
     })
 }
 
@@ -491,10 +496,10 @@ pub fn print_knee(r: &SweepResult, out: Sink) {
                 rep.rps,
                 fmt_us(rep.latency_us.p99)
             ));
+            // At least one connection (or request per second).
+            let (low, high) = ((load * 0.5).max(1.0), (load * 0.7).max(1.0));
             out.line(&format!(
-                "recommended operating range: {key} {:.0}{unit}–{:.0}{unit} (≈ {:.0}–{:.0} req/s, 50–70% of the knee)",
-                load * 0.5,
-                load * 0.7,
+                "recommended operating range: {key} {low:.0}{unit}–{high:.0}{unit} (≈ {:.0}–{:.0} req/s, 50–70% of the knee)",
                 rep.rps * 0.5,
                 rep.rps * 0.7
             ));
@@ -655,6 +660,22 @@ mod tests {
             (32.0, 800.0, 40_000.0),
         ]);
         assert_eq!(find_knee(&p, 0.10, 1.5), Some(3));
+    }
+
+    #[test]
+    fn a_dip_followed_by_higher_throughput_is_not_the_knee() {
+        // A step disturbed by a stolen CPU (2 → 3.6k) while the load that
+        // follows still raises throughput up to 93k: the knee is at the plateau.
+        let p = pts(&[
+            (1.0, 18_434.0, 178.0),
+            (2.0, 3_653.0, 3_600.0),
+            (4.0, 3_741.0, 7_690.0),
+            (8.0, 20_333.0, 6_640.0),
+            (16.0, 57_645.0, 6_260.0),
+            (32.0, 93_577.0, 3_430.0),
+            (64.0, 91_712.0, 6_310.0),
+        ]);
+        assert_eq!(find_knee(&p, 0.10, 1.5), Some(5));
     }
 
     #[test]
