@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use support::run::{read_json, run_xload, TempDir};
 use support::server::{Behavior, TestServer};
+use support::timing::{last_run_disturbed, undisturbed};
 
 fn pin_to(cpu: usize) {
     // SAFETY: plain affinity syscalls on the calling thread with a valid set.
@@ -86,30 +87,46 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
         "{stdout}"
     );
 
-    // 2. A light open-loop run on the same CPU, nothing else on it.
+    // 2. A light open-loop run on the same CPU, nothing else on it. Measured
+    // again if the machine stalled or the hypervisor stole the CPU meanwhile.
     let light = dir.join("light.json");
-    let (status, stdout, stderr, _) = run_xload([
-        "-c",
-        "4",
-        "--rate",
-        "200",
-        "-d",
-        "1500ms",
-        "--warmup",
-        "300ms",
-        "--cpus",
-        &gen_cpu.to_string(),
-        "--json",
-        light.to_str().unwrap(),
-        &server.url("/"),
-    ]);
+    let (status, stdout, stderr, _) = undisturbed(|| {
+        run_xload([
+            "-c",
+            "4",
+            "--rate",
+            "200",
+            "-d",
+            "1500ms",
+            "--warmup",
+            "300ms",
+            "--cpus",
+            &gen_cpu.to_string(),
+            "--json",
+            light.to_str().unwrap(),
+            &server.url("/"),
+        ])
+    });
     assert!(status.success(), "{stderr}");
     let r = read_json(&light);
     let client = &r["client"];
-    assert_eq!(
-        client["saturated"], false,
-        "a 200 req/s run cannot saturate a CPU: {client:#}"
-    );
-    let last = stdout.lines().last().unwrap_or("");
-    assert!(last.starts_with("client: not saturated"), "{stdout}");
+    if last_run_disturbed() {
+        // Three tries with the CPU taken away: sends may honestly have left
+        // late (the verdict then says the client could not keep the rate), but
+        // no CPU was saturated by a 200 req/s run.
+        let reasons = client["reasons"].as_array().cloned().unwrap_or_default();
+        assert!(
+            reasons
+                .iter()
+                .all(|r| r.as_str().is_some_and(|r| r.starts_with("open loop:"))),
+            "a 200 req/s run cannot saturate a CPU: {client:#}"
+        );
+    } else {
+        assert_eq!(
+            client["saturated"], false,
+            "a 200 req/s run cannot saturate a CPU: {client:#}"
+        );
+        let last = stdout.lines().last().unwrap_or("");
+        assert!(last.starts_with("client: not saturated"), "{stdout}");
+    }
 }
