@@ -77,10 +77,7 @@ impl Lowat {
         if !self.on || now < t0 + TICK_NS {
             return None;
         }
-        if let Some(rtt) = in_flight
-            .saturating_mul(now - t0)
-            .checked_div(answers.saturating_sub(n0))
-        {
+        if let Some(rtt) = round_trip_ns(in_flight, now - t0, answers.saturating_sub(n0)) {
             self.rtt_ns = rtt;
         }
         self.tick = (now, answers);
@@ -100,6 +97,12 @@ impl Lowat {
             *mark = 1;
         }
     }
+}
+
+/// A connection's round trip when `done` of `in_flight` requests completed in
+/// `dt_ns` (in flight / rate); None when nothing completed.
+pub(crate) fn round_trip_ns(in_flight: u64, dt_ns: u64, done: u64) -> Option<u64> {
+    in_flight.saturating_mul(dt_ns).checked_div(done)
 }
 
 /// The mark for `due` answers of at least `min_wire` bytes, one of them

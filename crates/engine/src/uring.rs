@@ -18,7 +18,7 @@ use xload_stats::ErrorKind;
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
-use crate::lowat::Lowat;
+use crate::lowat::{round_trip_ns, Lowat};
 use crate::ring::{build_ring, next_gen, BufRing, Token};
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -634,7 +634,7 @@ impl Driver<'_, '_> {
 /// The min-wait for `in_flight` requests of which `done` completed in `dt_ns`:
 /// 1/16 of the round trip (in flight / rate), within the floor and ceiling.
 fn batch_min_wait_us(in_flight: u64, dt_ns: u64, done: u64) -> u32 {
-    match in_flight.saturating_mul(dt_ns).checked_div(done) {
+    match round_trip_ns(in_flight, dt_ns, done) {
         Some(rtt_ns) => (rtt_ns / 1000 / MIN_WAIT_RTT_DIV)
             .clamp(MIN_WAIT_FLOOR_US as u64, MIN_WAIT_CEIL_US as u64)
             as u32,
