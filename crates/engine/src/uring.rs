@@ -8,6 +8,13 @@
 //! `io_uring_enter` submits everything queued and waits for at least one
 //! completion (or the next timer), then all completions are handled and the
 //! consumed receive buffers are published back in one store.
+//!
+//! Sockets are registered in the ring's file table (slot = connection index,
+//! updated by a FilesUpdate SQE queued ahead of the connect, so no extra
+//! syscall): sends and receives then name the slot, and the kernel skips the
+//! per-operation file lookup and reference count (`fget`/`fput`, atomics on
+//! the file in a multi-threaded process). Without a table (the registration
+//! failed) they name the descriptor.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -27,6 +34,24 @@ const OP_CONNECT: u8 = 1;
 const OP_LINK_TIMEOUT: u8 = 2;
 const OP_RECV: u8 = 3;
 const OP_SEND: u8 = 4;
+const OP_FILES: u8 = 5;
+
+/// Clears a slot of the registered file table.
+static NO_FD: [RawFd; 1] = [-1];
+
+/// Builds an SQE on connection `$i`'s socket: its registered slot when the
+/// driver has a file table, its descriptor otherwise.
+macro_rules! on_socket {
+    ($d:expr, $i:expr, |$t:ident| $build:expr) => {
+        if $d.fixed {
+            let $t = types::Fixed($i as u32);
+            $build
+        } else {
+            let $t = types::Fd($d.conns[$i].fd);
+            $build
+        }
+    };
+}
 
 /// Batched waits (Linux 6.12+ min-wait): with many connections, an enter waits
 /// for up to `batch_want` completions but, once this many microseconds have
@@ -157,6 +182,8 @@ struct Driver<'c, 'p> {
     min_wait_us: u32,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
+    /// Sockets are named by their slot in the ring's registered file table.
+    fixed: bool,
 }
 
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
@@ -168,6 +195,9 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     let bufs = BufRing::new(nbufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
     bufs.register(&ring)
         .map_err(|e| format!("register buffer ring: {e}"))?;
+    // A sparse table (Linux 5.19+) of one slot per connection; without it the
+    // driver names descriptors, which works everywhere.
+    let fixed = ring.submitter().register_files_sparse(nconns as u32).is_ok();
     let pipeline = plan.pipeline.max(1);
     let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
     for _ in 0..pipeline {
@@ -207,12 +237,17 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         },
         min_wait_us: MIN_WAIT_FLOOR_US,
         lowat: Lowat::new(pipeline, plan.open_loop.is_some(), now_ns()),
+        fixed,
         ctx,
     };
     d.main_loop();
     let cq_overflow = d.ring.completion().overflow() as u64;
     d.shutdown();
-    Ok(DriverStats { mode, cq_overflow })
+    Ok(DriverStats {
+        mode,
+        cq_overflow,
+        fixed_files: d.fixed,
+    })
 }
 
 impl<'p> Transport<'p> for Driver<'_, 'p> {
@@ -236,20 +271,16 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn transmit(&mut self, i: usize, n: usize, _now: u64) {
         // Counted when queued (a failed send is counted as an error).
         self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
-        let c = &self.conns[i];
         let tok = Token {
             kind: OP_SEND,
-            gen: c.gen,
+            gen: self.conns[i].gen,
             index: i as u32,
         }
         .encode();
-        let e = opcode::Send::new(
-            types::Fd(c.fd),
-            self.batch.as_ptr(),
-            (n * self.req_len) as u32,
-        )
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build()
+        let (buf, len) = (self.batch.as_ptr(), (n * self.req_len) as u32);
+        let e = on_socket!(self, i, |s| opcode::Send::new(s, buf, len)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build())
         .flags(squeue::Flags::SKIP_SUCCESS)
         .user_data(tok);
         // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
@@ -463,6 +494,10 @@ impl Driver<'_, '_> {
                 }
                 self.replace(i, now, true);
             }
+            // A table update failed (it posts nothing when it succeeds): name
+            // descriptors from now on; operations already queued on the slot
+            // fail and their connections are replaced.
+            OP_FILES => self.fixed = false,
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -489,9 +524,8 @@ impl Driver<'_, '_> {
             index: i as u32,
         }
         .encode();
-        let e = opcode::RecvMulti::new(types::Fd(c.fd), self.bufs.bgid())
-            .build()
-            .user_data(tok);
+        let bgid = self.bufs.bgid();
+        let e = on_socket!(self, i, |s| opcode::RecvMulti::new(s, bgid).build()).user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
         unsafe { self.push(&e) };
@@ -539,6 +573,9 @@ impl Driver<'_, '_> {
                 }
                 .encode(),
             );
+        if self.fixed {
+            self.set_slot(i, &self.conns[i].fd);
+        }
         self.connects_live += 1;
         // The two must be adjacent in the queue: make room for both first.
         let room = {
@@ -566,11 +603,36 @@ impl Driver<'_, '_> {
             }
             // SAFETY: fd is ours and closed once.
             unsafe { libc::close(c.fd) };
+            if self.fixed {
+                // The table holds the socket open until its slot is cleared.
+                self.set_slot(i, &NO_FD[0]);
+            }
         }
+        let c = &mut self.conns[i];
         c.fd = -1;
         c.gen = next_gen(c.gen);
         c.recv_armed = false;
         c.ex.reset();
+    }
+
+    /// Queues an update of slot `i` of the file table to the descriptor at
+    /// `fd` (read by the kernel when the SQE is submitted; -1 clears it).
+    fn set_slot(&mut self, i: usize, fd: *const RawFd) {
+        let e = opcode::FilesUpdate::new(fd, 1)
+            .offset(i as i32)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(
+                Token {
+                    kind: OP_FILES,
+                    gen: 0,
+                    index: i as u32,
+                }
+                .encode(),
+            );
+        // SAFETY: `fd` points into `conns` (never reallocated while the ring
+        // lives) or to a static.
+        unsafe { self.push(&e) };
     }
 
     /// Request timeouts and reconnects after backoff.

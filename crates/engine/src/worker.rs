@@ -33,6 +33,8 @@ pub struct WorkerInfo {
     pub mode: &'static str,
     /// Completions the kernel could not post in the CQ ring at once.
     pub cq_overflow: u64,
+    /// io_uring: sockets were named by their slot in a registered file table.
+    pub fixed_files: bool,
     /// Open loop: intended sends dropped because the queue was full.
     pub dropped: u64,
     /// A failure that stopped this worker early, if any.
@@ -269,6 +271,7 @@ pub fn run_observed(
                     engine,
                     mode: "epoll",
                     cq_overflow: 0,
+                    fixed_files: false,
                     dropped: 0,
                     error: None,
                 };
@@ -318,6 +321,7 @@ pub fn run_observed(
                     Ok(stats) => {
                         info.mode = stats.mode;
                         info.cq_overflow = stats.cq_overflow;
+                        info.fixed_files = stats.fixed_files;
                     }
                     Err(e) => info.error = Some(e),
                 }
@@ -367,6 +371,14 @@ pub fn run_observed(
         workers.push(info);
     }
     let recorder = recorder.ok_or("no workers")?;
+    let mut engine_reason = engine_reason;
+    if engine == EngineKind::Uring {
+        engine_reason.push_str(if workers.iter().all(|w| w.fixed_files) {
+            ", registered sockets"
+        } else {
+            ", socket descriptors (no registered file table)"
+        });
+    }
     let interrupted = stop.load(Ordering::Relaxed);
     Ok(Outcome {
         recorder,
@@ -382,4 +394,6 @@ pub fn run_observed(
 pub(crate) struct DriverStats {
     pub mode: &'static str,
     pub cq_overflow: u64,
+    /// io_uring: sockets were named by their slot in a registered file table.
+    pub fixed_files: bool,
 }
