@@ -388,7 +388,23 @@ pub struct ResponseParser {
     body_bytes: u64,
     /// Bytes of this response consumed by earlier `parse` calls.
     wire_bytes: u64,
+    /// The last head read whole by the fast path, byte for byte (see `recall_head`).
+    memo: Vec<u8>,
+    /// What that head said; `None` while `memo` holds no head.
+    memo_head: Option<HeadMemo>,
 }
+
+/// What the fast path read from one head: the same bytes say the same again.
+#[derive(Clone, Copy, Debug)]
+struct HeadMemo {
+    status: u16,
+    http10: bool,
+    framing: Framing,
+    fields: usize,
+}
+
+/// Heads longer than this are not remembered (nor compared).
+const MEMO_MAX: usize = 512;
 
 /// Outcome of reading bytes in the head states.
 enum HeadEnd {
@@ -418,6 +434,8 @@ impl ResponseParser {
             chunk_size: 0,
             body_bytes: 0,
             wire_bytes: 0,
+            memo: Vec::new(),
+            memo_head: None,
         }
     }
 
@@ -434,7 +452,11 @@ impl ResponseParser {
 
     /// Drops all state: the connection was replaced.
     pub fn reset(&mut self) {
+        // The remembered head is a pure function of its bytes: keep it (and
+        // its buffer, so a connection per request allocates nothing).
+        let (memo, memo_head) = (std::mem::take(&mut self.memo), self.memo_head);
         *self = ResponseParser::new(self.limits, self.head);
+        (self.memo, self.memo_head) = (memo, memo_head);
     }
 
     /// Feeds bytes. See [`Parse`]. After `Complete` the parser is ready for the
@@ -587,7 +609,12 @@ impl ResponseParser {
                 }
                 _ => {
                     if self.state == State::Version(0) {
-                        if let Some(len) = self.fast_head(&input[*pos..]) {
+                        let b = &input[*pos..];
+                        let fast = match self.recall_head(b) {
+                            Some(len) => Some(len),
+                            None => self.fast_head(b).inspect(|&len| self.remember_head(&b[..len])),
+                        };
+                        if let Some(len) = fast {
                             *pos += len;
                             if let Some(r) = self.head_done(*pos)? {
                                 return Ok(Some(r));
@@ -880,6 +907,42 @@ impl ResponseParser {
     ///
     /// Line ends are found from one pass of 16-byte control-byte masks, so the
     /// walk from one line to the next does not wait on the name and value checks.
+    /// A server's answers to the same request usually repeat the same head
+    /// byte for byte (nginx's changes once a second, with its Date): when `b`
+    /// starts with the head last read whole, that head says what it said then,
+    /// and one comparison replaces reading it. Leaves the parser as
+    /// `fast_head` would; `None` when `b` does not start with it.
+    #[inline]
+    fn recall_head(&mut self, b: &[u8]) -> Option<usize> {
+        let m = self.memo_head?;
+        let len = self.memo.len();
+        if b.get(..len)? != self.memo.as_slice() {
+            return None;
+        }
+        self.status = m.status;
+        self.http10 = m.http10;
+        self.framing = m.framing;
+        self.fields = m.fields;
+        self.section_bytes = len;
+        Some(len)
+    }
+
+    /// Remembers the head `fast_head` just read (`head` = its bytes).
+    fn remember_head(&mut self, head: &[u8]) {
+        if head.len() > MEMO_MAX {
+            self.memo_head = None;
+            return;
+        }
+        self.memo.clear();
+        self.memo.extend_from_slice(head);
+        self.memo_head = Some(HeadMemo {
+            status: self.status,
+            http10: self.http10,
+            framing: self.framing,
+            fields: self.fields,
+        });
+    }
+
     #[inline(always)]
     fn fast_head(&mut self, b: &[u8]) -> Option<usize> {
         debug_assert!(self.section_bytes == 0 && self.fields == 0);
@@ -1724,6 +1787,73 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// A head seen before is recalled only when every byte matches: one
+    /// digit of Content-Length, of the status or of a framing value changed
+    /// (same length, so a comparison of lengths would not see it) changes
+    /// what the parser says; an identical head says the same again, also
+    /// after a reset and for a HEAD parser.
+    #[test]
+    fn a_remembered_head_is_recalled_only_byte_for_byte() {
+        let head = |status: &str, cl: &str, conn: &str| {
+            format!("HTTP/1.1 {status}\r\nServer: nginx\r\nContent-Length: {cl}\r\nConnection: {conn}\r\n\r\n")
+        };
+        let mut p = ResponseParser::new(Limits::default(), false);
+        let answer = |p: &mut ResponseParser, h: String, body: &str| {
+            let wire = format!("{h}{body}");
+            match p.parse(wire.as_bytes()) {
+                Ok(Parse::Complete { consumed, response }) => {
+                    assert_eq!(consumed, wire.len(), "{wire:?}");
+                    response
+                }
+                other => panic!("{wire:?}: {other:?}"),
+            }
+        };
+        let a = answer(&mut p, head("200 OK", "13", "keep-alive"), "Hello, world!");
+        let b = answer(&mut p, head("200 OK", "13", "keep-alive"), "Hello, world!");
+        assert_eq!((a.status, a.body_bytes, a.keep_alive), (200, 13, true));
+        assert_eq!((b.status, b.body_bytes, b.keep_alive), (200, 13, true));
+        // Content-Length 13 -> 12: a recalled head would wait for 13 bytes.
+        let c = answer(&mut p, head("200 OK", "12", "keep-alive"), "Hello, world");
+        assert_eq!(c.body_bytes, 12);
+        let c = answer(&mut p, head("200 OK", "12", "keep-alive"), "Hello, world");
+        assert_eq!(c.body_bytes, 12);
+        let d = answer(&mut p, head("503 OK", "12", "keep-alive"), "Hello, world");
+        assert_eq!(d.status, 503);
+        let e = answer(&mut p, head("503 OK", "12", "keep-aliv_"), "Hello, world");
+        assert!(e.keep_alive, "an unknown token does not close");
+        let f = answer(&mut p, head("503 OK", "12", "close\t\t\t "), "Hello, world");
+        assert!(!f.keep_alive, "Connection: close");
+        p.reset();
+        let g = answer(&mut p, head("503 OK", "12", "close\t\t\t "), "Hello, world");
+        assert_eq!((g.status, g.body_bytes, g.keep_alive), (503, 12, false));
+        p.set_head(true);
+        let h = answer(&mut p, head("503 OK", "12", "close\t\t\t "), "");
+        assert_eq!((h.status, h.body_bytes), (503, 0), "HEAD: no body");
+        // A head cut short is not a remembered one: the state machine waits.
+        let mut q = ResponseParser::new(Limits::default(), false);
+        let full = head("200 OK", "0", "keep-alive");
+        answer(&mut q, full.clone(), "");
+        assert_eq!(q.parse(&full.as_bytes()[..full.len() - 1]), Ok(Parse::Partial));
+        assert!(matches!(q.parse(b"\n"), Ok(Parse::Complete { consumed: 1, .. })));
+    }
+
+    /// Heads longer than the memo's bound are read every time, and right.
+    #[test]
+    fn long_heads_are_not_remembered_and_still_parse() {
+        let filler = "x".repeat(MEMO_MAX);
+        let wire = format!("HTTP/1.1 200 OK\r\nX-Fill: {filler}\r\nContent-Length: 2\r\n\r\nhi");
+        let mut p = ResponseParser::new(Limits::default(), false);
+        for _ in 0..3 {
+            match p.parse(wire.as_bytes()) {
+                Ok(Parse::Complete { consumed, response }) => {
+                    assert_eq!((consumed, response.body_bytes), (wire.len(), 2));
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(p.memo_head.is_none());
+        }
     }
 
     #[test]
