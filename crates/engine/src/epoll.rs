@@ -15,7 +15,7 @@ use xload_stats::ErrorKind;
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
-use crate::lowat::Lowat;
+use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -54,6 +54,8 @@ struct Driver<'c, 'p> {
     idle: Vec<u32>,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
+    /// The connections' round trip: stalled marks are released after twice it.
+    rtt: RoundTrip,
 }
 
 fn errno() -> i32 {
@@ -101,7 +103,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),
         idle: Vec::with_capacity(nconns),
-        lowat: Lowat::new(pipeline, plan.open_loop.is_some(), now_ns()),
+        lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
+        rtt: RoundTrip::new(now_ns()),
         ctx,
     };
     d.main_loop();
@@ -173,9 +176,11 @@ impl Driver<'_, '_> {
                 next_sweep = now + sweep_ns;
             }
             let in_flight = (self.conns.len() * self.pipeline) as u64;
-            if let Some(stall_ns) = self.lowat.tick(now, self.ctx.rec.requests(), in_flight) {
-                for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
-                    Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+            if self.rtt.tick(now, self.ctx.rec.requests(), in_flight) {
+                if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
+                    for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
+                        Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+                    }
                 }
             }
             if self.ctx.open_loop {

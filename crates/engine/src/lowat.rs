@@ -30,25 +30,57 @@ pub(crate) const TICK_NS: u64 = 10_000_000;
 /// A raised mark is released after max(2 × round trip, this).
 const MIN_STALL_NS: u64 = 2_000_000;
 
+/// A connection's round trip, measured every `TICK_NS` from the answers
+/// counted in that interval (requests in flight / answer rate). One per
+/// worker: the io_uring batched wait and the low-water marks both follow it.
+pub(crate) struct RoundTrip {
+    /// The last tick: time and answers counted then.
+    last: (u64, u64),
+    /// The last measured round trip (kept while nothing is answered).
+    rtt_ns: Option<u64>,
+}
+
+impl RoundTrip {
+    pub fn new(now: u64) -> RoundTrip {
+        RoundTrip {
+            last: (now, 0),
+            rtt_ns: None,
+        }
+    }
+
+    /// Measures again if a tick has passed since the last one (`answers` =
+    /// the worker's count so far): true when it did.
+    pub fn tick(&mut self, now: u64, answers: u64, in_flight: u64) -> bool {
+        let (t0, n0) = self.last;
+        if now < t0 + TICK_NS {
+            return false;
+        }
+        if let Some(rtt) = round_trip_ns(in_flight, now - t0, answers.saturating_sub(n0)) {
+            self.rtt_ns = Some(rtt);
+        }
+        self.last = (now, answers);
+        true
+    }
+
+    /// The last measured round trip; None until an answer was counted.
+    pub fn ns(&self) -> Option<u64> {
+        self.rtt_ns
+    }
+}
+
 /// One worker's low-water marks.
 pub(crate) struct Lowat {
     on: bool,
     /// The smallest answer seen by this worker, bytes on the wire.
     min_wire: u64,
-    /// Round trip of a connection, from the last tick (0 = not known yet).
-    rtt_ns: u64,
-    /// The last tick: time and answers counted then.
-    tick: (u64, u64),
 }
 
 impl Lowat {
     /// On for a closed loop with more than one request in flight per connection.
-    pub fn new(pipeline: usize, open_loop: bool, now: u64) -> Lowat {
+    pub fn new(pipeline: usize, open_loop: bool) -> Lowat {
         Lowat {
             on: pipeline > 1 && !open_loop,
             min_wire: u64::MAX,
-            rtt_ns: 0,
-            tick: (now, 0),
         }
     }
 
@@ -69,19 +101,11 @@ impl Lowat {
         }
     }
 
-    /// Every [`TICK_NS`]: measures the round trip from the answers counted
-    /// since the last tick (`answers` in all, `in_flight` requests out) and
-    /// returns the age past which a raised mark counts as stalled.
-    pub fn tick(&mut self, now: u64, answers: u64, in_flight: u64) -> Option<u64> {
-        let (t0, n0) = self.tick;
-        if !self.on || now < t0 + TICK_NS {
-            return None;
-        }
-        if let Some(rtt) = round_trip_ns(in_flight, now - t0, answers.saturating_sub(n0)) {
-            self.rtt_ns = rtt;
-        }
-        self.tick = (now, answers);
-        Some((self.rtt_ns * 2).max(MIN_STALL_NS))
+    /// How long a raised mark may hold a request back before it is released:
+    /// twice the round trip, at least `MIN_STALL_NS`; None when marks are off.
+    pub fn stall_ns(&self, round_trip: Option<u64>) -> Option<u64> {
+        self.on
+            .then(|| (round_trip.unwrap_or(0) * 2).max(MIN_STALL_NS))
     }
 
     /// Gives `fd` the default mark back if it is raised and the oldest request
@@ -149,15 +173,22 @@ mod tests {
 
     #[test]
     fn tick_measures_the_round_trip_and_the_stall_age() {
-        let mut l = Lowat::new(16, false, 0);
-        assert_eq!(l.tick(TICK_NS - 1, 10, 1600), None, "not yet");
+        let mut rt = RoundTrip::new(0);
+        let l = Lowat::new(16, false);
+        assert!(!rt.tick(TICK_NS - 1, 10, 1600), "not yet");
+        assert_eq!(rt.ns(), None);
+        assert_eq!(l.stall_ns(rt.ns()), Some(MIN_STALL_NS), "nothing known yet");
         // 1600 in flight, 16,000 answers in 10 ms: 1 ms round trip, 2 ms stall age.
-        assert_eq!(l.tick(TICK_NS, 16_000, 1600), Some(2_000_000));
+        assert!(rt.tick(TICK_NS, 16_000, 1600));
+        assert_eq!(rt.ns(), Some(1_000_000));
+        assert_eq!(l.stall_ns(rt.ns()), Some(2_000_000));
         // 1600 answers in the next 10 ms: 10 ms round trip.
-        assert_eq!(l.tick(2 * TICK_NS, 17_600, 1600), Some(20_000_000));
+        assert!(rt.tick(2 * TICK_NS, 17_600, 1600));
+        assert_eq!(l.stall_ns(rt.ns()), Some(20_000_000));
         // Nothing answered: the last round trip is kept.
-        assert_eq!(l.tick(3 * TICK_NS, 17_600, 1600), Some(20_000_000));
-        assert!(!Lowat::new(1, false, 0).on, "no pipelining: off");
-        assert!(!Lowat::new(16, true, 0).on, "open loop: off");
+        assert!(rt.tick(3 * TICK_NS, 17_600, 1600));
+        assert_eq!(rt.ns(), Some(10_000_000));
+        assert_eq!(Lowat::new(1, false).stall_ns(rt.ns()), None, "no pipelining: off");
+        assert_eq!(Lowat::new(16, true).stall_ns(rt.ns()), None, "open loop: off");
     }
 }

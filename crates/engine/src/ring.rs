@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use io_uring::types::BufRingEntry;
 use io_uring::IoUring;
 
+/// Adds setup flags to a ring builder.
+type SetupFlags = fn(&mut io_uring::Builder);
+
 /// Builds a ring for a single thread. Tries, in order:
 /// SINGLE_ISSUER + DEFER_TASKRUN (6.1+: completions run only when this thread
 /// enters the kernel, so one `io_uring_enter` reaps a whole batch), then
@@ -16,7 +19,7 @@ use io_uring::IoUring;
 /// mode that was accepted. The ring must be used only by the creating thread.
 pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'static str)> {
     let cq_entries = cq_entries.max(sq_entries * 2).next_power_of_two();
-    let attempts: [(&'static str, fn(&mut io_uring::Builder)); 3] = [
+    let attempts: [(&'static str, SetupFlags); 3] = [
         ("single_issuer+defer_taskrun", |b| {
             b.setup_single_issuer().setup_defer_taskrun();
         }),

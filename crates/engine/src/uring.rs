@@ -25,7 +25,7 @@ use xload_stats::ErrorKind;
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
-use crate::lowat::{round_trip_ns, Lowat};
+use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{build_ring, next_gen, BufRing, Token};
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
@@ -56,13 +56,11 @@ macro_rules! on_socket {
 /// Batched waits (Linux 6.12+ min-wait): with many connections, an enter waits
 /// for up to `batch_want` completions but, once this many microseconds have
 /// passed, returns with what it has. The floor and ceiling of that min-wait;
-/// between them it follows the connections' round trip (see `retune`).
+/// between them it follows the connections' round trip (see `batch_min_wait_us`).
 const MIN_WAIT_FLOOR_US: u32 = 20;
 const MIN_WAIT_CEIL_US: u32 = 500;
 /// The min-wait is at most this fraction (1/N) of a connection's round trip.
 const MIN_WAIT_RTT_DIV: u64 = 16;
-/// How often the min-wait follows the completion rate.
-const RETUNE_NS: u64 = 10_000_000;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -182,6 +180,8 @@ struct Driver<'c, 'p> {
     min_wait_us: u32,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
+    /// The connections' round trip: the min-wait and the marks follow it.
+    rtt: RoundTrip,
     /// Sockets are named by their slot in the ring's registered file table.
     fixed: bool,
 }
@@ -236,7 +236,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             (nconns / 8).clamp(1, 64)
         },
         min_wait_us: MIN_WAIT_FLOOR_US,
-        lowat: Lowat::new(pipeline, plan.open_loop.is_some(), now_ns()),
+        lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
+        rtt: RoundTrip::new(now_ns()),
         fixed,
         ctx,
     };
@@ -307,7 +308,6 @@ impl Driver<'_, '_> {
         // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
         let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         let mut next_sweep = now + sweep_ns;
-        let mut tune = (now, self.ctx.rec.requests());
         loop {
             let now = now_ns();
             if !self.ctx.on_time(now) {
@@ -317,13 +317,13 @@ impl Driver<'_, '_> {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;
             }
-            if self.batch_want > 1 && now >= tune.0 + RETUNE_NS {
-                tune = self.retune(now, tune);
-            }
             let in_flight = (self.conns.len() * self.pipeline) as u64;
-            if let Some(stall_ns) = self.lowat.tick(now, self.ctx.rec.requests(), in_flight) {
-                for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
-                    Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+            if self.rtt.tick(now, self.ctx.rec.requests(), in_flight) {
+                self.min_wait_us = batch_min_wait_us(self.rtt.ns());
+                if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
+                    for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
+                        Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+                    }
                 }
             }
             if self.ctx.open_loop {
@@ -337,21 +337,6 @@ impl Driver<'_, '_> {
             let now = now_ns();
             self.reap(now);
         }
-    }
-
-    /// Sets the batched wait from the last interval's completion rate: an enter
-    /// waits at most 1/16 of a connection's round trip (the `batch_want` =
-    /// connections/8 answers take about 1/8 of it to arrive), within the floor
-    /// and ceiling. Answers reaped later than they arrived add at most that to
-    /// their latency (half of it on average, ~3%) and the same to a closed
-    /// loop's pace; in exchange, when the server is the bottleneck and this
-    /// loop mostly waits, a wake-up (several µs in a VM) serves several answers.
-    fn retune(&mut self, now: u64, (t0, n0): (u64, u64)) -> (u64, u64) {
-        let n = self.ctx.rec.requests();
-        let done = n.saturating_sub(n0);
-        let in_flight = (self.conns.len() * self.pipeline) as u64;
-        self.min_wait_us = batch_min_wait_us(in_flight, now - t0, done);
-        (now, n)
     }
 
     /// Sets connection `i`'s receive low-water mark for what it waits for.
@@ -693,15 +678,18 @@ impl Driver<'_, '_> {
     }
 }
 
-/// The min-wait for `in_flight` requests of which `done` completed in `dt_ns`:
-/// 1/16 of the round trip (in flight / rate), within the floor and ceiling.
-fn batch_min_wait_us(in_flight: u64, dt_ns: u64, done: u64) -> u32 {
-    match round_trip_ns(in_flight, dt_ns, done) {
-        Some(rtt_ns) => (rtt_ns / 1000 / MIN_WAIT_RTT_DIV)
-            .clamp(MIN_WAIT_FLOOR_US as u64, MIN_WAIT_CEIL_US as u64)
-            as u32,
-        None => MIN_WAIT_FLOOR_US,
-    }
+/// The batched wait for a connection round trip of `rtt_ns`: an enter waits
+/// at most 1/16 of it (the `batch_want` = connections/8 answers take about 1/8
+/// of it to arrive), within the floor and ceiling; the floor while it is not
+/// known. Answers reaped later than they arrived add at most that to their
+/// latency (half of it on average, ~3%) and the same to a closed loop's pace;
+/// in exchange, when the server is the bottleneck and this loop mostly waits,
+/// a wake-up (several µs in a VM) serves several answers.
+fn batch_min_wait_us(rtt_ns: Option<u64>) -> u32 {
+    rtt_ns.map_or(MIN_WAIT_FLOOR_US, |rtt| {
+        (rtt / 1000 / MIN_WAIT_RTT_DIV).clamp(MIN_WAIT_FLOOR_US as u64, MIN_WAIT_CEIL_US as u64)
+            as u32
+    })
 }
 
 #[cfg(test)]
@@ -711,13 +699,10 @@ mod tests {
     #[test]
     fn batch_min_wait_follows_the_round_trip() {
         // 100 connections answering 100k/s: 1 ms round trip, 62 µs wait.
-        assert_eq!(batch_min_wait_us(100, 10_000_000, 1_000), 62);
-        // A fast loop: floor. A slow or stalled one: ceiling, or floor when nothing completed.
-        assert_eq!(
-            batch_min_wait_us(100, 10_000_000, 100_000),
-            MIN_WAIT_FLOOR_US
-        );
-        assert_eq!(batch_min_wait_us(1600, 10_000_000, 10), MIN_WAIT_CEIL_US);
-        assert_eq!(batch_min_wait_us(100, 10_000_000, 0), MIN_WAIT_FLOOR_US);
+        assert_eq!(batch_min_wait_us(Some(1_000_000)), 62);
+        // A fast loop: floor. A slow one: ceiling. Not known yet: floor.
+        assert_eq!(batch_min_wait_us(Some(10_000)), MIN_WAIT_FLOOR_US);
+        assert_eq!(batch_min_wait_us(Some(1_600_000_000)), MIN_WAIT_CEIL_US);
+        assert_eq!(batch_min_wait_us(None), MIN_WAIT_FLOOR_US);
     }
 }
