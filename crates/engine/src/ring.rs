@@ -6,8 +6,10 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
 
+use std::os::fd::RawFd;
+
 use io_uring::types::BufRingEntry;
-use io_uring::IoUring;
+use io_uring::{opcode, squeue, IoUring};
 
 /// Adds setup flags to a ring builder.
 type SetupFlags = fn(&mut io_uring::Builder);
@@ -180,6 +182,42 @@ impl Drop for BufRing {
             dealloc(self.bufs, self.bufs_layout);
         }
     }
+}
+
+/// Builds an SQE on a socket: by its slot in the ring's registered file table
+/// when it has one (`$slot`: `Option<u32>`), which spares the kernel a file
+/// lookup and reference count per operation, or by its descriptor `$fd`.
+macro_rules! on_socket {
+    ($slot:expr, $fd:expr, |$t:ident| $build:expr) => {
+        match $slot {
+            Some(slot) => {
+                let $t = io_uring::types::Fixed(slot);
+                $build
+            }
+            None => {
+                let $t = io_uring::types::Fd($fd);
+                $build
+            }
+        }
+    };
+}
+pub(crate) use on_socket;
+
+/// Clears a slot of the registered file table.
+pub static NO_FD: [RawFd; 1] = [-1];
+
+/// An SQE that sets slot `slot` of the registered file table to the
+/// descriptor at `fd` (read when the SQE is submitted; `NO_FD` clears it).
+/// It posts a completion only when it fails.
+///
+/// # Safety
+/// `fd` must stay valid until the SQE is submitted.
+pub unsafe fn slot_update(fd: *const RawFd, slot: u32, user_data: u64) -> squeue::Entry {
+    opcode::FilesUpdate::new(fd, 1)
+        .offset(slot as i32)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data)
 }
 
 /// Packs an operation kind, a connection index and its generation into a

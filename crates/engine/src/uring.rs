@@ -26,7 +26,7 @@ use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
-use crate::ring::{build_ring, next_gen, BufRing, Token};
+use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
 use crate::sock::{sockaddr, tcp_socket, Addr};
 use crate::worker::{Ctx, DriverStats};
 
@@ -35,23 +35,6 @@ const OP_LINK_TIMEOUT: u8 = 2;
 const OP_RECV: u8 = 3;
 const OP_SEND: u8 = 4;
 const OP_FILES: u8 = 5;
-
-/// Clears a slot of the registered file table.
-static NO_FD: [RawFd; 1] = [-1];
-
-/// Builds an SQE on connection `$i`'s socket: its registered slot when the
-/// driver has a file table, its descriptor otherwise.
-macro_rules! on_socket {
-    ($d:expr, $i:expr, |$t:ident| $build:expr) => {
-        if $d.fixed {
-            let $t = types::Fixed($i as u32);
-            $build
-        } else {
-            let $t = types::Fd($d.conns[$i].fd);
-            $build
-        }
-    };
-}
 
 /// Batched waits (Linux 6.12+ min-wait): with many connections, an enter waits
 /// for up to `batch_want` completions but, once this many microseconds have
@@ -279,7 +262,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         }
         .encode();
         let (buf, len) = (self.batch.as_ptr(), (n * self.req_len) as u32);
-        let e = on_socket!(self, i, |s| opcode::Send::new(s, buf, len)
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(s, buf, len)
             .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
             .build())
         .flags(squeue::Flags::SKIP_SUCCESS)
@@ -510,7 +493,7 @@ impl Driver<'_, '_> {
         }
         .encode();
         let bgid = self.bufs.bgid();
-        let e = on_socket!(self, i, |s| opcode::RecvMulti::new(s, bgid).build()).user_data(tok);
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::RecvMulti::new(s, bgid).build()).user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
         unsafe { self.push(&e) };
@@ -600,24 +583,26 @@ impl Driver<'_, '_> {
         c.ex.reset();
     }
 
+    /// Connection `i`'s slot in the registered file table, if sockets are registered.
+    #[inline]
+    fn slot(&self, i: usize) -> Option<u32> {
+        self.fixed.then_some(i as u32)
+    }
+
     /// Queues an update of slot `i` of the file table to the descriptor at
     /// `fd` (read by the kernel when the SQE is submitted; -1 clears it).
     fn set_slot(&mut self, i: usize, fd: *const RawFd) {
-        let e = opcode::FilesUpdate::new(fd, 1)
-            .offset(i as i32)
-            .build()
-            .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(
-                Token {
-                    kind: OP_FILES,
-                    gen: 0,
-                    index: i as u32,
-                }
-                .encode(),
-            );
+        let tok = Token {
+            kind: OP_FILES,
+            gen: 0,
+            index: i as u32,
+        };
         // SAFETY: `fd` points into `conns` (never reallocated while the ring
-        // lives) or to a static.
-        unsafe { self.push(&e) };
+        // lives) or to a static; the entry itself points to nothing else.
+        unsafe {
+            let e = slot_update(fd, i as u32, tok.encode());
+            self.push(&e);
+        }
     }
 
     /// Request timeouts and reconnects after backoff.

@@ -78,10 +78,11 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
     println!(
-        "xload serve: listening on http://{}/ ({workers} worker{}, io_uring {}); /stats has the counters; Ctrl-C stops",
+        "xload serve: listening on http://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
         server.addr,
         if workers == 1 { "" } else { "s" },
-        server.mode
+        server.mode,
+        if server.registered_sockets { ", registered sockets" } else { "" }
     );
     let started = Instant::now();
     while !stop.load(Ordering::Relaxed) && a.run_for.is_none_or(|d| started.elapsed() < d) {

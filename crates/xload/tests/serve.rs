@@ -63,6 +63,17 @@ impl Serve {
     }
 }
 
+impl Serve {
+    /// Stops the responder (SIGINT) and returns what it printed.
+    fn stop(mut self) -> String {
+        let c = self.child.take().expect("running");
+        c.interrupt();
+        let out = c.wait_timeout(Duration::from_secs(5));
+        assert!(!out.timed_out, "xload serve did not stop on SIGINT");
+        out.stdout
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
         if let Some(c) = self.child.take() {
@@ -161,6 +172,44 @@ fn delay_holds_each_answer_and_the_pool_queues_beyond_its_slots() {
         "the last two waited for a slot: {done:?}"
     );
     assert!(done[3] < Duration::from_millis(1500), "{done:?}");
+}
+
+/// Each connection's socket sits in the worker's registered file table at the
+/// connection's index, and a closed connection's slot is cleared and reused:
+/// connections opened one after another (closed by the client, or by the
+/// server after `Connection: close`) each get their own answer, and a load
+/// run afterwards still reconciles. The banner says the sockets are registered.
+#[test]
+fn reused_slots_answer_each_new_connection() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    for k in 0..150 {
+        let mut s = srv.connect();
+        s.write_all(format!("GET /{k} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+            .unwrap();
+        let text = read_responses(&mut s, 1, 0);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "connection {k}: {text}");
+        drop(s);
+        let mut s = srv.connect();
+        s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text)
+            .expect("the server closes after answering");
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "connection {k}, close: {text}");
+    }
+    let (status, _, stderr, _) = run_xload(["-n", "3000", "-c", "8", &srv.url("/")]);
+    assert!(status.success(), "{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let served = srv.stats()["requests"].as_u64().unwrap();
+        if served >= 3300 || Instant::now() > deadline {
+            assert_eq!(served, 3300, "300 single answers and a 3000-request run");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let banner = srv.stop();
+    assert!(banner.contains("registered sockets"), "{banner}");
 }
 
 #[test]

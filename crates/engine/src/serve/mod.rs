@@ -28,7 +28,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::clock::now_ns;
 use crate::pin;
-use crate::ring::{build_ring, next_gen, BufRing, Token};
+use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
 use crate::sock::set_int_opt;
 
 /// How the responder runs.
@@ -106,6 +106,8 @@ pub struct Server {
     pub stats: Arc<ServeStats>,
     /// How each worker's ring was set up.
     pub mode: &'static str,
+    /// Sockets are named by their slot in a registered file table.
+    pub registered_sockets: bool,
     stop: Arc<AtomicBool>,
     handles: Vec<std::thread::JoinHandle<Result<(), String>>>,
 }
@@ -143,14 +145,14 @@ impl Server {
                         pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
                     }
                     let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
-                    let _ = mode_tx.send(r.mode);
+                    let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())
                 })?;
             handles.push(h);
         }
         drop(mode_tx);
-        let mode = mode_rx.recv().unwrap_or("unavailable");
+        let (mode, registered_sockets) = mode_rx.recv().unwrap_or(("unavailable", false));
         if mode == "unavailable" {
             let mut why = String::from("responder workers failed to start");
             for h in handles {
@@ -164,6 +166,7 @@ impl Server {
             addr,
             stats,
             mode,
+            registered_sockets,
             stop,
             handles,
         })
@@ -226,6 +229,11 @@ fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
 const OP_ACCEPT: u8 = 1;
 const OP_RECV: u8 = 2;
 const OP_SEND: u8 = 3;
+const OP_FILES: u8 = 4;
+
+/// Slots of a worker's registered file table (bounded by RLIMIT_NOFILE):
+/// connections beyond them are named by descriptor.
+const MAX_SLOTS: u32 = 4096;
 
 /// Pipelined answers sent in one go, at most.
 const MAX_BATCH: usize = 64;
@@ -263,6 +271,30 @@ struct SConn {
     sending_ok: u32,
     /// The client asked for keep-alive explicitly (HTTP/1.0): answers say it too.
     says_keep_alive: bool,
+    /// The socket sits in the registered file table at this connection's index.
+    fixed: bool,
+}
+
+impl SConn {
+    /// This connection's slot in the registered file table, if it has one.
+    #[inline]
+    fn slot(&self, i: usize) -> Option<u32> {
+        self.fixed.then_some(i as u32)
+    }
+}
+
+/// The soft RLIMIT_NOFILE (0 if unknown): a registered file table may not be larger.
+fn nofile_soft_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        0
+    }
 }
 
 struct Responder {
@@ -292,6 +324,10 @@ struct Responder {
     queued: VecDeque<(u32, u32)>,
     rearm: Vec<u32>,
     cqes: Vec<cqueue::Entry>,
+    /// Descriptors for the registered file table, one per slot (stable: the
+    /// kernel reads a slot's entry when its update is submitted). Empty when
+    /// the table could not be registered.
+    slots: Box<[RawFd]>,
 }
 
 fn ok_response(body_size: usize, connection: &str) -> Vec<u8> {
@@ -322,6 +358,14 @@ impl Responder {
             let batch: Vec<u8> = one.iter().copied().cycle().take(len * MAX_BATCH).collect();
             (batch.into_boxed_slice(), len)
         };
+        // Connection i's socket goes in slot i: sends and receives then skip
+        // the kernel's file lookup and reference count.
+        let nofile = nofile_soft_limit().min(MAX_SLOTS as u64) as u32;
+        let slots = if nofile > 0 && ring.submitter().register_files_sparse(nofile).is_ok() {
+            vec![-1; nofile as usize].into_boxed_slice()
+        } else {
+            Box::default()
+        };
         let (ok_batch, ok_len) = batch_of("");
         let (ok_ka_batch, ok_ka_len) = batch_of("Connection: keep-alive\r\n");
         Ok(Responder {
@@ -346,6 +390,7 @@ impl Responder {
             queued: VecDeque::new(),
             rearm: Vec::new(),
             cqes: Vec::with_capacity(16384),
+            slots,
         })
     }
 
@@ -472,6 +517,10 @@ impl Responder {
                     self.try_finish(i);
                 }
             }
+            // A table update failed (it posts nothing when it succeeds): new
+            // connections are named by descriptor; this slot's operations
+            // fail and its connection is closed.
+            OP_FILES => self.slots = Box::default(),
             OP_SEND => {
                 let i = tok.index as usize;
                 if i >= self.conns.len() || self.conns[i].gen != tok.gen {
@@ -513,6 +562,7 @@ impl Responder {
                     out: Vec::new(),
                     sending_ok: 0,
                     says_keep_alive: false,
+                    fixed: false,
                 });
                 self.conns.len() - 1
             }
@@ -526,6 +576,11 @@ impl Responder {
         c.says_keep_alive = false;
         c.scanner.reset();
         c.owed.clear();
+        c.fixed = i < self.slots.len();
+        if c.fixed {
+            self.slots[i] = fd;
+            self.set_slot(i, &self.slots[i]);
+        }
         let cnt = self.counters();
         cnt.connections.store(
             cnt.connections.load(Ordering::Relaxed) + 1,
@@ -540,8 +595,8 @@ impl Responder {
             return;
         }
         c.recv_armed = true;
-        let e = opcode::RecvMulti::new(types::Fd(c.fd), self.bufs.bgid())
-            .build()
+        let bgid = self.bufs.bgid();
+        let e = on_socket!(c.slot(i), c.fd, |s| opcode::RecvMulti::new(s, bgid).build())
             .user_data(
                 Token {
                     kind: OP_RECV,
@@ -688,9 +743,10 @@ impl Responder {
                 } else {
                     (&self.ok_batch, self.ok_len)
                 };
-                let e = opcode::Send::new(types::Fd(c.fd), batch.as_ptr(), (k * len) as u32)
+                let (buf, n) = (batch.as_ptr(), (k * len) as u32);
+                let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
                     .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-                    .build()
+                    .build())
                     .user_data(
                         Token {
                             kind: OP_SEND,
@@ -742,9 +798,10 @@ impl Responder {
         }
         c.sending = true;
         c.sending_ok = ok;
-        let e = opcode::Send::new(types::Fd(c.fd), c.out.as_ptr(), c.out.len() as u32)
+        let (buf, n) = (c.out.as_ptr(), c.out.len() as u32);
+        let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
+            .build())
             .user_data(
                 Token {
                     kind: OP_SEND,
@@ -786,7 +843,30 @@ impl Responder {
         c.recv_armed = false;
         c.gen = next_gen(c.gen);
         c.owed.clear();
+        if std::mem::take(&mut c.fixed) {
+            // The table holds the socket open until its slot is cleared.
+            if let Some(slot) = self.slots.get_mut(i) {
+                *slot = -1;
+            }
+            self.set_slot(i, &NO_FD[0]);
+        }
         self.free.push(i as u32);
+    }
+
+    /// Queues an update of slot `i` of the file table to the descriptor at
+    /// `fd` (read by the kernel when the SQE is submitted).
+    fn set_slot(&mut self, i: usize, fd: *const RawFd) {
+        let tok = Token {
+            kind: OP_FILES,
+            gen: 0,
+            index: i as u32,
+        };
+        // SAFETY: `fd` points into `slots` (never reallocated while the ring
+        // lives) or to a static.
+        unsafe {
+            let e = slot_update(fd, i as u32, tok.encode());
+            self.push(&e);
+        }
     }
 
     fn shutdown(&mut self) {
