@@ -188,7 +188,15 @@ mod tests {
         // Nothing answered: the last round trip is kept.
         assert!(rt.tick(3 * TICK_NS, 17_600, 1600));
         assert_eq!(rt.ns(), Some(10_000_000));
-        assert_eq!(Lowat::new(1, false).stall_ns(rt.ns()), None, "no pipelining: off");
-        assert_eq!(Lowat::new(16, true).stall_ns(rt.ns()), None, "open loop: off");
+        assert_eq!(
+            Lowat::new(1, false).stall_ns(rt.ns()),
+            None,
+            "no pipelining: off"
+        );
+        assert_eq!(
+            Lowat::new(16, true).stall_ns(rt.ns()),
+            None,
+            "open loop: off"
+        );
     }
 }

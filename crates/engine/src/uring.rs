@@ -180,7 +180,10 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         .map_err(|e| format!("register buffer ring: {e}"))?;
     // A sparse table (Linux 5.19+) of one slot per connection; without it the
     // driver names descriptors, which works everywhere.
-    let fixed = ring.submitter().register_files_sparse(nconns as u32).is_ok();
+    let fixed = ring
+        .submitter()
+        .register_files_sparse(nconns as u32)
+        .is_ok();
     let pipeline = plan.pipeline.max(1);
     let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
     for _ in 0..pipeline {
@@ -262,9 +265,11 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         }
         .encode();
         let (buf, len) = (self.batch.as_ptr(), (n * self.req_len) as u32);
-        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(s, buf, len)
-            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-            .build())
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
+            s, buf, len
+        )
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build())
         .flags(squeue::Flags::SKIP_SUCCESS)
         .user_data(tok);
         // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
@@ -493,7 +498,11 @@ impl Driver<'_, '_> {
         }
         .encode();
         let bgid = self.bufs.bgid();
-        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::RecvMulti::new(s, bgid).build()).user_data(tok);
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::RecvMulti::new(
+            s, bgid
+        )
+        .build())
+        .user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
         unsafe { self.push(&e) };

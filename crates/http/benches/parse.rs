@@ -163,7 +163,10 @@ fn bench(c: &mut Criterion<ThreadCpu>) {
     // comparison and the copy. (The cases above repeat one head, as a server
     // answering one request does between two ticks of its Date.)
     let a = small();
-    let b = String::from_utf8(small()).unwrap().replace("00:00:00", "00:00:01").into_bytes();
+    let b = String::from_utf8(small())
+        .unwrap()
+        .replace("00:00:00", "00:00:01")
+        .into_bytes();
     let mut parser = ResponseParser::new(Limits::default(), false);
     let mut g = c.benchmark_group("small_every_head_new");
     g.throughput(Throughput::Elements(2));

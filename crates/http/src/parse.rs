@@ -612,7 +612,9 @@ impl ResponseParser {
                         let b = &input[*pos..];
                         let fast = match self.recall_head(b) {
                             Some(len) => Some(len),
-                            None => self.fast_head(b).inspect(|&len| self.remember_head(&b[..len])),
+                            None => self
+                                .fast_head(b)
+                                .inspect(|&len| self.remember_head(&b[..len])),
                         };
                         if let Some(len) = fast {
                             *pos += len;
@@ -1835,8 +1837,14 @@ mod tests {
         let mut q = ResponseParser::new(Limits::default(), false);
         let full = head("200 OK", "0", "keep-alive");
         answer(&mut q, full.clone(), "");
-        assert_eq!(q.parse(&full.as_bytes()[..full.len() - 1]), Ok(Parse::Partial));
-        assert!(matches!(q.parse(b"\n"), Ok(Parse::Complete { consumed: 1, .. })));
+        assert_eq!(
+            q.parse(&full.as_bytes()[..full.len() - 1]),
+            Ok(Parse::Partial)
+        );
+        assert!(matches!(
+            q.parse(b"\n"),
+            Ok(Parse::Complete { consumed: 1, .. })
+        ));
     }
 
     /// Heads longer than the memo's bound are read every time, and right.

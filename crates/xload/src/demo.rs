@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser};
 use xload_engine::serve::{ServeConfig, Server};
 
-use crate::sweep::{find_knee, print_knee, run_steps, Mode, Sink, SweepResult};
+use crate::sweep::{find_knee, print_knee, run_steps, Mode, Sink, Steps, SweepResult};
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
@@ -83,16 +83,13 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         .run
         .common;
     let levels = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
-    let (steps, interrupted) = run_steps(
-        &url,
-        &common,
-        Mode::Concurrency,
-        &levels,
-        0,
-        Duration::ZERO,
-        Sink::Stdout,
-        &stop,
-    )?;
+    let steps_of = Steps {
+        mode: Mode::Concurrency,
+        levels: &levels,
+        fixed_conns: 0,
+        cooldown: Duration::ZERO,
+    };
+    let (steps, interrupted) = run_steps(&url, &common, steps_of, Sink::Stdout, &stop)?;
     let served = server.stats.requests();
     let _ = server.stop();
     let mut r = SweepResult {

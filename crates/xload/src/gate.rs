@@ -159,6 +159,14 @@ impl fmt::Display for Gate {
     }
 }
 
+impl Gate {
+    /// Whether the condition holds: for `--fail-if` that is a failure, for an
+    /// SLO (`p99<10ms`) that is the requirement being met.
+    pub fn holds(&self, r: &Report) -> bool {
+        self.violated(r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,13 +191,5 @@ mod tests {
             .contains("unknown metric"));
         assert!(parse_gate("p99>50").unwrap_err().contains("unit"));
         assert!(parse_gate("rps<lots").is_err());
-    }
-}
-
-impl Gate {
-    /// Whether the condition holds: for `--fail-if` that is a failure, for an
-    /// SLO (`p99<10ms`) that is the requirement being met.
-    pub fn holds(&self, r: &Report) -> bool {
-        self.violated(r)
     }
 }

@@ -317,17 +317,29 @@ impl SweepResult {
     }
 }
 
+/// What a run of steps varies: the load (`mode`) through `levels`, with
+/// `fixed_conns` connections in rate mode and `cooldown` between steps.
+pub struct Steps<'l> {
+    pub mode: Mode,
+    pub levels: &'l [f64],
+    pub fixed_conns: usize,
+    pub cooldown: Duration,
+}
+
 /// Runs the steps, printing each row as it completes.
 pub fn run_steps(
     url: &str,
     a: &CommonArgs,
-    mode: Mode,
-    levels: &[f64],
-    fixed_conns: usize,
-    cooldown: Duration,
+    steps_of: Steps<'_>,
     out: Sink,
     stop: &Arc<AtomicBool>,
 ) -> Result<(Vec<(f64, Report)>, bool), Failure> {
+    let Steps {
+        mode,
+        levels,
+        fixed_conns,
+        cooldown,
+    } = steps_of;
     let (d, w) = (Duration::from_secs(5), Duration::from_secs(1));
     let mut steps = Vec::new();
     let header = match mode {
@@ -425,9 +437,13 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let result = if s.find_max {
         find_max(s, &slo, &levels, fixed, out, &stop)?
     } else {
-        let (steps, interrupted) = run_steps(
-            &s.url, &s.common, mode, &levels, fixed, s.cooldown, out, &stop,
-        )?;
+        let steps_of = Steps {
+            mode,
+            levels: &levels,
+            fixed_conns: fixed,
+            cooldown: s.cooldown,
+        };
+        let (steps, interrupted) = run_steps(&s.url, &s.common, steps_of, out, &stop)?;
         let mut r = SweepResult {
             mode,
             steps,
@@ -556,16 +572,13 @@ fn find_max(
         }
     };
     let mut trial = |rate: f64, steps: &mut Vec<(f64, Report)>| -> Result<Option<bool>, Failure> {
-        let (mut st, intr) = run_steps(
-            &s.url,
-            &s.common,
-            Mode::Rate,
-            &[rate],
-            conns,
-            s.cooldown,
-            out,
-            stop,
-        )?;
+        let steps_of = Steps {
+            mode: Mode::Rate,
+            levels: &[rate],
+            fixed_conns: conns,
+            cooldown: s.cooldown,
+        };
+        let (mut st, intr) = run_steps(&s.url, &s.common, steps_of, out, stop)?;
         let Some((_, r)) = st.pop() else {
             return Ok(None);
         };

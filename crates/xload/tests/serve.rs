@@ -187,7 +187,10 @@ fn reused_slots_answer_each_new_connection() {
         s.write_all(format!("GET /{k} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
             .unwrap();
         let text = read_responses(&mut s, 1, 0);
-        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "connection {k}: {text}");
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n"),
+            "connection {k}: {text}"
+        );
         drop(s);
         let mut s = srv.connect();
         s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
@@ -195,7 +198,10 @@ fn reused_slots_answer_each_new_connection() {
         let mut text = String::new();
         s.read_to_string(&mut text)
             .expect("the server closes after answering");
-        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "connection {k}, close: {text}");
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n"),
+            "connection {k}, close: {text}"
+        );
     }
     let (status, _, stderr, _) = run_xload(["-n", "3000", "-c", "8", &srv.url("/")]);
     assert!(status.success(), "{stderr}");

@@ -444,3 +444,50 @@ fn plot_path_with_an_unknown_extension_is_a_usage_error_before_any_traffic() {
         "the sweep ran before the argument was checked"
     );
 }
+
+/// The README's first command: `xload demo` starts its own responder, sweeps
+/// connections 1 → 256 against it and reports each step, the knee and how
+/// many requests the responder answered. Short steps here; every step must
+/// have measured answers without errors, the counts must reconcile with the
+/// responder's own counter, and the sweep JSON must be complete.
+#[test]
+fn demo_sweeps_the_embedded_responder_and_reconciles() {
+    let _serial = serial();
+    let dir = TempDir::new("demo");
+    let json = dir.join("demo.json");
+    let (status, stdout, stderr, elapsed) =
+        run_xload(["demo", "--step", "200ms", "--json", json.to_str().unwrap()]);
+    assert_eq!(exit_code(status), 0, "{stdout}\n{stderr}");
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let doc = read_json(&json);
+    assert_eq!(doc["schema"], "xload-sweep/1");
+    let steps = doc["steps"].as_array().expect("steps");
+    let conns: Vec<u64> = steps
+        .iter()
+        .map(|s| s["connections"].as_u64().unwrap())
+        .collect();
+    assert_eq!(conns, [1, 2, 4, 8, 16, 32, 64, 128, 256], "{stdout}");
+    let mut measured = 0;
+    for s in steps {
+        let n = s["requests"].as_u64().unwrap();
+        assert!(n > 0, "a step without answers: {s}");
+        assert_eq!(s["errors_total"], 0, "{s}");
+        measured += n;
+    }
+    // "the responder answered N requests in all (measured windows: M; ...)":
+    // N counts warm-ups too, so N >= M, and M is the sum of the steps.
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("the responder answered"))
+        .unwrap_or_else(|| panic!("no reconciliation line\n{stdout}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(numbers[1], measured, "{line}");
+    assert!(numbers[0] >= measured, "{line}");
+    assert!(
+        stdout.contains("knee") || stdout.contains("no knee"),
+        "{stdout}"
+    );
+}

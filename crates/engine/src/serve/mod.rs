@@ -596,15 +596,14 @@ impl Responder {
         }
         c.recv_armed = true;
         let bgid = self.bufs.bgid();
-        let e = on_socket!(c.slot(i), c.fd, |s| opcode::RecvMulti::new(s, bgid).build())
-            .user_data(
-                Token {
-                    kind: OP_RECV,
-                    gen: c.gen,
-                    index: i as u32,
-                }
-                .encode(),
-            );
+        let e = on_socket!(c.slot(i), c.fd, |s| opcode::RecvMulti::new(s, bgid).build()).user_data(
+            Token {
+                kind: OP_RECV,
+                gen: c.gen,
+                index: i as u32,
+            }
+            .encode(),
+        );
         // SAFETY: the buffers belong to the registered ring, owned by the responder.
         unsafe { self.push(&e) };
     }
@@ -747,14 +746,14 @@ impl Responder {
                 let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
                     .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
                     .build())
-                    .user_data(
-                        Token {
-                            kind: OP_SEND,
-                            gen: c.gen,
-                            index: i as u32,
-                        }
-                        .encode(),
-                    );
+                .user_data(
+                    Token {
+                        kind: OP_SEND,
+                        gen: c.gen,
+                        index: i as u32,
+                    }
+                    .encode(),
+                );
                 // SAFETY: ok_batch is owned by the responder for its lifetime.
                 unsafe { self.push(&e) };
                 return;
@@ -802,14 +801,14 @@ impl Responder {
         let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build())
-            .user_data(
-                Token {
-                    kind: OP_SEND,
-                    gen: c.gen,
-                    index: i as u32,
-                }
-                .encode(),
-            );
+        .user_data(
+            Token {
+                kind: OP_SEND,
+                gen: c.gen,
+                index: i as u32,
+            }
+            .encode(),
+        );
         // SAFETY: `out` is not touched while `sending` is set, and the slot is not
         // reused before the send completes (see try_finish).
         unsafe { self.push(&e) };

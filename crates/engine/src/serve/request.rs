@@ -352,11 +352,20 @@ mod tests {
         };
         let get = b"GET /stats HTTP/1.1\r\nConnection: keep\r\n\r\n";
         assert_eq!(feed(&mut s, get), vec![Request { stats: true, ..ka }]);
-        assert_eq!(feed(&mut s, &get.repeat(3)), vec![Request { stats: true, ..ka }; 3]);
+        assert_eq!(
+            feed(&mut s, &get.repeat(3)),
+            vec![Request { stats: true, ..ka }; 3]
+        );
         let other = b"GET /stata HTTP/1.1\r\nConnection: keep\r\n\r\n";
         assert_eq!(feed(&mut s, other), vec![ka]);
         let close = b"GET /stata HTTP/1.1\r\nConnection: close\r\n\r\n";
-        assert_eq!(feed(&mut s, close), vec![Request { keep_alive: false, ..ka }]);
+        assert_eq!(
+            feed(&mut s, close),
+            vec![Request {
+                keep_alive: false,
+                ..ka
+            }]
+        );
         // Content-Length 3 then 4: the second body's fourth byte is not a request.
         let post3 = b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
         let post4 = b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd";
