@@ -208,16 +208,21 @@ pub static NO_FD: [RawFd; 1] = [-1];
 
 /// An SQE that sets slot `slot` of the registered file table to the
 /// descriptor at `fd` (read when the SQE is submitted; `NO_FD` clears it).
-/// It posts a completion only when it fails.
+/// It posts a completion (token `kind`, index `slot`) only when it fails.
 ///
 /// # Safety
 /// `fd` must stay valid until the SQE is submitted.
-pub unsafe fn slot_update(fd: *const RawFd, slot: u32, user_data: u64) -> squeue::Entry {
+pub unsafe fn slot_update(fd: *const RawFd, slot: u32, kind: u8) -> squeue::Entry {
+    let tok = Token {
+        kind,
+        gen: 0,
+        index: slot,
+    };
     opcode::FilesUpdate::new(fd, 1)
         .offset(slot as i32)
         .build()
         .flags(squeue::Flags::SKIP_SUCCESS)
-        .user_data(user_data)
+        .user_data(tok.encode())
 }
 
 /// Packs an operation kind, a connection index and its generation into a

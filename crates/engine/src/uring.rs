@@ -601,17 +601,9 @@ impl Driver<'_, '_> {
     /// Queues an update of slot `i` of the file table to the descriptor at
     /// `fd` (read by the kernel when the SQE is submitted; -1 clears it).
     fn set_slot(&mut self, i: usize, fd: *const RawFd) {
-        let tok = Token {
-            kind: OP_FILES,
-            gen: 0,
-            index: i as u32,
-        };
         // SAFETY: `fd` points into `conns` (never reallocated while the ring
         // lives) or to a static; the entry itself points to nothing else.
-        unsafe {
-            let e = slot_update(fd, i as u32, tok.encode());
-            self.push(&e);
-        }
+        unsafe { self.push(&slot_update(fd, i as u32, OP_FILES)) };
     }
 
     /// Request timeouts and reconnects after backoff.

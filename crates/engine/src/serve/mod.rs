@@ -743,19 +743,8 @@ impl Responder {
                     (&self.ok_batch, self.ok_len)
                 };
                 let (buf, n) = (batch.as_ptr(), (k * len) as u32);
-                let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
-                    .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-                    .build())
-                .user_data(
-                    Token {
-                        kind: OP_SEND,
-                        gen: c.gen,
-                        index: i as u32,
-                    }
-                    .encode(),
-                );
-                // SAFETY: ok_batch is owned by the responder for its lifetime.
-                unsafe { self.push(&e) };
+                // SAFETY: the batches are owned by the responder for its lifetime.
+                unsafe { self.queue_send(i, buf, n) };
                 return;
             }
             return; // the front answer is still held
@@ -798,20 +787,9 @@ impl Responder {
         c.sending = true;
         c.sending_ok = ok;
         let (buf, n) = (c.out.as_ptr(), c.out.len() as u32);
-        let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build())
-        .user_data(
-            Token {
-                kind: OP_SEND,
-                gen: c.gen,
-                index: i as u32,
-            }
-            .encode(),
-        );
         // SAFETY: `out` is not touched while `sending` is set, and the slot is not
         // reused before the send completes (see try_finish).
-        unsafe { self.push(&e) };
+        unsafe { self.queue_send(i, buf, n) };
     }
 
     /// Closes a connection that is done reading once nothing is being sent.
@@ -855,17 +833,28 @@ impl Responder {
     /// Queues an update of slot `i` of the file table to the descriptor at
     /// `fd` (read by the kernel when the SQE is submitted).
     fn set_slot(&mut self, i: usize, fd: *const RawFd) {
-        let tok = Token {
-            kind: OP_FILES,
-            gen: 0,
-            index: i as u32,
-        };
         // SAFETY: `fd` points into `slots` (never reallocated while the ring
         // lives) or to a static.
-        unsafe {
-            let e = slot_update(fd, i as u32, tok.encode());
-            self.push(&e);
-        }
+        unsafe { self.push(&slot_update(fd, i as u32, OP_FILES)) };
+    }
+
+    /// Queues one send of `n` bytes at `buf` on connection `i`'s socket.
+    ///
+    /// # Safety
+    /// `buf` must stay valid and unchanged until the send completes.
+    unsafe fn queue_send(&mut self, i: usize, buf: *const u8, n: u32) {
+        let c = &self.conns[i];
+        let tok = Token {
+            kind: OP_SEND,
+            gen: c.gen,
+            index: i as u32,
+        };
+        let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build())
+        .user_data(tok.encode());
+        // SAFETY: passed on from the caller.
+        unsafe { self.push(&e) };
     }
 
     fn shutdown(&mut self) {
