@@ -783,9 +783,22 @@ fn run_xload_runs_the_built_binary() {
 
 #[test]
 fn benches_compare_self_test_passes() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/compare");
+    bench_script_self_test_passes("compare");
+}
+
+/// benches/breakdown's categorizer (which call chain is network stack, which is
+/// the tool's own overhead) and its floor arithmetic, on captured perf output.
+#[test]
+fn benches_breakdown_self_test_passes() {
+    bench_script_self_test_passes("breakdown");
+}
+
+fn bench_script_self_test_passes(name: &str) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../benches")
+        .join(name);
     if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("python3 not installed: skipping benches/compare --self-test");
+        eprintln!("python3 not installed: skipping benches/{name} --self-test");
         return;
     }
     let mut command = Command::new("python3");
