@@ -5,9 +5,11 @@
 //! (armed once, re-armed only if the kernel ends it), and one Send SQE per
 //! batch of requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a
 //! successful send posts no completion at all. Per loop: one
-//! `io_uring_enter` submits everything queued and waits for at least one
-//! completion (or the next timer), then all completions are handled and the
-//! consumed receive buffers are published back in one store.
+//! `io_uring_enter` submits everything queued and waits for completions
+//! (several at once in a closed loop with many connections, bounded by a
+//! multishot ring timeout: see [`Batch`]) or the next timer, then all
+//! completions are handled and the consumed receive buffers are published
+//! back in one store.
 //!
 //! Sockets are registered in the ring's file table (slot = connection index,
 //! updated by a FilesUpdate SQE queued ahead of the connect, so no extra
@@ -35,15 +37,18 @@ const OP_LINK_TIMEOUT: u8 = 2;
 const OP_RECV: u8 = 3;
 const OP_SEND: u8 = 4;
 const OP_FILES: u8 = 5;
+const OP_TICK: u8 = 6;
+const OP_TICK_UPDATE: u8 = 7;
 
-/// Batched waits (Linux 6.12+ min-wait): with many connections, an enter waits
-/// for up to `batch_want` completions but, once this many microseconds have
-/// passed, returns with what it has. The floor and ceiling of that min-wait;
-/// between them it follows the connections' round trip (see `batch_min_wait_us`).
-const MIN_WAIT_FLOOR_US: u32 = 20;
-const MIN_WAIT_CEIL_US: u32 = 500;
-/// The min-wait is at most this fraction (1/N) of a connection's round trip.
-const MIN_WAIT_RTT_DIV: u64 = 16;
+/// The batching tick (see [`Batch`]): its period follows the round trip
+/// (1/N of it) within a floor and a ceiling; 1 ms until a round trip is known.
+const TICK_RTT_DIV: u64 = 2;
+const TICK_FLOOR_NS: u64 = 100_000;
+const TICK_CEIL_NS: u64 = 5_000_000;
+const TICK_INITIAL_NS: u64 = 1_000_000;
+
+/// The tick's user data (the target of its updates).
+const TICK_TOKEN: u64 = (OP_TICK as u64) << 56;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -157,16 +162,86 @@ struct Driver<'c, 'p> {
     /// Receives armed and not yet finished (stale ones included).
     recvs_live: usize,
     connects_live: usize,
-    /// Completions an enter waits for (1 = return on the first).
-    batch_want: usize,
-    /// Microseconds an enter waits for `batch_want` before it settles for one.
-    min_wait_us: u32,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
-    /// The connections' round trip: the min-wait and the marks follow it.
+    /// The connections' round trip: the batching tick and the marks follow it.
     rtt: RoundTrip,
     /// Sockets are named by their slot in the ring's registered file table.
     fixed: bool,
+    /// Closed loop with many connections: how many answers a wait is for.
+    waits: Batch,
+    /// The multishot ring timeout that bounds those waits.
+    tick: Tick,
+}
+
+/// How many completions a closed loop's enter waits for.
+///
+/// Waiting for several answers at once spares wake-ups when the server, not
+/// this loop, sets the pace. What bounds such a wait matters on a VM: a timer
+/// armed and cancelled around every sleep (the 6.12 min-wait, or any timeout
+/// nearer than the scheduler tick) reprograms the CPU's timer twice per
+/// sleep, each a VM exit: ~9% of the CPU per request at `-c 100` against
+/// nginx on a 2-vCPU VM (paired runs, this tick against the min-wait). So the bound is one multishot ring timeout (the [`Tick`]),
+/// armed once, whose every expiry ends the wait in progress: an answer that
+/// has arrived waits at most one period to be reaped. `want` follows what the
+/// waits bring: two waits in a row that the tick ended short lower it to what
+/// came (a few live connections among stuck ones are then reaped as they
+/// answer; one short wait is the tick landing mid-batch), a reap
+/// that brought more than it waited for raises it by a quarter, up to `cap`
+/// (one answer in eight in flight, which arrive in about 1/8 of a round trip).
+#[derive(Debug)]
+struct Batch {
+    want: usize,
+    cap: usize,
+    /// Receive completions in the current reap.
+    got: usize,
+    /// The tick expired since the last reap.
+    ticked: bool,
+    /// The last reap was a wait the tick ended short.
+    short: bool,
+}
+
+impl Batch {
+    fn new(cap: usize) -> Batch {
+        Batch {
+            want: 1,
+            cap: cap.max(1),
+            got: 0,
+            ticked: false,
+            short: false,
+        }
+    }
+
+    /// Adjusts `want` after a reap and starts counting the next one.
+    fn after_reap(&mut self) {
+        let short = self.ticked && self.got < self.want;
+        if short && self.short {
+            self.want = self.got.max(1);
+        } else if self.got > self.want {
+            self.want = (self.want + self.want / 4 + 1).min(self.cap);
+        }
+        self.short = short;
+        self.got = 0;
+        self.ticked = false;
+    }
+}
+
+/// The batching tick: a multishot ring timeout (Linux 6.4+).
+struct Tick {
+    /// In use; off for an open loop, fewer than 16 connections, or a kernel
+    /// without multishot timeouts (waits then return on the first completion).
+    on: bool,
+    armed: bool,
+    period_ns: u64,
+    /// Read by the kernel when the arm or update SQE is submitted.
+    ts: Box<types::Timespec>,
+}
+
+/// The tick period for a round trip of `rtt_ns` (None: not known yet).
+fn tick_period_ns(rtt_ns: Option<u64>) -> u64 {
+    rtt_ns.map_or(TICK_INITIAL_NS, |rtt| {
+        (rtt / TICK_RTT_DIV).clamp(TICK_FLOOR_NS, TICK_CEIL_NS)
+    })
 }
 
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
@@ -214,17 +289,25 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         cqes: Vec::with_capacity(sq as usize * 4),
         recvs_live: 0,
         connects_live: 0,
-        // Closed loop with many connections: one completion in eight connections
-        // is worth waking for. Open loop wakes for every completion and send time.
-        batch_want: if plan.open_loop.is_some() {
-            1
-        } else {
-            (nconns / 8).clamp(1, 64)
-        },
-        min_wait_us: MIN_WAIT_FLOOR_US,
         lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
         fixed,
+        // Closed loop with many connections: up to one answer in eight in
+        // flight is worth waking for. Open loop wakes for every completion and
+        // send time.
+        waits: Batch::new(if plan.open_loop.is_some() {
+            1
+        } else {
+            (nconns / 8).clamp(1, 64)
+        }),
+        tick: Tick {
+            on: plan.open_loop.is_none() && nconns >= 16,
+            armed: false,
+            period_ns: TICK_INITIAL_NS,
+            ts: Box::new(types::Timespec::from(std::time::Duration::from_nanos(
+                TICK_INITIAL_NS,
+            ))),
+        },
         ctx,
     };
     d.main_loop();
@@ -293,6 +376,7 @@ impl Driver<'_, '_> {
         for i in 0..self.conns.len() {
             self.open(i, now);
         }
+        self.arm_tick();
         // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
         let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         let mut next_sweep = now + sweep_ns;
@@ -307,7 +391,7 @@ impl Driver<'_, '_> {
             }
             let in_flight = (self.conns.len() * self.pipeline) as u64;
             if self.rtt.tick(now, self.ctx.rec.requests(), in_flight) {
-                self.min_wait_us = batch_min_wait_us(self.rtt.ns());
+                self.retune_tick();
                 if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
                     for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
                         Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
@@ -341,19 +425,14 @@ impl Driver<'_, '_> {
             self.ring.submit()
         } else {
             let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
-            let mut args = types::SubmitArgs::new().timespec(&ts);
-            if self.batch_want > 1 {
-                args = args.min_wait_usec(self.min_wait_us);
-            }
-            self.ring
-                .submitter()
-                .submit_with_args(self.batch_want, &args)
+            let args = types::SubmitArgs::new().timespec(&ts);
+            // Several answers only when the tick bounds the wait (see `Batch`).
+            let want = if self.tick.armed { self.waits.want } else { 1 };
+            self.ring.submitter().submit_with_args(want, &args)
         };
         if let Err(e) = res {
             match e.raw_os_error() {
                 Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
-                // Before Linux 6.12 the min-wait field must be zero: stop batching.
-                Some(libc::EINVAL) if self.batch_want > 1 => self.batch_want = 1,
                 _ => {
                     // An unexpected enter failure: back off briefly rather than spin.
                     std::thread::sleep(std::time::Duration::from_millis(1));
@@ -383,6 +462,10 @@ impl Driver<'_, '_> {
             self.complete(cqe, now);
         }
         self.cqes = cqes;
+        self.waits.after_reap();
+        if self.tick.on && !self.tick.armed {
+            self.arm_tick();
+        }
         self.bufs.publish();
         while let Some(i) = self.rearm.pop() {
             self.arm_recv(i as usize);
@@ -416,6 +499,7 @@ impl Driver<'_, '_> {
                 }
                 if res > 0 {
                     let Some(b) = bid else { return };
+                    self.waits.got += 1;
                     self.on_data(i, b, res as usize, now);
                     if self.conns[i].state == State::Open && !self.conns[i].recv_armed {
                         self.rearm.push(i as u32);
@@ -471,6 +555,19 @@ impl Driver<'_, '_> {
             // descriptors from now on; operations already queued on the slot
             // fail and their connections are replaced.
             OP_FILES => self.fixed = false,
+            OP_TICK => {
+                if res == -libc::ETIME {
+                    self.waits.ticked = true;
+                } else if res != -libc::ECANCELED {
+                    // No multishot timeouts (before Linux 6.4): no batching.
+                    self.tick.on = false;
+                }
+                if !cqueue::more(cqe.flags()) {
+                    self.tick.armed = false;
+                }
+            }
+            // A failed update leaves the period as it was.
+            OP_TICK_UPDATE => {}
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -598,6 +695,42 @@ impl Driver<'_, '_> {
         self.fixed.then_some(i as u32)
     }
 
+    /// Arms the batching tick (a multishot timeout every `tick.period_ns`).
+    fn arm_tick(&mut self) {
+        if !self.tick.on {
+            return;
+        }
+        let e = opcode::Timeout::new(&*self.tick.ts)
+            .count(0)
+            .flags(types::TimeoutFlags::MULTISHOT)
+            .build()
+            .user_data(TICK_TOKEN);
+        // SAFETY: the timespec is boxed in the driver and read at submission.
+        unsafe { self.push(&e) };
+        self.tick.armed = true;
+    }
+
+    /// Moves the tick's period to follow the round trip (when off by a quarter).
+    fn retune_tick(&mut self) {
+        let want = tick_period_ns(self.rtt.ns());
+        if !self.tick.armed || want.abs_diff(self.tick.period_ns) <= self.tick.period_ns / 4 {
+            return;
+        }
+        self.tick.period_ns = want;
+        *self.tick.ts = types::Timespec::from(std::time::Duration::from_nanos(want));
+        let tok = Token {
+            kind: OP_TICK_UPDATE,
+            gen: 0,
+            index: 0,
+        }
+        .encode();
+        let e = opcode::TimeoutUpdate::new(TICK_TOKEN, &*self.tick.ts)
+            .build()
+            .user_data(tok);
+        // SAFETY: as in `arm_tick`.
+        unsafe { self.push(&e) };
+    }
+
     /// Queues an update of slot `i` of the file table to the descriptor at
     /// `fd` (read by the kernel when the SQE is submitted; -1 clears it).
     fn set_slot(&mut self, i: usize, fd: *const RawFd) {
@@ -664,31 +797,61 @@ impl Driver<'_, '_> {
     }
 }
 
-/// The batched wait for a connection round trip of `rtt_ns`: an enter waits
-/// at most 1/16 of it (the `batch_want` = connections/8 answers take about 1/8
-/// of it to arrive), within the floor and ceiling; the floor while it is not
-/// known. Answers reaped later than they arrived add at most that to their
-/// latency (half of it on average, ~3%) and the same to a closed loop's pace;
-/// in exchange, when the server is the bottleneck and this loop mostly waits,
-/// a wake-up (several µs in a VM) serves several answers.
-fn batch_min_wait_us(rtt_ns: Option<u64>) -> u32 {
-    rtt_ns.map_or(MIN_WAIT_FLOOR_US, |rtt| {
-        (rtt / 1000 / MIN_WAIT_RTT_DIV).clamp(MIN_WAIT_FLOOR_US as u64, MIN_WAIT_CEIL_US as u64)
-            as u32
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn batch_min_wait_follows_the_round_trip() {
-        // 100 connections answering 100k/s: 1 ms round trip, 62 µs wait.
-        assert_eq!(batch_min_wait_us(Some(1_000_000)), 62);
-        // A fast loop: floor. A slow one: ceiling. Not known yet: floor.
-        assert_eq!(batch_min_wait_us(Some(10_000)), MIN_WAIT_FLOOR_US);
-        assert_eq!(batch_min_wait_us(Some(1_600_000_000)), MIN_WAIT_CEIL_US);
-        assert_eq!(batch_min_wait_us(None), MIN_WAIT_FLOOR_US);
+    fn batch_grows_with_surplus_and_shrinks_after_two_short_ticks() {
+        let mut b = Batch::new(12);
+        assert_eq!(b.want, 1);
+        // Answers come faster than wanted: grows by a quarter (+1) up to the cap.
+        let mut seen = vec![];
+        for _ in 0..10 {
+            b.got = b.want + 3;
+            b.after_reap();
+            seen.push(b.want);
+        }
+        assert_eq!(seen, [2, 3, 4, 6, 8, 11, 12, 12, 12, 12]);
+        // Exactly what was wanted: stays.
+        b.got = 12;
+        b.after_reap();
+        assert_eq!(b.want, 12);
+        // One wait the tick cut short (it landed mid-batch): stays.
+        b.got = 5;
+        b.ticked = true;
+        b.after_reap();
+        assert_eq!(b.want, 12);
+        // A full wait in between resets that.
+        b.got = 12;
+        b.after_reap();
+        b.got = 4;
+        b.ticked = true;
+        b.after_reap();
+        assert_eq!(b.want, 12);
+        // Two in a row: down to what came, never below one.
+        b.got = 3;
+        b.ticked = true;
+        b.after_reap();
+        assert_eq!(b.want, 3);
+        b.got = 0;
+        b.ticked = true;
+        b.after_reap();
+        b.got = 0;
+        b.ticked = true;
+        b.after_reap();
+        assert_eq!(b.want, 1);
+        // A wait that ended for another reason (deadline, signal) changes nothing.
+        b.got = 0;
+        b.after_reap();
+        assert_eq!(b.want, 1);
+    }
+
+    #[test]
+    fn tick_period_follows_the_round_trip() {
+        assert_eq!(tick_period_ns(None), TICK_INITIAL_NS);
+        assert_eq!(tick_period_ns(Some(800_000)), 400_000);
+        assert_eq!(tick_period_ns(Some(10_000)), TICK_FLOOR_NS);
+        assert_eq!(tick_period_ns(Some(1_000_000_000)), TICK_CEIL_NS);
     }
 }

@@ -452,6 +452,30 @@ fn nginx_duration_run_reconciles_pipeline_8(engine: &str) {
     nginx_duration_run_reconciles(engine, 8);
 }
 
+/// A wait for several answers must not hold one that has arrived: with 16
+/// connections and one of them answering (the other 15 stuck, never
+/// answered), that one connection's answers are reaped as they come — a
+/// wait for two answers would hold each until the batching bound (up to
+/// 5 ms with io_uring) and the run would count a few hundred, all slow.
+fn one_live_connection_among_stuck_ones_is_reaped_as_it_answers(engine: &str) {
+    let server = TestServer::start(Behavior::OnlyFirst);
+    // One worker, so its 16 connections batch (a worker with fewer does not).
+    let args = ["-c", "16", "-t", "1", "-d", "1s", "--timeout", "10s"];
+    let Some(out) = run(&server.url("/"), &args, Some(engine)) else {
+        return;
+    };
+    assert_eq!(out.code, 0, "{}", out.show());
+    let answered = out.requests();
+    let p50 = out.u64_at("/latency_us/p50");
+    // The live connection alone: a round trip to a thread-per-connection
+    // server on loopback, ~20-100 µs; allow a slow, shared machine 10x.
+    assert!(
+        answered >= 1000 && p50 < 1500,
+        "{answered} answers, p50 {p50} µs\n{}",
+        out.show()
+    );
+}
+
 /// Generates one test per engine for a function taking the engine name.
 macro_rules! both_engines {
     ($($name:ident),* $(,)?) => {
@@ -484,6 +508,7 @@ both_engines!(
     nginx_no_keepalive_opens_a_connection_per_request,
     nginx_no_keepalive_exact_count,
     nginx_head_requests_complete,
+    one_live_connection_among_stuck_ones_is_reaped_as_it_answers,
 );
 
 // ---------------------------------------------------------------------------

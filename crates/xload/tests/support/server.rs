@@ -108,6 +108,10 @@ pub enum Behavior {
     /// Like `Ok { body_len }` until `after` since [`TestServer::start`], then
     /// like `Ok { body_len: 0 }`: answers shrink in the middle of a run.
     Shrink { body_len: usize, after: Duration },
+    /// Like `Ok { body_len: 0 }` on the first connection that sends a
+    /// request; every other connection is read (its requests counted) and
+    /// never answered, as if stuck behind a lock the first one holds.
+    OnlyFirst,
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
@@ -278,6 +282,8 @@ struct Shared {
     writes_in_progress: AtomicU64,
     open: AtomicU64,
     next_conn_id: AtomicU64,
+    /// [`Behavior::OnlyFirst`]: the connection that answers (MAX: none yet).
+    live_conn: AtomicU64,
     first_request_head: Mutex<Option<String>>,
     /// A clone of every open connection, so `stop` can shut them down.
     conns: Mutex<HashMap<u64, TcpStream>>,
@@ -325,6 +331,7 @@ impl Shared {
             writes_in_progress: AtomicU64::new(0),
             open: AtomicU64::new(0),
             next_conn_id: AtomicU64::new(0),
+            live_conn: AtomicU64::new(u64::MAX),
             first_request_head: Mutex::new(None),
             conns: Mutex::new(HashMap::new()),
             handles: Mutex::new(Vec::new()),
@@ -467,6 +474,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             .name(format!("test-server-conn-{id}"))
             .spawn(move || {
                 let mut conn = Conn {
+                    id,
                     stream,
                     inbuf: Vec::with_capacity(16 * 1024),
                     out: Vec::new(),
@@ -492,6 +500,8 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
 }
 
 struct Conn {
+    /// Order of acceptance, from 0.
+    id: u64,
     stream: TcpStream,
     inbuf: Vec<u8>,
     /// Queued response bytes and the offset in `out` where each answer ends.
@@ -744,6 +754,22 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
         }
         Behavior::Reset => Next::Reset,
         Behavior::NeverAnswer => Next::Continue,
+        Behavior::OnlyFirst => {
+            let live = match shared.live_conn.compare_exchange(
+                u64::MAX,
+                conn.id,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => conn.id,
+                Err(current) => current,
+            };
+            if conn.id == live {
+                ok_empty(conn);
+                return keep_or_close;
+            }
+            Next::Continue
+        }
         Behavior::Stall { at, pause } => {
             let hold_from = shared.started + *at;
             let release_at = hold_from + *pause;
