@@ -38,7 +38,7 @@ const OP_RECV: u8 = 3;
 const OP_SEND: u8 = 4;
 const OP_FILES: u8 = 5;
 const OP_TICK: u8 = 6;
-const OP_TICK_UPDATE: u8 = 7;
+const OP_TICK_REMOVE: u8 = 7;
 
 /// The batching tick (see [`Batch`]): its period follows the round trip
 /// (1/N of it) within a floor and a ceiling; 1 ms until a round trip is known.
@@ -193,10 +193,13 @@ struct Driver<'c, 'p> {
 struct Batch {
     want: usize,
     cap: usize,
-    /// Receive completions in the current reap.
+    /// Completions in the current reap other than the tick's own (the
+    /// kernel counts every completion toward a wait's count).
     got: usize,
     /// The tick expired since the last reap.
     ticked: bool,
+    /// The enter before this reap was a batched wait that returned normally.
+    waited: bool,
     /// The last reap was a wait the tick ended short.
     short: bool,
 }
@@ -208,13 +211,19 @@ impl Batch {
             cap: cap.max(1),
             got: 0,
             ticked: false,
+            waited: false,
             short: false,
         }
     }
 
     /// Adjusts `want` after a reap and starts counting the next one.
     fn after_reap(&mut self) {
-        let short = self.ticked && self.got < self.want;
+        // The tick came and fewer completions than asked for. Usually the tick
+        // ended the wait; a tick that expired while this loop was busy posts
+        // at the next enter and that wait ends by count, one short. Only two
+        // in a row count, and with waits shorter than a period (the point of
+        // batching) two ticks never land on consecutive waits.
+        let short = self.waited && self.ticked && self.got < self.want;
         if short && self.short {
             self.want = self.got.max(1);
         } else if self.got > self.want {
@@ -223,6 +232,7 @@ impl Batch {
         self.short = short;
         self.got = 0;
         self.ticked = false;
+        self.waited = false;
     }
 }
 
@@ -232,6 +242,10 @@ struct Tick {
     /// without multishot timeouts (waits then return on the first completion).
     on: bool,
     armed: bool,
+    /// A remove is in flight to re-arm it with a new period (waits return
+    /// on the first completion until it is re-armed).
+    retuning: bool,
+    /// 0: unknown (a retune failed; the next round-trip tick retries).
     period_ns: u64,
     /// Read by the kernel when the arm or update SQE is submitted.
     ts: Box<types::Timespec>,
@@ -303,6 +317,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         tick: Tick {
             on: plan.open_loop.is_none() && nconns >= 16,
             armed: false,
+            retuning: false,
             period_ns: TICK_INITIAL_NS,
             ts: Box::new(types::Timespec::from(std::time::Duration::from_nanos(
                 TICK_INITIAL_NS,
@@ -427,8 +442,11 @@ impl Driver<'_, '_> {
             let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
             let args = types::SubmitArgs::new().timespec(&ts);
             // Several answers only when the tick bounds the wait (see `Batch`).
-            let want = if self.tick.armed { self.waits.want } else { 1 };
-            self.ring.submitter().submit_with_args(want, &args)
+            let batched = self.tick.armed && !self.tick.retuning && self.waits.want > 1;
+            let want = if batched { self.waits.want } else { 1 };
+            let res = self.ring.submitter().submit_with_args(want, &args);
+            self.waits.waited = batched && res.is_ok();
+            res
         };
         if let Err(e) = res {
             match e.raw_os_error() {
@@ -458,9 +476,13 @@ impl Driver<'_, '_> {
         let mut cqes = std::mem::take(&mut self.cqes);
         cqes.clear();
         cqes.extend(self.ring.completion());
+        let mut ticks = 0;
         for cqe in &cqes {
+            let kind = Token::decode(cqe.user_data()).kind;
+            ticks += usize::from(kind == OP_TICK || kind == OP_TICK_REMOVE);
             self.complete(cqe, now);
         }
+        self.waits.got = cqes.len() - ticks;
         self.cqes = cqes;
         self.waits.after_reap();
         if self.tick.on && !self.tick.armed {
@@ -499,7 +521,6 @@ impl Driver<'_, '_> {
                 }
                 if res > 0 {
                     let Some(b) = bid else { return };
-                    self.waits.got += 1;
                     self.on_data(i, b, res as usize, now);
                     if self.conns[i].state == State::Open && !self.conns[i].recv_armed {
                         self.rearm.push(i as u32);
@@ -563,11 +584,18 @@ impl Driver<'_, '_> {
                     self.tick.on = false;
                 }
                 if !cqueue::more(cqe.flags()) {
+                    // Ended (removed for a new period, or by the kernel): the
+                    // reap re-arms it with the period in `tick.ts`.
                     self.tick.armed = false;
+                    self.tick.retuning = false;
                 }
             }
-            // A failed update leaves the period as it was.
-            OP_TICK_UPDATE => {}
+            // Only a failed remove posts (SKIP_SUCCESS): the tick expired
+            // meanwhile and runs on with its old period; retried next time.
+            OP_TICK_REMOVE => {
+                self.tick.retuning = false;
+                self.tick.period_ns = 0;
+            }
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -710,24 +738,30 @@ impl Driver<'_, '_> {
         self.tick.armed = true;
     }
 
-    /// Moves the tick's period to follow the round trip (when off by a quarter).
+    /// Moves the tick's period to follow the round trip (when off by a
+    /// quarter): removes it, and the reap re-arms it with the new period.
+    /// (IORING_TIMEOUT_UPDATE would be one SQE, but before the January 2025
+    /// fix it changed only the next expiry of a multishot timeout.)
     fn retune_tick(&mut self) {
         let want = tick_period_ns(self.rtt.ns());
-        if !self.tick.armed || want.abs_diff(self.tick.period_ns) <= self.tick.period_ns / 4 {
+        let period = self.tick.period_ns;
+        if !self.tick.armed || self.tick.retuning || want.abs_diff(period) <= period / 4 {
             return;
         }
         self.tick.period_ns = want;
         *self.tick.ts = types::Timespec::from(std::time::Duration::from_nanos(want));
+        self.tick.retuning = true;
         let tok = Token {
-            kind: OP_TICK_UPDATE,
+            kind: OP_TICK_REMOVE,
             gen: 0,
             index: 0,
         }
         .encode();
-        let e = opcode::TimeoutUpdate::new(TICK_TOKEN, &*self.tick.ts)
+        let e = opcode::TimeoutRemove::new(TICK_TOKEN)
             .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(tok);
-        // SAFETY: as in `arm_tick`.
+        // SAFETY: the entry points to no memory.
         unsafe { self.push(&e) };
     }
 
@@ -752,6 +786,9 @@ impl Driver<'_, '_> {
 
     /// Cancels everything in flight, drains the completions and closes sockets.
     fn shutdown(&mut self) {
+        // The cancel below ends the tick: drain waits return on the first completion.
+        self.tick.on = false;
+        self.tick.armed = false;
         let _ = self.ring.submit();
         let _ = self.ring.submitter().register_sync_cancel(
             Some(types::Timespec::from(std::time::Duration::from_millis(200))),
@@ -801,50 +838,53 @@ impl Driver<'_, '_> {
 mod tests {
     use super::*;
 
+    /// One reap after a batched wait: `answers` completions, plus the tick's
+    /// when `tick`; returns the count the next wait asks for.
+    fn reap(b: &mut Batch, answers: usize, tick: bool) -> usize {
+        b.waited = true;
+        b.ticked = tick;
+        b.got = answers;
+        b.after_reap();
+        b.want
+    }
+
     #[test]
     fn batch_grows_with_surplus_and_shrinks_after_two_short_ticks() {
         let mut b = Batch::new(12);
         assert_eq!(b.want, 1);
         // Answers come faster than wanted: grows by a quarter (+1) up to the cap.
-        let mut seen = vec![];
-        for _ in 0..10 {
-            b.got = b.want + 3;
-            b.after_reap();
-            seen.push(b.want);
-        }
+        let seen: Vec<usize> = (0..10)
+            .map(|_| {
+                let more = b.want + 3;
+                reap(&mut b, more, false)
+            })
+            .collect();
         assert_eq!(seen, [2, 3, 4, 6, 8, 11, 12, 12, 12, 12]);
         // Exactly what was wanted: stays.
-        b.got = 12;
-        b.after_reap();
-        assert_eq!(b.want, 12);
+        assert_eq!(reap(&mut b, 12, false), 12);
         // One wait the tick cut short (it landed mid-batch): stays.
-        b.got = 5;
-        b.ticked = true;
-        b.after_reap();
-        assert_eq!(b.want, 12);
+        assert_eq!(reap(&mut b, 5, true), 12);
         // A full wait in between resets that.
-        b.got = 12;
-        b.after_reap();
-        b.got = 4;
+        assert_eq!(reap(&mut b, 12, false), 12);
+        assert_eq!(reap(&mut b, 4, true), 12);
+        assert_eq!(reap(&mut b, 12, false), 12);
+        // A tick that expired while the loop was busy, then one that ended a
+        // wait, with a full wait between them: no shrink.
+        assert_eq!(reap(&mut b, 11, true), 12);
+        assert_eq!(reap(&mut b, 12, false), 12);
+        assert_eq!(reap(&mut b, 4, true), 12);
+        // Two short in a row: down to what came, never below one.
+        assert_eq!(reap(&mut b, 3, true), 3);
+        assert_eq!(reap(&mut b, 0, true), 1);
+        // Reaps after an enter that was not a batched wait change nothing.
         b.ticked = true;
         b.after_reap();
-        assert_eq!(b.want, 12);
-        // Two in a row: down to what came, never below one.
-        b.got = 3;
-        b.ticked = true;
-        b.after_reap();
-        assert_eq!(b.want, 3);
-        b.got = 0;
-        b.ticked = true;
-        b.after_reap();
-        b.got = 0;
         b.ticked = true;
         b.after_reap();
         assert_eq!(b.want, 1);
-        // A wait that ended for another reason (deadline, signal) changes nothing.
-        b.got = 0;
-        b.after_reap();
-        assert_eq!(b.want, 1);
+        // A live connection among stuck ones: one answer per tick, want stays 1.
+        assert_eq!(reap(&mut b, 1, true), 1);
+        assert_eq!(reap(&mut b, 1, false), 1);
     }
 
     #[test]
