@@ -47,9 +47,6 @@ const TICK_FLOOR_NS: u64 = 100_000;
 const TICK_CEIL_NS: u64 = 5_000_000;
 const TICK_INITIAL_NS: u64 = 1_000_000;
 
-/// The tick's user data (the target of its updates).
-const TICK_TOKEN: u64 = (OP_TICK as u64) << 56;
-
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
 
@@ -241,11 +238,12 @@ struct Tick {
     /// In use; off for an open loop, fewer than 16 connections, or a kernel
     /// without multishot timeouts (waits then return on the first completion).
     on: bool,
+    /// The current tick (generation `gen`) is armed.
     armed: bool,
-    /// A remove is in flight to re-arm it with a new period (waits return
-    /// on the first completion until it is re-armed).
-    retuning: bool,
-    /// 0: unknown (a retune failed; the next round-trip tick retries).
+    /// Each arm has its own generation in its user data, so the remove of
+    /// an old tick never hits its replacement, and an old one that escaped
+    /// its remove (it was expiring) is known by its next completion.
+    gen: u32,
     period_ns: u64,
     /// Read by the kernel when the arm or update SQE is submitted.
     ts: Box<types::Timespec>,
@@ -317,7 +315,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         tick: Tick {
             on: plan.open_loop.is_none() && nconns >= 16,
             armed: false,
-            retuning: false,
+            gen: 0,
             period_ns: TICK_INITIAL_NS,
             ts: Box::new(types::Timespec::from(std::time::Duration::from_nanos(
                 TICK_INITIAL_NS,
@@ -442,7 +440,7 @@ impl Driver<'_, '_> {
             let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
             let args = types::SubmitArgs::new().timespec(&ts);
             // Several answers only when the tick bounds the wait (see `Batch`).
-            let batched = self.tick.armed && !self.tick.retuning && self.waits.want > 1;
+            let batched = self.tick.armed && self.waits.want > 1;
             let want = if batched { self.waits.want } else { 1 };
             let res = self.ring.submitter().submit_with_args(want, &args);
             self.waits.waited = batched && res.is_ok();
@@ -577,25 +575,30 @@ impl Driver<'_, '_> {
             // fail and their connections are replaced.
             OP_FILES => self.fixed = false,
             OP_TICK => {
+                let more = cqueue::more(cqe.flags());
                 if res == -libc::ETIME {
+                    // Any tick's expiry ends the wait in progress.
                     self.waits.ticked = true;
-                } else if res != -libc::ECANCELED {
+                }
+                if tok.gen != self.tick.gen {
+                    // An old tick that escaped its remove: remove it again.
+                    if more {
+                        self.remove_tick(tok.gen);
+                    }
+                    return;
+                }
+                if res != -libc::ETIME && res != -libc::ECANCELED {
                     // No multishot timeouts (before Linux 6.4): no batching.
                     self.tick.on = false;
                 }
-                if !cqueue::more(cqe.flags()) {
-                    // Ended (removed for a new period, or by the kernel): the
-                    // reap re-arms it with the period in `tick.ts`.
+                if !more {
+                    // Ended by the kernel: the reap re-arms it.
                     self.tick.armed = false;
-                    self.tick.retuning = false;
                 }
             }
-            // Only a failed remove posts (SKIP_SUCCESS): the tick expired
-            // meanwhile and runs on with its old period; retried next time.
-            OP_TICK_REMOVE => {
-                self.tick.retuning = false;
-                self.tick.period_ns = 0;
-            }
+            // Only a failed remove posts (SKIP_SUCCESS): that tick was
+            // expiring; its next completion is seen as old and removed then.
+            OP_TICK_REMOVE => {}
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -723,41 +726,60 @@ impl Driver<'_, '_> {
         self.fixed.then_some(i as u32)
     }
 
-    /// Arms the batching tick (a multishot timeout every `tick.period_ns`).
+    /// Arms the batching tick (a multishot timeout every `tick.period_ns`)
+    /// as a new generation.
     fn arm_tick(&mut self) {
         if !self.tick.on {
             return;
         }
+        self.tick.gen = next_gen(self.tick.gen);
+        let tok = Token {
+            kind: OP_TICK,
+            gen: self.tick.gen,
+            index: 0,
+        }
+        .encode();
         let e = opcode::Timeout::new(&*self.tick.ts)
             .count(0)
             .flags(types::TimeoutFlags::MULTISHOT)
             .build()
-            .user_data(TICK_TOKEN);
+            .user_data(tok);
         // SAFETY: the timespec is boxed in the driver and read at submission.
         unsafe { self.push(&e) };
         self.tick.armed = true;
     }
 
     /// Moves the tick's period to follow the round trip (when off by a
-    /// quarter): removes it, and the reap re-arms it with the new period.
+    /// quarter): removes it and arms a new one in the same submission.
     /// (IORING_TIMEOUT_UPDATE would be one SQE, but before the January 2025
     /// fix it changed only the next expiry of a multishot timeout.)
     fn retune_tick(&mut self) {
         let want = tick_period_ns(self.rtt.ns());
         let period = self.tick.period_ns;
-        if !self.tick.armed || self.tick.retuning || want.abs_diff(period) <= period / 4 {
+        if !self.tick.armed || want.abs_diff(period) <= period / 4 {
             return;
         }
+        self.remove_tick(self.tick.gen);
         self.tick.period_ns = want;
         *self.tick.ts = types::Timespec::from(std::time::Duration::from_nanos(want));
-        self.tick.retuning = true;
-        let tok = Token {
-            kind: OP_TICK_REMOVE,
-            gen: 0,
+        self.arm_tick();
+    }
+
+    /// Queues the remove of the tick of generation `gen`.
+    fn remove_tick(&mut self, gen: u32) {
+        let target = Token {
+            kind: OP_TICK,
+            gen,
             index: 0,
         }
         .encode();
-        let e = opcode::TimeoutRemove::new(TICK_TOKEN)
+        let tok = Token {
+            kind: OP_TICK_REMOVE,
+            gen,
+            index: 0,
+        }
+        .encode();
+        let e = opcode::TimeoutRemove::new(target)
             .build()
             .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(tok);
