@@ -829,26 +829,36 @@ fn nginx_keepalive_limit_with_pipelining_accounts_for_every_request(engine: &str
 /// waits anywhere near the request timeout.
 fn pipelined_answers_that_shrink_do_not_stall(engine: &str) {
     const PIPELINE: u64 = 16;
-    let server = TestServer::start(Behavior::Shrink {
-        body_len: 2000,
-        after: Duration::from_millis(300),
-    });
     let (c, p) = (CONNECTIONS.to_string(), PIPELINE.to_string());
-    let Some(out) = run(
-        &server.url("/"),
-        &["-d", "1s", "-c", &c, "--pipeline", &p, "--timeout", "3s"],
-        Some(engine),
-    ) else {
+    // Measured again if the whole machine stalled meanwhile (a VM's steal):
+    // the slowest answer is then the machine's, not xload's.
+    let (server, out) = support::timing::undisturbed(|| {
+        let server = TestServer::start(Behavior::Shrink {
+            body_len: 2000,
+            after: Duration::from_millis(300),
+        });
+        let out = run(
+            &server.url("/"),
+            &["-d", "1s", "-c", &c, "--pipeline", &p, "--timeout", "3s"],
+            Some(engine),
+        );
+        (server, out)
+    });
+    let Some(out) = out else {
         return;
     };
     out.assert_clean();
     server.assert_reconciles(out.requests(), CONNECTIONS * PIPELINE);
     let max_us = out.u64_at("/latency_us/max");
-    assert!(
-        max_us < 500_000,
+    let stalled = format!(
         "an answer took {max_us} µs: a receive stalled after the answers shrank\n{}",
         out.show()
     );
+    if support::timing::last_run_disturbed() {
+        eprintln!("the machine was disturbed in every try; not asserted: {stalled}");
+    } else {
+        assert!(max_us < 500_000, "{stalled}");
+    }
     // Most of the run is after the shrink: most answers are the small ones.
     let small = ok_response_len(0, false);
     let big = ok_response_len(2000, false);
