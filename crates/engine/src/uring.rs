@@ -178,8 +178,9 @@ struct Driver<'c, 'p> {
 /// armed and cancelled around every sleep (the 6.12 min-wait, or any timeout
 /// nearer than the scheduler tick) reprograms the CPU's timer twice per
 /// sleep, each a VM exit: ~9% of the CPU per request at `-c 100` against
-/// nginx on a 2-vCPU VM (paired runs, this tick against the min-wait). So the bound is one multishot ring timeout (the [`Tick`]),
-/// armed once, whose every expiry ends the wait in progress: an answer that
+/// nginx on a 2-vCPU VM (paired runs, this tick against the min-wait). So
+/// the bound is one multishot ring timeout (the [`Tick`]), armed once,
+/// whose every expiry ends the wait in progress: an answer that
 /// has arrived waits at most one period to be reaped. `want` follows what the
 /// waits bring: two waits in a row that the tick ended short lower it to what
 /// came (a few live connections among stuck ones are then reaped as they
@@ -190,9 +191,8 @@ struct Driver<'c, 'p> {
 struct Batch {
     want: usize,
     cap: usize,
-    /// Completions in the current reap other than the tick's own (the
-    /// kernel counts every completion toward a wait's count).
-    got: usize,
+    /// The tick's own completions in the current reap (expiries, removes).
+    tick_cqes: usize,
     /// The tick expired since the last reap.
     ticked: bool,
     /// The enter before this reap was a batched wait that returned normally.
@@ -206,28 +206,32 @@ impl Batch {
         Batch {
             want: 1,
             cap: cap.max(1),
-            got: 0,
+            tick_cqes: 0,
             ticked: false,
             waited: false,
             short: false,
         }
     }
 
-    /// Adjusts `want` after a reap and starts counting the next one.
-    fn after_reap(&mut self) {
+    /// Adjusts `want` after a reap of `completions` and starts counting the
+    /// next one.
+    fn after_reap(&mut self, completions: usize) {
+        // What the wait got, counted as the kernel counts toward its count:
+        // every completion but the tick's own.
+        let got = completions - self.tick_cqes;
         // The tick came and fewer completions than asked for. Usually the tick
         // ended the wait; a tick that expired while this loop was busy posts
         // at the next enter and that wait ends by count, one short. Only two
         // in a row count, and with waits shorter than a period (the point of
         // batching) two ticks never land on consecutive waits.
-        let short = self.waited && self.ticked && self.got < self.want;
+        let short = self.waited && self.ticked && got < self.want;
         if short && self.short {
-            self.want = self.got.max(1);
-        } else if self.got > self.want {
+            self.want = got.max(1);
+        } else if got > self.want {
             self.want = (self.want + self.want / 4 + 1).min(self.cap);
         }
         self.short = short;
-        self.got = 0;
+        self.tick_cqes = 0;
         self.ticked = false;
         self.waited = false;
     }
@@ -245,7 +249,7 @@ struct Tick {
     /// its remove (it was expiring) is known by its next completion.
     gen: u32,
     period_ns: u64,
-    /// Read by the kernel when the arm or update SQE is submitted.
+    /// Read by the kernel when the arm SQE is submitted.
     ts: Box<types::Timespec>,
 }
 
@@ -272,6 +276,13 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         .register_files_sparse(nconns as u32)
         .is_ok();
     let pipeline = plan.pipeline.max(1);
+    // Closed loop with many connections: up to one answer in eight in flight
+    // is worth waking for. Open loop wakes for every completion and send time.
+    let batch_cap = if plan.open_loop.is_some() {
+        1
+    } else {
+        (nconns / 8).clamp(1, 64)
+    };
     let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
     for _ in 0..pipeline {
         batch.extend_from_slice(&plan.request);
@@ -304,16 +315,10 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
         fixed,
-        // Closed loop with many connections: up to one answer in eight in
-        // flight is worth waking for. Open loop wakes for every completion and
-        // send time.
-        waits: Batch::new(if plan.open_loop.is_some() {
-            1
-        } else {
-            (nconns / 8).clamp(1, 64)
-        }),
+        waits: Batch::new(batch_cap),
         tick: Tick {
-            on: plan.open_loop.is_none() && nconns >= 16,
+            // Batching at all (16 connections or more, closed loop).
+            on: batch_cap > 1,
             armed: false,
             gen: 0,
             period_ns: TICK_INITIAL_NS,
@@ -474,15 +479,11 @@ impl Driver<'_, '_> {
         let mut cqes = std::mem::take(&mut self.cqes);
         cqes.clear();
         cqes.extend(self.ring.completion());
-        let mut ticks = 0;
         for cqe in &cqes {
-            let kind = Token::decode(cqe.user_data()).kind;
-            ticks += usize::from(kind == OP_TICK || kind == OP_TICK_REMOVE);
             self.complete(cqe, now);
         }
-        self.waits.got = cqes.len() - ticks;
+        self.waits.after_reap(cqes.len());
         self.cqes = cqes;
-        self.waits.after_reap();
         if self.tick.on && !self.tick.armed {
             self.arm_tick();
         }
@@ -575,6 +576,7 @@ impl Driver<'_, '_> {
             // fail and their connections are replaced.
             OP_FILES => self.fixed = false,
             OP_TICK => {
+                self.waits.tick_cqes += 1;
                 let more = cqueue::more(cqe.flags());
                 if res == -libc::ETIME {
                     // Any tick's expiry ends the wait in progress.
@@ -598,7 +600,7 @@ impl Driver<'_, '_> {
             }
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
-            OP_TICK_REMOVE => {}
+            OP_TICK_REMOVE => self.waits.tick_cqes += 1,
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -865,8 +867,8 @@ mod tests {
     fn reap(b: &mut Batch, answers: usize, tick: bool) -> usize {
         b.waited = true;
         b.ticked = tick;
-        b.got = answers;
-        b.after_reap();
+        b.tick_cqes = usize::from(tick);
+        b.after_reap(answers + usize::from(tick));
         b.want
     }
 
@@ -900,9 +902,9 @@ mod tests {
         assert_eq!(reap(&mut b, 0, true), 1);
         // Reaps after an enter that was not a batched wait change nothing.
         b.ticked = true;
-        b.after_reap();
+        b.after_reap(0);
         b.ticked = true;
-        b.after_reap();
+        b.after_reap(0);
         assert_eq!(b.want, 1);
         // A live connection among stuck ones: one answer per tick, want stays 1.
         assert_eq!(reap(&mut b, 1, true), 1);
