@@ -175,8 +175,10 @@ impl Driver<'_, '_> {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;
             }
-            let in_flight = (self.conns.len() * self.pipeline) as u64;
-            if self.rtt.tick(now, self.ctx.rec.requests(), in_flight) {
+            if self.rtt.due(now) {
+                let open = self.conns.iter().filter(|c| c.state == State::Open).count();
+                self.rtt
+                    .tick(now, self.ctx.rec.requests(), (open * self.pipeline) as u64);
                 if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
                     for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
                         Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);

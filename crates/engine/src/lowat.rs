@@ -38,6 +38,8 @@ pub(crate) struct RoundTrip {
     last: (u64, u64),
     /// The last measured round trip (kept while nothing is answered).
     rtt_ns: Option<u64>,
+    /// The last tick measured it (answers came in its interval).
+    fresh: bool,
 }
 
 impl RoundTrip {
@@ -45,21 +47,36 @@ impl RoundTrip {
         RoundTrip {
             last: (now, 0),
             rtt_ns: None,
+            fresh: false,
         }
     }
 
+    /// A tick has passed since the last one.
+    pub fn due(&self, now: u64) -> bool {
+        now >= self.last.0 + TICK_NS
+    }
+
     /// Measures again if a tick has passed since the last one (`answers` =
-    /// the worker's count so far): true when it did.
+    /// the worker's count so far, `in_flight` = requests on open
+    /// connections): true when it did.
     pub fn tick(&mut self, now: u64, answers: u64, in_flight: u64) -> bool {
         let (t0, n0) = self.last;
-        if now < t0 + TICK_NS {
+        if !self.due(now) {
             return false;
         }
-        if let Some(rtt) = round_trip_ns(in_flight, now - t0, answers.saturating_sub(n0)) {
-            self.rtt_ns = Some(rtt);
+        let rtt = round_trip_ns(in_flight, now - t0, answers.saturating_sub(n0));
+        self.fresh = rtt.is_some();
+        if rtt.is_some() {
+            self.rtt_ns = rtt;
         }
         self.last = (now, answers);
         true
+    }
+
+    /// The round trip if the last tick measured it (answers came since the
+    /// one before; after a reset of the count, none did).
+    pub fn fresh_ns(&self) -> Option<u64> {
+        self.rtt_ns.filter(|_| self.fresh)
     }
 
     /// The last measured round trip; None until an answer was counted.
@@ -126,6 +143,9 @@ impl Lowat {
 /// A connection's round trip when `done` of `in_flight` requests completed in
 /// `dt_ns` (in flight / rate); None when nothing completed.
 pub(crate) fn round_trip_ns(in_flight: u64, dt_ns: u64, done: u64) -> Option<u64> {
+    if in_flight == 0 {
+        return None;
+    }
     in_flight.saturating_mul(dt_ns).checked_div(done)
 }
 
@@ -185,9 +205,20 @@ mod tests {
         // 1600 answers in the next 10 ms: 10 ms round trip.
         assert!(rt.tick(2 * TICK_NS, 17_600, 1600));
         assert_eq!(l.stall_ns(rt.ns()), Some(20_000_000));
-        // Nothing answered: the last round trip is kept.
+        assert_eq!(rt.fresh_ns(), Some(10_000_000));
+        // Nothing answered: the last round trip is kept, but is not fresh.
+        assert!(!rt.due(3 * TICK_NS - 1));
         assert!(rt.tick(3 * TICK_NS, 17_600, 1600));
         assert_eq!(rt.ns(), Some(10_000_000));
+        assert_eq!(rt.fresh_ns(), None);
+        // Answers but no open connection (all closed at the tick): no measure.
+        assert!(rt.tick(4 * TICK_NS, 18_000, 0));
+        assert_eq!((rt.ns(), rt.fresh_ns()), (Some(10_000_000), None));
+        // The count reset (end of the warm-up): no measure either.
+        assert!(rt.tick(5 * TICK_NS, 10, 1600));
+        assert_eq!(rt.fresh_ns(), None);
+        assert!(rt.tick(6 * TICK_NS, 1610, 1600));
+        assert_eq!(rt.fresh_ns(), Some(10_000_000));
         assert_eq!(
             Lowat::new(1, false).stall_ns(rt.ns()),
             None,

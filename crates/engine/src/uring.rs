@@ -249,45 +249,57 @@ impl Batch {
 /// A bigger batch spares this loop wake-ups, and can spare the server some:
 /// nginx answers more requests per `epoll_wait` when they come together
 /// (against nginx at `-c 100` on a 2-vCPU VM, a cap of 1/4 of the
-/// connections against 1/8: ~6% less client CPU per request and more RPS).
+/// connections against 1/8: ~4-6% less client CPU per request and more RPS).
 /// But an answer waits in the ring until its batch fills, about `cap /
 /// connections` of a round trip: against a server that gains nothing from
 /// batches (`xload serve --delay 1ms`, `-c 100`) the same change added 6% to
-/// the p50 and took 6% off the RPS. No one cap fits both, so the cap climbs:
-/// after every epoch of [`CLIMB_TICKS`] round-trip measurements it takes a
-/// step (a quarter up, a fifth down). The round trip is Little's law over the
-/// epoch (in flight × time ÷ answers): in a closed loop, the mean latency as
-/// measured, reap waits included. A step up is followed by another unless
-/// the round trip got longer by more than 1/[`CLIMB_TOLERANCE`] of it; a step
-/// down only if it got shorter by more than that. So batches grow while they
-/// cost no measurable latency (the server gains at least what the answers
-/// lose by waiting) and shrink when they do. Between 1/16 and 1/4 of the
-/// connections (at most 64: an answer waits on average at most 1/8 of a
-/// round trip to be reaped), starting at 1/8.
+/// the p50 and took 6% off the RPS. No one cap fits both, so the cap climbs.
+///
+/// The round trip is measured every 10 ms by Little's law (requests in
+/// flight on open connections × time ÷ answers: in a closed loop, the mean
+/// latency as measured, reap waits included). After an epoch of
+/// [`CLIMB_TICKS`] measurements the cap takes a step, up by a quarter plus
+/// one or down by a fifth plus one, compared with the previous epoch's mean:
+/// going up, it goes on up unless the round trip got longer by more than
+/// 1/[`CLIMB_TOLERANCE`]; going down, it goes on down only if the round trip
+/// got shorter by more than that. So batches grow while they cost no
+/// latency this loop can measure (the server gains at least what the
+/// answers lose by waiting) and shrink when they do; a change smaller than
+/// the noise of the measure counts for bigger batches. A measurement with no
+/// answers (a stalled server, the reset that ends the warm-up) or a change
+/// in the number of open connections starts a new epoch compared with
+/// nothing. Bounds: 1/16 of the connections (at least 2) to 1/4 (at most 64:
+/// an answer then waits on average at most 1/8 of a round trip to be
+/// reaped), starting at 1/8; from 1,024 connections on, 64. Fewer than 16
+/// connections (or an open loop): 1, no batching.
 #[derive(Debug)]
 struct Climb {
     lo: usize,
     hi: usize,
     cap: usize,
     up: bool,
-    /// The previous epoch's round trip.
+    /// The previous epoch's mean round trip.
     last_ns: Option<u64>,
-    /// This epoch's round trips so far.
+    /// This epoch's round trips so far, and the open connections they saw.
     sum_ns: u64,
     ticks: u32,
+    open: usize,
 }
 
 /// Round-trip measurements (10 ms apart) per step of the [`Climb`].
 const CLIMB_TICKS: u32 = 2;
-/// A change of the round trip smaller than this fraction (1/100) of it
-/// counts for bigger batches.
+/// A change of the round trip of at most this fraction (1/100) of it counts
+/// for bigger batches.
 const CLIMB_TOLERANCE: u64 = 100;
 
 impl Climb {
-    /// For `conns` connections in a closed loop (0 for an open loop: cap 1).
+    /// For `conns` connections in a closed loop (0 for an open loop).
     fn new(conns: usize) -> Climb {
-        let hi = (conns / 4).clamp(1, 64);
-        let lo = (conns / 16).clamp(1, hi);
+        let (lo, hi) = if conns < 16 {
+            (1, 1)
+        } else {
+            ((conns / 16).clamp(2, 64), (conns / 4).min(64))
+        };
         Climb {
             lo,
             hi,
@@ -296,12 +308,21 @@ impl Climb {
             last_ns: None,
             sum_ns: 0,
             ticks: 0,
+            open: 0,
         }
     }
 
-    /// One round-trip measurement; returns the cap.
-    fn observe(&mut self, rtt_ns: u64) -> usize {
-        self.sum_ns += rtt_ns;
+    /// One measurement: the round trip if answers came since the last one,
+    /// and the open connections; returns the cap.
+    fn observe(&mut self, rtt_ns: Option<u64>, open: usize) -> usize {
+        let Some(rtt_ns) = rtt_ns.filter(|_| open == self.open) else {
+            self.open = open;
+            self.last_ns = None;
+            self.sum_ns = 0;
+            self.ticks = 0;
+            return self.cap;
+        };
+        self.sum_ns = self.sum_ns.saturating_add(rtt_ns);
         self.ticks += 1;
         if self.ticks < CLIMB_TICKS {
             return self.cap;
@@ -310,15 +331,13 @@ impl Climb {
         self.sum_ns = 0;
         self.ticks = 0;
         if let Some(last) = self.last_ns {
-            // Up is kept unless the round trip got longer by more than the
-            // tolerance, down only if it got shorter by more than it.
             let tol = last / CLIMB_TOLERANCE;
-            let worse = if self.up {
-                rtt > last + tol
+            let turn = if self.up {
+                rtt > last.saturating_add(tol)
             } else {
-                rtt + tol > last
+                rtt.saturating_add(tol) >= last
             };
-            if worse {
+            if turn {
                 self.up = !self.up;
             }
         }
@@ -371,8 +390,9 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         .register_files_sparse(nconns as u32)
         .is_ok();
     let pipeline = plan.pipeline.max(1);
-    // Closed loop with many connections: up to one answer in eight in flight
-    // is worth waking for. Open loop wakes for every completion and send time.
+    // Closed loop with 16 connections or more: waits ask for several answers
+    // (as many as the climb allows). Open loop wakes for every completion and
+    // send time.
     let climb = Climb::new(if plan.open_loop.is_some() { 0 } else { nconns });
     let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
     for _ in 0..pipeline {
@@ -499,11 +519,14 @@ impl Driver<'_, '_> {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;
             }
-            let in_flight = (self.conns.len() * self.pipeline) as u64;
-            if self.rtt.tick(now, self.ctx.rec.requests(), in_flight) {
+            if self.rtt.due(now) {
+                let open = self.conns.iter().filter(|c| c.state == State::Open).count();
+                let in_flight = (open * self.pipeline) as u64;
+                self.rtt.tick(now, self.ctx.rec.requests(), in_flight);
                 self.retune_tick();
-                if let (true, Some(rtt)) = (self.tick.on, self.rtt.ns()) {
-                    self.waits.set_cap(self.climb.observe(rtt));
+                if self.tick.on {
+                    self.waits
+                        .set_cap(self.climb.observe(self.rtt.fresh_ns(), open));
                 }
                 if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
                     for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
@@ -1006,15 +1029,30 @@ mod tests {
         assert_eq!(reap(&mut b, 1, false), 1);
     }
 
+    const OPEN: usize = 100;
+
+    /// A climb for `OPEN` connections past its first measurement (which
+    /// only notes the open connections).
+    fn climber() -> Climb {
+        let mut c = Climb::new(OPEN);
+        assert_eq!(c.observe(Some(1_000_000), OPEN), 12);
+        c
+    }
+
+    /// One epoch at round trip `rtt`: the cap after it.
+    fn epoch(c: &mut Climb, rtt: u64) -> usize {
+        (0..CLIMB_TICKS)
+            .map(|_| c.observe(Some(rtt), OPEN))
+            .last()
+            .unwrap()
+    }
+
     /// Epochs of a climb over a landscape `rtt(cap)`: the caps it used.
     fn climb(c: &mut Climb, epochs: usize, rtt: impl Fn(usize) -> u64) -> Vec<usize> {
         let mut caps = vec![c.cap];
         for _ in 0..epochs {
-            let mut cap = c.cap;
-            for _ in 0..CLIMB_TICKS {
-                cap = c.observe(rtt(c.cap));
-            }
-            caps.push(cap);
+            let r = rtt(c.cap);
+            caps.push(epoch(c, r));
         }
         caps
     }
@@ -1027,28 +1065,33 @@ mod tests {
         };
         // Open loop, or too few connections to batch: one (the tick is off).
         assert_eq!(bounds(0), (1, 1, 1));
-        assert_eq!(bounds(15), (1, 1, 3));
-        assert_eq!(bounds(16), (1, 2, 4));
+        assert_eq!(bounds(15), (1, 1, 1));
+        // Batching: never down to one.
+        assert_eq!(bounds(16), (2, 2, 4));
         assert_eq!(bounds(100), (6, 12, 25));
         assert_eq!(bounds(800), (50, 64, 64));
+        assert_eq!(bounds(1024), (64, 64, 64));
         assert_eq!(bounds(10_000), (64, 64, 64));
+        let mut c = Climb::new(16);
+        let caps = climb(&mut c, 6, |cap| 1_000_000 + 100_000 * cap as u64);
+        assert!(caps.iter().all(|&cap| (2..=4).contains(&cap)), "{caps:?}");
     }
 
     #[test]
     fn climb_steps_once_per_epoch() {
-        let mut c = Climb::new(100);
+        let mut c = climber();
         for _ in 1..CLIMB_TICKS {
-            assert_eq!(c.observe(1_000_000), 12);
+            assert_eq!(c.observe(Some(1_000_000), OPEN), 12);
         }
-        assert_eq!(c.observe(1_000_000), 16, "first step is up");
+        assert_eq!(c.observe(Some(1_000_000), OPEN), 16, "first step is up");
     }
 
     #[test]
     fn climb_goes_down_when_batches_only_add_waiting() {
-        // A server that gains nothing: each answer in a batch waits.
-        let mut c = Climb::new(100);
-        // Each step costs more than the tolerance: down to the floor, where
-        // a step up that costs is taken back at once.
+        // A server that gains nothing: each answer in a batch waits. Each
+        // step costs more than the tolerance: down to the floor, where a
+        // step up that costs is taken back at once.
+        let mut c = climber();
         let caps = climb(&mut c, 16, |cap| 1_000_000 + 10_000 * cap as u64);
         assert_eq!(caps[..6], [12, 16, 12, 9, 7, 6]);
         assert!(caps[5..].iter().all(|&cap| cap <= 8), "{caps:?}");
@@ -1060,7 +1103,7 @@ mod tests {
 
     #[test]
     fn climb_goes_up_while_batches_shorten_the_round_trip() {
-        let mut c = Climb::new(100);
+        let mut c = climber();
         let caps = climb(&mut c, 8, |cap| 1_000_000 - 5_000 * cap as u64);
         assert_eq!(caps, [12, 16, 21, 25, 25, 25, 25, 25, 25]);
     }
@@ -1068,15 +1111,81 @@ mod tests {
     #[test]
     fn climb_goes_up_while_batches_cost_no_measurable_latency() {
         // A flat landscape (the difference is under the tolerance): up to the top.
-        let mut c = Climb::new(100);
+        let mut c = climber();
         let caps = climb(&mut c, 8, |cap| 1_000_000 + 500 * cap as u64);
         assert_eq!(caps, [12, 16, 21, 25, 25, 25, 25, 25, 25]);
+    }
+
+    #[test]
+    fn climb_going_down_turns_back_up_unless_it_gains() {
+        // Above 12 the round trip is 10% longer; at 12 and below, flat.
+        // Down from 16 gains (goes on down); down from 12 gains nothing
+        // (back up); up from 9 costs nothing (goes on up, to 16 again).
+        let mut c = climber();
+        let caps = climb(
+            &mut c,
+            8,
+            |cap| if cap > 12 { 1_100_000 } else { 1_000_000 },
+        );
+        assert_eq!(caps, [12, 16, 12, 9, 12, 16, 12, 9, 12]);
+    }
+
+    #[test]
+    fn climb_tolerance_is_one_percent_either_way() {
+        let from = |up: bool, rtt: u64| {
+            let mut c = climber();
+            c.up = up;
+            c.last_ns = Some(1_000_000);
+            epoch(&mut c, rtt);
+            c.up
+        };
+        // Going up: 1% longer is within the tolerance, more is not.
+        assert!(from(true, 1_010_000));
+        assert!(!from(true, 1_010_001));
+        // Going down: only more than 1% shorter keeps it going down.
+        assert!(from(false, 990_000));
+        assert!(!from(false, 989_999));
+    }
+
+    #[test]
+    fn climb_compares_nothing_across_a_gap() {
+        // Up to 16 on a round trip of 1 ms.
+        let mut c = climber();
+        assert_eq!(epoch(&mut c, 1_000_000), 16);
+        // Answers stopped for a tick: the next epoch, twice as slow, is
+        // compared with nothing and the climb goes on up.
+        assert_eq!(c.observe(None, OPEN), 16);
+        assert_eq!(epoch(&mut c, 2_000_000), 21);
+        // The same with a connection gone: the tick that sees it is dropped.
+        assert_eq!(c.observe(Some(8_000_000), OPEN - 1), 21);
+        let caps: Vec<usize> = (0..CLIMB_TICKS)
+            .map(|_| c.observe(Some(4_000_000), OPEN - 1))
+            .collect();
+        assert_eq!(caps.last(), Some(&25));
+        assert_eq!(c.last_ns, Some(4_000_000));
+        // And a half-done epoch is dropped, not mixed with the next.
+        assert_eq!(c.observe(Some(1), OPEN - 1), 25);
+        assert_eq!(c.observe(None, OPEN - 1), 25);
+        assert_eq!((c.ticks, c.sum_ns, c.last_ns), (0, 0, None));
+    }
+
+    #[test]
+    fn batch_cap_lowers_what_is_waited_for() {
+        let mut b = Batch::new(25);
+        b.want = 20;
+        b.set_cap(12);
+        assert_eq!((b.cap, b.want), (12, 12));
+        b.set_cap(30);
+        assert_eq!((b.cap, b.want), (30, 12));
+        b.set_cap(0);
+        assert_eq!((b.cap, b.want), (1, 1));
     }
 
     #[test]
     fn climb_stays_near_the_best_cap() {
         // Round trip shortest at a cap of 16.
         let mut c = Climb::new(200);
+        c.observe(None, OPEN);
         let caps = climb(&mut c, 40, |cap| {
             1_000_000 + 2_000 * (cap as u64).abs_diff(16).pow(2)
         });
