@@ -30,7 +30,7 @@ use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
 use crate::sock::{sockaddr, tcp_socket, Addr};
-use crate::worker::{Ctx, DriverStats};
+use crate::worker::{Batching, Ctx, DriverStats};
 
 const OP_CONNECT: u8 = 1;
 const OP_LINK_TIMEOUT: u8 = 2;
@@ -201,12 +201,18 @@ struct Batch {
     waited: bool,
     /// The last reap was a wait the tick ended short.
     short: bool,
+    /// The enter before this reap waited for completions (batched or not).
+    slept: bool,
+    /// What the run's waits brought, for the report.
+    seen: Batching,
 }
 
 impl Batch {
     fn set_cap(&mut self, cap: usize) {
         self.cap = cap.max(1);
         self.want = self.want.min(self.cap);
+        self.seen.cap_min = self.seen.cap_min.min(self.cap);
+        self.seen.cap_max = self.seen.cap_max.max(self.cap);
     }
 
     fn new(cap: usize) -> Batch {
@@ -217,6 +223,13 @@ impl Batch {
             ticked: false,
             waited: false,
             short: false,
+            slept: false,
+            seen: Batching {
+                waits: 0,
+                completions: 0,
+                cap_min: cap.max(1),
+                cap_max: cap.max(1),
+            },
         }
     }
 
@@ -226,6 +239,10 @@ impl Batch {
         // What the wait got, counted as the kernel counts toward its count:
         // every completion but the tick's own.
         let got = completions - self.tick_cqes;
+        if self.slept {
+            self.seen.waits += 1;
+            self.seen.completions += got as u64;
+        }
         // The tick came and fewer completions than asked for. Usually the tick
         // ended the wait; a tick that expired while this loop was busy posts
         // at the next enter and that wait ends by count, one short. Only two
@@ -241,6 +258,7 @@ impl Batch {
         self.tick_cqes = 0;
         self.ticked = false;
         self.waited = false;
+        self.slept = false;
     }
 }
 
@@ -442,11 +460,14 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     };
     d.main_loop();
     let cq_overflow = d.ring.completion().overflow() as u64;
+    // Before the shutdown, which turns the tick off.
+    let batching = d.tick.on.then_some(d.waits.seen);
     d.shutdown();
     Ok(DriverStats {
         mode,
         cq_overflow,
         fixed_files: d.fixed,
+        batching,
     })
 }
 
@@ -567,6 +588,7 @@ impl Driver<'_, '_> {
             let want = if batched { self.waits.want } else { 1 };
             let res = self.ring.submitter().submit_with_args(want, &args);
             self.waits.waited = batched && res.is_ok();
+            self.waits.slept = true;
             res
         };
         if let Err(e) = res {

@@ -39,6 +39,20 @@ pub struct WorkerInfo {
     pub dropped: u64,
     /// A failure that stopped this worker early, if any.
     pub error: Option<String>,
+    /// io_uring closed loop with 16 connections or more: what its batched
+    /// waits brought.
+    pub batching: Option<Batching>,
+}
+
+/// A worker's waits over the whole run (warm-up included): how many waited
+/// for completions, how many completions (answers, mostly) they brought, and
+/// the range of the batch cap (the most a wait asked for).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Batching {
+    pub waits: u64,
+    pub completions: u64,
+    pub cap_min: usize,
+    pub cap_max: usize,
 }
 
 /// The merged result of a run.
@@ -274,6 +288,7 @@ pub fn run_observed(
                     fixed_files: false,
                     dropped: 0,
                     error: None,
+                    batching: None,
                 };
                 if let Some(c) = cpu {
                     if let Err(e) = pin::pin_current_thread(c) {
@@ -322,6 +337,7 @@ pub fn run_observed(
                         info.mode = stats.mode;
                         info.cq_overflow = stats.cq_overflow;
                         info.fixed_files = stats.fixed_files;
+                        info.batching = stats.batching;
                     }
                     Err(e) => info.error = Some(e),
                 }
@@ -396,4 +412,5 @@ pub(crate) struct DriverStats {
     pub cq_overflow: u64,
     /// io_uring: sockets were named by their slot in a registered file table.
     pub fixed_files: bool,
+    pub batching: Option<Batching>,
 }

@@ -20,7 +20,9 @@
 //! `errors_other` (`"errno_ENOBUFS"` -> count), `latency_us.{stdev,p75,p95,
 //! p9999}`; open loop: `rate_target`, `latency_uncorrected_us`,
 //! `histogram_uncorrected`, `schedule_lag_us`, `histogram_schedule_lag`,
-//! `late_sends`, `dropped`; then `client` (opaque, from the probe) and
+//! `late_sends`, `dropped`; io_uring closed loop: `batching` (`waits`,
+//! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); then
+//! `client` (opaque, from the probe) and
 //! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
 //! `errors`). Unknown keys round-trip through [`Report::extra`].
 
@@ -40,5 +42,5 @@ pub use hist::{
     LATENCY_LOWEST_US, LATENCY_SIGFIG,
 };
 pub use recorder::{Interval, Recorder};
-pub use report::{IntervalRow, Report, ReportError, RunMeta, SCHEMA};
+pub use report::{Batching, IntervalRow, Report, ReportError, RunMeta, SCHEMA};
 pub use text::{TextOptions, TABLE_PERCENTILES};

@@ -69,6 +69,53 @@ pub struct RunMeta {
     pub pipeline: usize,
 }
 
+/// How the engine's waits batched completions over a run (warm-up
+/// included), summed over workers: the answers one wake-up served, and the
+/// range of the cap on what a wait asked for. An answer that arrives while
+/// its wait is still filling is timed when the wait returns, so a large
+/// `completions_per_wait` against a slow server is latency the client added.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub struct Batching {
+    /// Waits for completions (each one wake-up).
+    pub waits: u64,
+    /// Completions (answers, mostly) those waits brought.
+    pub completions: u64,
+    /// `completions / waits`.
+    pub completions_per_wait: f64,
+    /// Smallest and largest cap (the most one wait asked for).
+    pub cap_min: usize,
+    pub cap_max: usize,
+}
+
+impl Batching {
+    pub fn new(waits: u64, completions: u64, cap_min: usize, cap_max: usize) -> Batching {
+        Batching {
+            waits,
+            completions,
+            completions_per_wait: if waits == 0 {
+                0.0
+            } else {
+                completions as f64 / waits as f64
+            },
+            cap_min,
+            cap_max,
+        }
+    }
+
+    /// Both runs' waits together (None when neither batched).
+    pub fn merge(a: Option<Batching>, b: Option<Batching>) -> Option<Batching> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Batching::new(
+                a.waits + b.waits,
+                a.completions + b.completions,
+                a.cap_min.min(b.cap_min),
+                a.cap_max.max(b.cap_max),
+            )),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// One row of the per-second time series.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct IntervalRow {
@@ -169,6 +216,10 @@ pub struct Report {
     pub late_sends: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+    /// io_uring closed loop: what the batched waits brought (filled by the
+    /// caller from the engine's workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batching: Option<Batching>,
     /// Client-side observation and verdict (filled by the probe crate). A
     /// string field `verdict` is printed as the last line of the text report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -262,6 +313,7 @@ impl Report {
             histogram_schedule_lag: open.map(|o| histogram_string(&o.schedule_lag_us)),
             late_sends: open_loop.then(|| rec.late_sends()),
             dropped: open_loop.then(|| rec.dropped()),
+            batching: None,
             client: None,
             timeseries: Vec::new(),
             extra: BTreeMap::new(),
@@ -392,6 +444,7 @@ impl Report {
             histogram_schedule_lag: None,
             late_sends: None,
             dropped: None,
+            batching: None,
             client: None,
             timeseries: Vec::new(),
             extra: BTreeMap::new(),
@@ -453,6 +506,7 @@ impl Report {
             out.rate_target = add_opt(out.rate_target, r.rate_target);
             out.late_sends = add_opt(out.late_sends, r.late_sends);
             out.dropped = add_opt(out.dropped, r.dropped);
+            out.batching = Batching::merge(out.batching, r.batching);
             for row in &r.timeseries {
                 rows.entry(row.second)
                     .and_modify(|m| {

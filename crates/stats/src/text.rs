@@ -65,6 +65,21 @@ impl Report {
         if let Some(reason) = &self.engine_reason {
             line(&mut out, "Engine", &format!("{}: {}", self.engine, reason));
         }
+        if let Some(b) = &self.batching {
+            let cap = if b.cap_min == b.cap_max {
+                format!("{}", b.cap_max)
+            } else {
+                format!("{}-{}", b.cap_min, b.cap_max)
+            };
+            line(
+                &mut out,
+                "Batching",
+                &format!(
+                    "{:.1} completions per wake-up ({} waits), a wait asks for up to {cap}",
+                    b.completions_per_wait, b.waits
+                ),
+            );
+        }
 
         // Latency.
         if self.requests == 0 {

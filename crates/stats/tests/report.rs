@@ -535,3 +535,42 @@ fn zero_request_report_has_zero_figures_and_no_nan() {
     assert!(back.latency_histogram().expect("decodes").is_empty());
     assert_eq!(back.schema, SCHEMA);
 }
+
+#[test]
+fn batching_round_trips_and_merges_by_sums_and_bounds() {
+    use xload_stats::Batching;
+    let b = Batching::new(100, 2_450, 6, 25);
+    assert_eq!(b.completions_per_wait, 24.5);
+    assert_eq!(Batching::new(0, 0, 2, 2).completions_per_wait, 0.0);
+    let mut a = Report::build(&meta("t", 1, 100, 1.0), &Recorder::new());
+    a.batching = Some(b);
+    let v: Value = serde_json::from_str(&a.to_json()).expect("json");
+    assert_eq!(v["batching"]["waits"], 100);
+    assert_eq!(v["batching"]["completions"], 2_450);
+    assert_eq!(v["batching"]["completions_per_wait"], 24.5);
+    assert_eq!(
+        (
+            v["batching"]["cap_min"].as_u64(),
+            v["batching"]["cap_max"].as_u64()
+        ),
+        (Some(6), Some(25))
+    );
+    assert_eq!(
+        Report::from_json(&a.to_json()).expect("back").batching,
+        Some(b)
+    );
+    // A report without it has no key.
+    let plain = Report::build(&meta("t", 1, 100, 1.0), &Recorder::new());
+    assert!(!plain.to_json().contains("batching"));
+    // Merged: sums and the widest range; a report without it adds nothing.
+    let mut c = plain.clone();
+    c.batching = Some(Batching::new(50, 50, 2, 8));
+    let m = Report::merge(&[a.clone(), plain.clone(), c]).expect("merge");
+    assert_eq!(m.batching, Some(Batching::new(150, 2_500, 2, 25)));
+    assert_eq!(
+        Report::merge(&[plain.clone(), plain])
+            .expect("merge")
+            .batching,
+        None
+    );
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan};
 use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url};
-use xload_stats::{Report, RunMeta, TextOptions};
+use xload_stats::{Batching, Report, RunMeta, TextOptions};
 
 use crate::args::{ArrivalArg, CommonArgs, EngineArg, RunArgs};
 use crate::gate::{parse_gate, Gate};
@@ -306,6 +306,12 @@ pub fn execute(
     };
     let mut report = Report::build(&meta, &outcome.recorder);
     report.timeseries = rows;
+    report.batching = outcome
+        .workers
+        .iter()
+        .filter_map(|w| w.batching)
+        .map(|b| Some(Batching::new(b.waits, b.completions, b.cap_min, b.cap_max)))
+        .fold(None, Batching::merge);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
         let input = verdict_input(p, &outcome, &report);
         let summary = xload_probe::summarize(&start, &end, &input, &budget);

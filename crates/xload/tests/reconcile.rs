@@ -476,6 +476,59 @@ fn one_live_connection_among_stuck_ones_is_reaped_as_it_answers(engine: &str) {
     );
 }
 
+/// The report says how the waits batched, for a batched closed loop only
+/// (io_uring, 16 connections or more in a worker, no `--rate`).
+#[test]
+fn batching_is_reported_for_a_batched_closed_loop_only() {
+    let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
+    let url = server.url("/");
+    let args = ["-c", "32", "-t", "1", "-d", RUN];
+    let Some(out) = run(&url, &args, Some("uring")) else {
+        return;
+    };
+    assert_eq!(out.code, 0, "{}", out.show());
+    let b = &out.json["batching"];
+    let waits = b["waits"].as_u64().unwrap_or(0);
+    let completions = b["completions"].as_u64().unwrap_or(0);
+    let (lo, hi) = (b["cap_min"].as_u64(), b["cap_max"].as_u64());
+    // 32 connections: the cap stays within 2 (1/16, at least 2) and 8 (1/4).
+    assert!(
+        waits > 0
+            && completions > waits
+            && lo.is_some_and(|lo| lo >= 2)
+            && hi.is_some_and(|hi| hi <= 8),
+        "{}",
+        out.show()
+    );
+    let per_wait = b["completions_per_wait"].as_f64().unwrap_or(0.0);
+    assert!(
+        (per_wait - completions as f64 / waits as f64).abs() < 1e-9,
+        "{}",
+        out.show()
+    );
+    assert!(out.stdout.contains("Batching"), "{}", out.stdout);
+    // Not batched: too few connections, an open loop, the epoll engine.
+    for (args, engine) in [
+        (&["-c", "8", "-t", "1", "-d", RUN][..], "uring"),
+        (
+            &["-c", "32", "-t", "1", "-d", RUN, "--rate", "2000"][..],
+            "uring",
+        ),
+        (&["-c", "32", "-t", "1", "-d", RUN][..], "epoll"),
+    ] {
+        let Some(out) = run(&url, args, Some(engine)) else {
+            continue;
+        };
+        assert_eq!(out.code, 0, "{}", out.show());
+        assert!(
+            out.json.get("batching").is_none(),
+            "{args:?} {engine}: {}",
+            out.show()
+        );
+        assert!(!out.stdout.contains("Batching"), "{}", out.stdout);
+    }
+}
+
 /// Generates one test per engine for a function taking the engine name.
 macro_rules! both_engines {
     ($($name:ident),* $(,)?) => {

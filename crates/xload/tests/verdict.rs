@@ -88,45 +88,53 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
     );
 
     // 2. A light open-loop run on the same CPU, nothing else on it. Measured
-    // again if the machine stalled or the hypervisor stole the CPU meanwhile.
+    // again if the machine stalled or the hypervisor stole the CPU meanwhile,
+    // or if sends left late: on a shared VM a hiccup of a few ms (too short
+    // for the stall watchdog) puts 1% of a 200 req/s run's sends behind.
     let light = dir.join("light.json");
-    let (status, stdout, stderr, _) = undisturbed(|| {
-        run_xload([
-            "-c",
-            "4",
-            "--rate",
-            "200",
-            "-d",
-            "1500ms",
-            "--warmup",
-            "300ms",
-            "--cpus",
-            &gen_cpu.to_string(),
-            "--json",
-            light.to_str().unwrap(),
-            &server.url("/"),
-        ])
-    });
-    assert!(status.success(), "{stderr}");
-    let r = read_json(&light);
-    let client = &r["client"];
-    if last_run_disturbed() {
-        // Three tries with the CPU taken away: sends may honestly have left
-        // late (the verdict then says the client could not keep the rate), but
-        // no CPU was saturated by a 200 req/s run.
-        let reasons = client["reasons"].as_array().cloned().unwrap_or_default();
-        assert!(
-            reasons
-                .iter()
-                .all(|r| r.as_str().is_some_and(|r| r.starts_with("open loop:"))),
-            "a 200 req/s run cannot saturate a CPU: {client:#}"
-        );
-    } else {
-        assert_eq!(
-            client["saturated"], false,
-            "a 200 req/s run cannot saturate a CPU: {client:#}"
-        );
+    let mut tries = 0;
+    let (stdout, client, disturbed) = loop {
+        tries += 1;
+        let (status, stdout, stderr, _) = undisturbed(|| {
+            run_xload([
+                "-c",
+                "4",
+                "--rate",
+                "200",
+                "-d",
+                "1500ms",
+                "--warmup",
+                "300ms",
+                "--cpus",
+                &gen_cpu.to_string(),
+                "--json",
+                light.to_str().unwrap(),
+                &server.url("/"),
+            ])
+        });
+        assert!(status.success(), "{stderr}");
+        let client = read_json(&light)["client"].clone();
+        let disturbed = last_run_disturbed();
+        if client["saturated"] == false || tries == 3 {
+            break (stdout, client, disturbed);
+        }
+        eprintln!("light run flagged ({}): measuring again", client["reasons"]);
+    };
+    // Whatever the machine did, no CPU was saturated by a 200 req/s run:
+    // the only reasons allowed are late sends.
+    let reasons = client["reasons"].as_array().cloned().unwrap_or_default();
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.as_str().is_some_and(|r| r.starts_with("open loop:"))),
+        "a 200 req/s run cannot saturate a CPU: {client:#}"
+    );
+    // Three runs in a row with late sends (a disturbed machine; the open-loop
+    // tests hold the lag itself) are left at the check above.
+    if client["saturated"] == false {
         let last = stdout.lines().last().unwrap_or("");
         assert!(last.starts_with("client: not saturated"), "{stdout}");
+    } else {
+        eprintln!("three light runs sent late (disturbed: {disturbed}): {client:#}");
     }
 }
