@@ -588,7 +588,11 @@ impl Driver<'_, '_> {
             let want = if batched { self.waits.want } else { 1 };
             let res = self.ring.submitter().submit_with_args(want, &args);
             self.waits.waited = batched && res.is_ok();
-            self.waits.slept = true;
+            // It waited (and may have slept) unless the enter failed outright.
+            self.waits.slept = match &res {
+                Ok(_) => true,
+                Err(e) => matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)),
+            };
             res
         };
         if let Err(e) = res {
@@ -1189,6 +1193,32 @@ mod tests {
         assert_eq!(c.observe(Some(1), OPEN - 1), 25);
         assert_eq!(c.observe(None, OPEN - 1), 25);
         assert_eq!((c.ticks, c.sum_ns, c.last_ns), (0, 0, None));
+    }
+
+    #[test]
+    fn batch_counts_what_its_waits_brought() {
+        let mut b = Batch::new(12);
+        // A wait that brought 5 answers and the tick's expiry: 1 wait, 5.
+        b.slept = true;
+        b.tick_cqes = 1;
+        b.after_reap(6);
+        // A reap after an enter that did not wait: not counted.
+        b.after_reap(3);
+        // A wait that brought nothing (it timed out).
+        b.slept = true;
+        b.after_reap(0);
+        // The cap moved down, then up.
+        b.set_cap(6);
+        b.set_cap(25);
+        assert_eq!(
+            b.seen,
+            Batching {
+                waits: 2,
+                completions: 5,
+                cap_min: 6,
+                cap_max: 25,
+            }
+        );
     }
 
     #[test]

@@ -39,14 +39,17 @@ pub struct WorkerInfo {
     pub dropped: u64,
     /// A failure that stopped this worker early, if any.
     pub error: Option<String>,
-    /// io_uring closed loop with 16 connections or more: what its batched
-    /// waits brought.
+    /// io_uring closed loop with 16 connections or more (and multishot ring
+    /// timeouts, Linux 6.4+): what its waits brought.
     pub batching: Option<Batching>,
 }
 
-/// A worker's waits over the whole run (warm-up included): how many waited
-/// for completions, how many completions (answers, mostly) they brought, and
-/// the range of the batch cap (the most a wait asked for).
+/// A worker's waits over the whole run (warm-up included): how many enters
+/// waited for completions (batched or not; including those that returned at
+/// once because enough were queued, or at their timeout with none), how many
+/// completions (receives, mostly; a connect or a failed send counts too, the
+/// batching tick's own do not) they brought, and the range of the batch cap
+/// (the most a wait asks for; a wait asks for less while its count adapts).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Batching {
     pub waits: u64,

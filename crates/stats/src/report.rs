@@ -70,15 +70,16 @@ pub struct RunMeta {
 }
 
 /// How the engine's waits batched completions over a run (warm-up
-/// included), summed over workers: the answers one wake-up served, and the
-/// range of the cap on what a wait asked for. An answer that arrives while
-/// its wait is still filling is timed when the wait returns, so a large
+/// included, unlike the rest of the report), summed over workers: the
+/// completions (receives, mostly) one wait for completions brought, and the
+/// range of the cap on what a wait asks for. An answer that arrives while its
+/// wait is still filling is timed when the wait returns, so a large
 /// `completions_per_wait` against a slow server is latency the client added.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 pub struct Batching {
-    /// Waits for completions (each one wake-up).
+    /// Enters that waited for completions.
     pub waits: u64,
-    /// Completions (answers, mostly) those waits brought.
+    /// Completions (receives, mostly) those waits brought.
     pub completions: u64,
     /// `completions / waits`.
     pub completions_per_wait: f64,
@@ -397,7 +398,9 @@ impl Report {
     /// inputs (an upper bound: rows carry no histogram). A single
     /// report's `client` is kept as is; with several reports, any client
     /// data becomes `{"per_report": [client or null, ...]}`, one entry per
-    /// input in order. Unknown keys: the first
+    /// input in order. `batching` sums the waits and completions of the
+    /// reports that have it and widens the cap range (reports without it,
+    /// e.g. from the epoll engine, add nothing). Unknown keys: the first
     /// report's value wins.
     pub fn merge(reports: &[Report]) -> Result<Report, ReportError> {
         let Some(first) = reports.first() else {

@@ -75,7 +75,7 @@ impl Report {
                 &mut out,
                 "Batching",
                 &format!(
-                    "{:.1} completions per wake-up ({} waits), a wait asks for up to {cap}",
+                    "{:.1} completions per wait ({} waits, warm-up included), cap {cap}",
                     b.completions_per_wait, b.waits
                 ),
             );

@@ -245,7 +245,7 @@ fn zero_request_report_renders_without_nan_or_panic() {
 }
 
 #[test]
-fn batching_line_says_completions_per_wake_and_the_cap() {
+fn batching_line_says_completions_per_wait_and_the_cap() {
     let mut r = closed_loop_report();
     assert!(!r.render_text(&TextOptions::default()).contains("Batching"));
     r.batching = Some(xload_stats::Batching::new(1_000, 24_500, 6, 25));
@@ -255,13 +255,13 @@ fn batching_line_says_completions_per_wake_and_the_cap() {
         .find(|l| l.trim_start().starts_with("Batching"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        line.contains("24.5 completions per wake-up (1000 waits), a wait asks for up to 6-25"),
+        line.contains("24.5 completions per wait (1000 waits, warm-up included), cap 6-25"),
         "{line}"
     );
     r.batching = Some(xload_stats::Batching::new(10, 20, 2, 2));
     let text = r.render_text(&TextOptions::default());
     assert!(
-        text.contains("2.0 completions per wake-up (10 waits), a wait asks for up to 2\n"),
+        text.contains("2.0 completions per wait (10 waits, warm-up included), cap 2\n"),
         "{text}"
     );
 }
