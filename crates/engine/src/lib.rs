@@ -29,4 +29,4 @@ mod uring;
 mod worker;
 
 pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
-pub use worker::{probe_engine, run, run_observed, Batching, Outcome, Tick, WorkerInfo};
+pub use worker::{probe_engine, run, run_observed, Outcome, Tick, WorkerInfo};

@@ -30,7 +30,7 @@ use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
 use crate::sock::{sockaddr, tcp_socket, Addr};
-use crate::worker::{Batching, Ctx, DriverStats};
+use crate::worker::{Ctx, DriverStats};
 
 const OP_CONNECT: u8 = 1;
 const OP_LINK_TIMEOUT: u8 = 2;
@@ -205,6 +205,27 @@ struct Batch {
     slept: bool,
     /// What the run's waits brought, for the report.
     seen: Batching,
+}
+
+/// A worker's waits over the whole run (warm-up included): how many enters
+/// waited for completions (batched or not; including those that returned at
+/// once because enough were queued, or at their timeout with none), how many
+/// completions (receives, mostly; a connect or a failed send counts too, the
+/// batching tick's own do not) they brought, and the range of the batch cap
+/// (the most a wait asks for; a wait asks for less while its count adapts).
+/// The report's [`xload_stats::Batching`] is made from it at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Batching {
+    waits: u64,
+    completions: u64,
+    cap_min: usize,
+    cap_max: usize,
+}
+
+impl Batching {
+    fn report(&self) -> xload_stats::Batching {
+        xload_stats::Batching::new(self.waits, self.completions, self.cap_min, self.cap_max)
+    }
 }
 
 impl Batch {
@@ -461,7 +482,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     d.main_loop();
     let cq_overflow = d.ring.completion().overflow() as u64;
     // Before the shutdown, which turns the tick off.
-    let batching = d.tick.on.then_some(d.waits.seen);
+    let batching = d.tick.on.then(|| d.waits.seen.report());
     d.shutdown();
     Ok(DriverStats {
         mode,

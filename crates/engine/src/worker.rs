@@ -40,22 +40,8 @@ pub struct WorkerInfo {
     /// A failure that stopped this worker early, if any.
     pub error: Option<String>,
     /// io_uring closed loop with 16 connections or more (and multishot ring
-    /// timeouts, Linux 6.4+): what its waits brought.
-    pub batching: Option<Batching>,
-}
-
-/// A worker's waits over the whole run (warm-up included): how many enters
-/// waited for completions (batched or not; including those that returned at
-/// once because enough were queued, or at their timeout with none), how many
-/// completions (receives, mostly; a connect or a failed send counts too, the
-/// batching tick's own do not) they brought, and the range of the batch cap
-/// (the most a wait asks for; a wait asks for less while its count adapts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Batching {
-    pub waits: u64,
-    pub completions: u64,
-    pub cap_min: usize,
-    pub cap_max: usize,
+    /// timeouts, Linux 6.4+): what its waits brought, warm-up included.
+    pub batching: Option<xload_stats::Batching>,
 }
 
 /// The merged result of a run.
@@ -415,5 +401,5 @@ pub(crate) struct DriverStats {
     pub cq_overflow: u64,
     /// io_uring: sockets were named by their slot in a registered file table.
     pub fixed_files: bool,
-    pub batching: Option<Batching>,
+    pub batching: Option<xload_stats::Batching>,
 }

@@ -309,8 +309,7 @@ pub fn execute(
     report.batching = outcome
         .workers
         .iter()
-        .filter_map(|w| w.batching)
-        .map(|b| Some(Batching::new(b.waits, b.completions, b.cap_min, b.cap_max)))
+        .map(|w| w.batching)
         .fold(None, Batching::merge);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
         let input = verdict_input(p, &outcome, &report);

@@ -6,6 +6,8 @@
 
 mod support;
 
+use std::path::Path;
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,6 +36,23 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// A 1.5 s run (after 300 ms of warm-up) of xload on `cpu` with `args`
+/// against `server`, its report in `json`.
+fn run_on(
+    cpu: usize,
+    args: &[&str],
+    json: &Path,
+    server: &TestServer,
+) -> (ExitStatus, String, String, Duration) {
+    let cpu = cpu.to_string();
+    let url = server.url("/");
+    let common = [
+        "-d", "1500ms", "--warmup", "300ms", "--cpus", &cpu, "--json",
+    ];
+    let json = json.to_str().unwrap();
+    run_xload(args.iter().chain(&common).chain(&[json, url.as_str()]))
+}
+
 #[test]
 fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
     let cpus = allowed_cpus();
@@ -56,19 +75,7 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
         })
     };
     let hot = dir.join("hot.json");
-    let (status, stdout, stderr, _) = run_xload([
-        "-c",
-        "8",
-        "-d",
-        "1500ms",
-        "--warmup",
-        "300ms",
-        "--cpus",
-        &gen_cpu.to_string(),
-        "--json",
-        hot.to_str().unwrap(),
-        &server.url("/"),
-    ]);
+    let (status, stdout, stderr, _) = run_on(gen_cpu, &["-c", "8"], &hot, &server);
     burning.store(false, Ordering::Relaxed);
     burner.join().unwrap();
     assert!(status.success(), "{stderr}");
@@ -95,23 +102,8 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
     let mut tries = 0;
     let (stdout, client, saturated, disturbed) = loop {
         tries += 1;
-        let (status, stdout, stderr, _) = undisturbed(|| {
-            run_xload([
-                "-c",
-                "4",
-                "--rate",
-                "200",
-                "-d",
-                "1500ms",
-                "--warmup",
-                "300ms",
-                "--cpus",
-                &gen_cpu.to_string(),
-                "--json",
-                light.to_str().unwrap(),
-                &server.url("/"),
-            ])
-        });
+        let (status, stdout, stderr, _) =
+            undisturbed(|| run_on(gen_cpu, &["-c", "4", "--rate", "200"], &light, &server));
         assert!(status.success(), "{stderr}");
         let client = read_json(&light)["client"].clone();
         let saturated = client["saturated"]
