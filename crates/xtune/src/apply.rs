@@ -144,8 +144,9 @@ enum WriteResult {
 
 /// Applies the plan: saves the original of every knob to change, fsyncs the
 /// snapshot, then writes in stage order. Knobs that already mean the wanted
-/// value are not written. If a write fails, every earlier write is restored
-/// from the snapshot and the outcome names the knob and errno.
+/// value are not written. Each write is read back; if a write fails or does
+/// not read back as its wanted meaning, every write is restored from the
+/// snapshot and the outcome names the knob and errno or the value read.
 pub fn apply(
     fs: &dyn Fs,
     services: &dyn Services,
@@ -194,15 +195,20 @@ pub fn apply(
     store.save(&snap)?;
     outcome.snapshot = Some(snap.id.clone());
 
-    // 2. Writes, in the plan's stage order.
-    let mut verdicts: Vec<(Verdict, String, Option<String>)> =
-        vec![(Verdict::Ok, String::new(), None); plan.items.len()];
+    // 2. Writes, in the plan's stage order; each write is read back at once:
+    // the kernel may accept a value and keep another (clamped, rounded, a
+    // vector with fewer elements), and a profile it does not take is a
+    // failure like a refused write, not a success to find out at verify.
+    let mut verdicts: Vec<(Verdict, String, Option<String>)> = plan
+        .items
+        .iter()
+        .map(|item| (verdict_unwritten(item), item.cmp.reason.clone(), None))
+        .collect();
     let mut written: Vec<usize> = Vec::new(); // indices into snap.entries
-    let mut failed_at: Option<usize> = None;
+    let mut failed = false;
     let mut change_idx = 0usize;
     for (i, item) in plan.items.iter().enumerate() {
         if !item.needs_change() {
-            verdicts[i] = (verdict_unwritten(item), item.cmp.reason.clone(), None);
             continue;
         }
         let entry_idx = change_idx;
@@ -211,6 +217,12 @@ pub fn apply(
             Ok(WriteResult::Written) => {
                 written.push(entry_idx);
                 verdicts[i] = (Verdict::Written, String::new(), None);
+                if let Some(msg) = read_back_mismatch(fs, item) {
+                    outcome.error = Some(format!("{}: {msg}", item.desired.knob));
+                    verdicts[i] = (Verdict::Failed, msg, None);
+                    failed = true;
+                    break;
+                }
             }
             Ok(WriteResult::FixedByKernel(e)) => {
                 snap.fixed_by_kernel.push(item.desired.knob.clone());
@@ -226,57 +238,14 @@ pub fn apply(
             Err(e) => {
                 outcome.error = Some(format!("{}: {}", item.desired.knob, e.message));
                 verdicts[i] = (Verdict::Failed, e.message.clone(), e.errno.clone());
-                failed_at = Some(i);
+                failed = true;
                 break;
             }
         }
     }
 
-    if let Some(fail_idx) = failed_at {
-        // 3a. Undo in reverse order.
-        let mut undo_failures = Vec::new();
-        for &ei in written.iter().rev() {
-            let entry = &snap.entries[ei];
-            let pos = plan
-                .items
-                .iter()
-                .position(|it| it.desired.knob == entry.knob);
-            match restore_entry(fs, services, entry) {
-                Ok(()) => {
-                    if let Some(p) = pos {
-                        verdicts[p] = (Verdict::Undone, "restored after the failure".into(), None);
-                    }
-                }
-                Err(msg) => {
-                    undo_failures.push(format!("{}: {msg}", entry.knob));
-                    if let Some(p) = pos {
-                        verdicts[p] = (Verdict::UndoFailed, msg, None);
-                    }
-                }
-            }
-        }
-        // Knobs after the failure were not attempted.
-        for (i, item) in plan.items.iter().enumerate().skip(fail_idx + 1) {
-            if item.needs_change() {
-                verdicts[i] = (Verdict::Change, "not attempted".into(), None);
-            }
-        }
-        snap.state = State::Undone;
-        if !undo_failures.is_empty() {
-            snap.state = State::Applied; // something is still changed: keep it rollback-able
-            outcome.notes.push(format!(
-                "could not restore: {}; run `xtune rollback {}`",
-                undo_failures.join("; "),
-                snap.id
-            ));
-        }
-        if let Err(e) = store.save(&snap) {
-            outcome
-                .notes
-                .push(format!("could not update the snapshot state: {e}"));
-        }
-    } else {
-        // 3b. If irqbalance was stopped after IRQs were pinned, it may have
+    if !failed {
+        // 3. If irqbalance was stopped after IRQs were pinned, it may have
         // moved them in between: put back any that moved.
         let stopped_irqbalance = plan.items.iter().zip(&verdicts).any(|(it, v)| {
             matches!(it.desired.target, Target::IrqbalanceService) && v.0 == Verdict::Written
@@ -302,25 +271,83 @@ pub fn apply(
                 }
             }
         }
-        // Read back what was written: the kernel may accept a value and store another.
+        // 4. Read everything back once more: a later write may undo an
+        // earlier one (a knob that resets another, an agent between writes).
         for (i, item) in plan.items.iter().enumerate() {
             if verdicts[i].0 != Verdict::Written {
                 continue;
             }
-            let now = observe_one(fs, &item.desired);
-            let c = compare(&item.desired, &now);
-            if !c.matches {
-                verdicts[i].1 = format!("written, but reads back as {}", c.actual);
-            } else if !c.reason.is_empty() && !c.reason.starts_with("same elements") {
+            if let Some(msg) = read_back_mismatch(fs, item) {
+                outcome.error = Some(format!("{}: {msg}", item.desired.knob));
+                verdicts[i] = (Verdict::Failed, msg, None);
+                failed = true;
+                break;
+            }
+            let c = compare(&item.desired, &observe_one(fs, &item.desired));
+            if !c.reason.is_empty() && !c.reason.starts_with("same elements") {
                 verdicts[i].1 = c.reason;
             }
         }
-        snap.state = State::Applied;
-        if let Err(e) = store.save(&snap) {
-            outcome
-                .notes
-                .push(format!("could not update the snapshot state: {e}"));
+    }
+
+    if failed {
+        // 5a. Undo in reverse order, the failed knob too when it was written.
+        let mut undo_failures = Vec::new();
+        for &ei in written.iter().rev() {
+            let entry = &snap.entries[ei];
+            let pos = plan
+                .items
+                .iter()
+                .position(|it| it.desired.knob == entry.knob);
+            let keep_failed = pos.is_some_and(|p| verdicts[p].0 == Verdict::Failed);
+            match restore_entry(fs, services, entry) {
+                Ok(()) => {
+                    if let Some(p) = pos {
+                        if keep_failed {
+                            verdicts[p].1.push_str("; restored");
+                        } else {
+                            verdicts[p] =
+                                (Verdict::Undone, "restored after the failure".into(), None);
+                        }
+                    }
+                }
+                Err(msg) => {
+                    undo_failures.push(format!("{}: {msg}", entry.knob));
+                    if let Some(p) = pos {
+                        verdicts[p] = (Verdict::UndoFailed, msg, None);
+                    }
+                }
+            }
         }
+        // Knobs to change that were never written.
+        for (i, item) in plan.items.iter().enumerate() {
+            if item.needs_change() && verdicts[i].0 == Verdict::Change {
+                verdicts[i] = (Verdict::Change, "not attempted".into(), None);
+            }
+        }
+        if let Some(e) = outcome.error.as_mut() {
+            e.push_str(if undo_failures.is_empty() {
+                "; every write was undone"
+            } else {
+                "; NOT every write could be undone (see UNDO FAILED)"
+            });
+        }
+        snap.state = State::Undone;
+        if !undo_failures.is_empty() {
+            snap.state = State::Applied; // something is still changed: keep it rollback-able
+            outcome.notes.push(format!(
+                "could not restore: {}; run `xtune rollback {}`",
+                undo_failures.join("; "),
+                snap.id
+            ));
+        }
+    } else {
+        snap.state = State::Applied;
+    }
+    if let Err(e) = store.save(&snap) {
+        outcome
+            .notes
+            .push(format!("could not update the snapshot state: {e}"));
     }
 
     outcome.lines = plan
@@ -337,6 +364,27 @@ pub fn apply(
         })
         .collect();
     Ok(outcome)
+}
+
+/// What a knob reads back as right after its write, when that does not mean
+/// what the profile wants (None when it does).
+fn read_back_mismatch(fs: &dyn Fs, item: &Item) -> Option<String> {
+    let c = compare(&item.desired, &observe_one(fs, &item.desired));
+    if c.matches {
+        return None;
+    }
+    Some(match &item.desired.target {
+        Target::File { value, .. } => format!(
+            "the kernel took `{value}` but reads back `{}`{}",
+            c.actual,
+            if c.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", c.reason)
+            }
+        ),
+        _ => format!("done, but reads back as {}", c.actual),
+    })
 }
 
 /// Verdict of a knob apply did not write.
@@ -417,13 +465,30 @@ fn write_knob(
             {
                 Ok(WriteResult::FixedByKernel(e))
             }
-            Err(e) => Err(WriteError {
-                message: format!(
-                    "writing `{value}` to {path} failed: {}",
-                    crate::fs::errno_text(e.errno)
-                ),
-                errno: Some(e.errno_name().to_string()),
-            }),
+            Err(e) => {
+                // ENOENT from a file that exists: the kernel knows no such
+                // value (an unknown congestion control, qdisc, governor).
+                let hint = if e.errno == libc::ENOENT && fs.exists(path) {
+                    let avail = path.strip_suffix("tcp_congestion_control").map(|dir| {
+                        fs.read(&format!("{dir}tcp_available_congestion_control"))
+                            .map(|a| format!(" (available: {})", display_value(&a)))
+                            .unwrap_or_default()
+                    });
+                    format!(
+                        ": the file exists, the kernel has no `{value}`{}",
+                        avail.unwrap_or_default()
+                    )
+                } else {
+                    String::new()
+                };
+                Err(WriteError {
+                    message: format!(
+                        "writing `{value}` to {path} failed: {}{hint}",
+                        crate::fs::errno_text(e.errno)
+                    ),
+                    errno: Some(e.errno_name().to_string()),
+                })
+            }
         },
         Target::IrqbalanceConfig { path } => {
             let Wanted::BannedCpus(cpus) = &item.desired.wanted else {
@@ -455,10 +520,14 @@ fn write_knob(
             Ok(WriteResult::Written)
         }
         Target::IrqbalanceService => {
-            let running = match &item.current {
-                Current::Service(r) => r.clone(),
-                _ => Vec::new(),
-            };
+            // The daemon running now: an earlier step (a new ban list) may
+            // have restarted it under a new pid since the plan was read.
+            let mut running = crate::host::find_processes(fs, "irqbalance");
+            if running.is_empty() {
+                if let Current::Service(r) = &item.current {
+                    running = r.clone();
+                }
+            }
             services.stop_irqbalance(&running).map_err(|m| WriteError {
                 message: format!("stopping irqbalance: {m}"),
                 errno: None,
@@ -498,6 +567,15 @@ fn restore_entry(fs: &dyn Fs, services: &dyn Services, entry: &Entry) -> Result<
     }
 }
 
+/// irqbalance's state for display.
+fn service_text(running: &[ProcInfo]) -> String {
+    match running.len() {
+        0 => "not running".into(),
+        1 => "running (1 process)".into(),
+        n => format!("running ({n} processes)"),
+    }
+}
+
 /// A raw kernel value for display: whitespace runs (the kernel's tabs) as one space.
 pub fn display_value(raw: &str) -> String {
     raw.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -515,15 +593,25 @@ pub fn rollback(
     let mut lines = Vec::new();
     let mut ok = true;
     for entry in snap.entries.iter().rev() {
-        let mut before_text = String::new();
+        let before_text: String;
         let (verdict, reason, path) = match &entry.original {
             Original::File { path, raw } => {
                 let before = fs.read(path);
                 before_text = match &before {
                     Ok(b) => display_value(b),
+                    Err(e) if e.errno == libc::ENOENT => "(gone)".into(),
                     Err(e) => format!("unreadable: {}", e.errno_name()),
                 };
-                if before.as_deref() == Ok(raw.as_str()) {
+                if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
+                    // The device (or the whole knob) went away since the
+                    // apply: there is nothing left to restore.
+                    (
+                        Verdict::NotApplicable,
+                        "gone: the file no longer exists (device removed?); nothing to restore"
+                            .into(),
+                        Some(path.clone()),
+                    )
+                } else if before.as_deref() == Ok(raw.as_str()) {
                     (Verdict::Unchanged, String::new(), Some(path.clone()))
                 } else {
                     match fs.write(path, trim_value(raw)) {
@@ -556,20 +644,32 @@ pub fn rollback(
                     }
                 }
             }
-            other => match restore_entry(fs, services, entry) {
-                Ok(()) => (
-                    Verdict::Restored,
-                    String::new(),
-                    match other {
-                        Original::Config { path, .. } => Some(path.clone()),
-                        _ => None,
+            other => {
+                before_text = match other {
+                    Original::Config { path, .. } => match fs.read(path) {
+                        Ok(_) => "(file content)".into(),
+                        Err(_) => "(no file)".into(),
                     },
-                ),
-                Err(m) => {
-                    ok = false;
-                    (Verdict::UndoFailed, m, None)
+                    Original::Service { .. } => {
+                        service_text(&crate::host::find_processes(fs, "irqbalance"))
+                    }
+                    Original::File { .. } => String::new(),
+                };
+                match restore_entry(fs, services, entry) {
+                    Ok(()) => (
+                        Verdict::Restored,
+                        String::new(),
+                        match other {
+                            Original::Config { path, .. } => Some(path.clone()),
+                            _ => None,
+                        },
+                    ),
+                    Err(m) => {
+                        ok = false;
+                        (Verdict::UndoFailed, m, None)
+                    }
                 }
-            },
+            }
         };
         let original = match &entry.original {
             Original::File { raw, .. } => display_value(raw),
@@ -577,17 +677,12 @@ pub fn rollback(
                 content: Some(_), ..
             } => "(file content)".into(),
             Original::Config { content: None, .. } => "(no file)".into(),
-            Original::Service { running } if running.is_empty() => "not running".into(),
-            Original::Service { running } => format!("running ({} process)", running.len()),
+            Original::Service { running } => service_text(running),
         };
         lines.push(KnobLine {
             knob: entry.knob.clone(),
-            wanted: original.clone(),
-            actual: if before_text.is_empty() {
-                original
-            } else {
-                before_text
-            },
+            wanted: original,
+            actual: before_text,
             verdict,
             reason,
             agent: None,
@@ -615,12 +710,15 @@ mod tests {
     use crate::testutil::{fake_host, TempDir};
     use std::cell::RefCell;
 
-    /// An Fs that fails the n-th write (1-based) with `errno` and counts writes.
+    /// An Fs that fails the n-th write (1-based) with `errno` and counts
+    /// writes; with `keep` (path, value, stored), the kernel keeps `stored`
+    /// when `value` is written to `path` (a clamp, a rounding, a kept element).
     struct FaultyFs {
         inner: RootFs,
         fail_on: usize,
         errno: i32,
         writes: RefCell<usize>,
+        keep: Option<(&'static str, &'static str, &'static str)>,
     }
 
     impl Fs for FaultyFs {
@@ -637,7 +735,12 @@ mod tests {
                     detail: String::new(),
                 });
             }
-            self.inner.write(p, v)
+            match self.keep {
+                Some((path, value, stored)) if p == path && v == value => {
+                    self.inner.write(p, stored)
+                }
+                _ => self.inner.write(p, v),
+            }
         }
         fn replace_file(&self, p: &str, c: &str) -> Result<(), FsError> {
             self.inner.replace_file(p, c)
@@ -728,6 +831,7 @@ mod tests {
             fail_on: 3,
             errno: libc::EINVAL,
             writes: RefCell::new(0),
+            keep: None,
         };
         let store = Store::new(host.path().join("state"));
         let plan = plan_for(&fs, PROFILE, &host);
@@ -778,6 +882,7 @@ mod tests {
                 fail_on: 1,
                 errno,
                 writes: RefCell::new(0),
+                keep: None,
             };
             let store = Store::new(host.path().join(format!("state{errno}")));
             let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
@@ -796,7 +901,8 @@ mod tests {
         let host = fake_host("apply-rollback", 2, SYSCTLS, &[("eth0", 2, 2)]);
         let fs = RootFs::new(host.path());
         let store = Store::new(host.path().join("state"));
-        let text = format!("{PROFILE}[rps]\neth0 = \"all\"\n[rfs.flow_cnt]\neth0 = 1000\n");
+        // 1024: the fake host does not round up to a power of two as the kernel does.
+        let text = format!("{PROFILE}[rps]\neth0 = \"all\"\n[rfs.flow_cnt]\neth0 = 1024\n");
         let paths = [
             "/proc/sys/net/core/somaxconn",
             "/proc/sys/net/ipv4/ip_local_port_range",
@@ -840,5 +946,203 @@ mod tests {
         let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
         assert!(ok, "{lines:?}");
         assert!(!fs.exists("/etc/default/irqbalance"));
+    }
+
+    #[test]
+    fn a_value_the_kernel_does_not_keep_fails_the_apply_and_undoes_it() {
+        let host = fake_host("apply-keep", 2, SYSCTLS, &[("eth0", 2, 2)]);
+        let before_port = host.get("/proc/sys/net/ipv4/ip_local_port_range");
+        let fs = FaultyFs {
+            inner: RootFs::new(host.path()),
+            fail_on: 0,
+            errno: 0,
+            writes: RefCell::new(0),
+            keep: Some(("/proc/sys/net/ipv4/tcp_fin_timeout", "15", "30")),
+        };
+        let store = Store::new(host.path().join("state"));
+        let text = format!("{PROFILE}[limits]\nnofile = 1\n");
+        let plan = plan_for(&fs, &text, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        let err = out.error.as_deref().unwrap();
+        assert!(
+            err.starts_with(
+                "sysctl:net.ipv4.tcp_fin_timeout: the kernel took `15` but reads back `30`"
+            ),
+            "{err}"
+        );
+        assert!(err.ends_with("every write was undone"), "{err}");
+        let line = |k: &str| out.lines.iter().find(|l| l.knob == k).unwrap();
+        assert_eq!(
+            line("sysctl:net.ipv4.tcp_fin_timeout").verdict,
+            Verdict::Failed
+        );
+        assert_eq!(line("sysctl:net.core.somaxconn").verdict, Verdict::Undone);
+        assert_eq!(
+            line("sysctl:net.ipv4.ip_local_port_range").verdict,
+            Verdict::Change
+        );
+        assert_eq!(
+            line("sysctl:net.ipv4.ip_local_port_range").reason,
+            "not attempted"
+        );
+        // A knob apply never writes keeps its own verdict after a failure.
+        assert_ne!(line("limits:nofile").verdict, Verdict::Ok);
+        // Everything is back, the failed knob too.
+        assert_eq!(host.get("/proc/sys/net/core/somaxconn"), "4096\n");
+        assert_eq!(host.get("/proc/sys/net/ipv4/tcp_fin_timeout"), "60\n");
+        assert_eq!(
+            host.get("/proc/sys/net/ipv4/ip_local_port_range"),
+            before_port
+        );
+        let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+        assert_eq!(snap.state, State::Undone);
+    }
+
+    #[test]
+    fn advice_and_unavailable_knobs_keep_their_verdicts_when_a_write_fails() {
+        let host = fake_host("apply-advice", 2, SYSCTLS, &[("eth0", 2, 2)]);
+        let fs = FaultyFs {
+            inner: RootFs::new(host.path()),
+            fail_on: 2,
+            errno: libc::EINVAL,
+            writes: RefCell::new(0),
+            keep: None,
+        };
+        let store = Store::new(host.path().join("state"));
+        let text =
+            format!("{PROFILE}[limits]\nnofile = 1048576000\n[cpu]\ngovernor = \"performance\"\n");
+        let plan = plan_for(&fs, &text, &host);
+        let want: Vec<(String, Verdict)> = plan
+            .items
+            .iter()
+            .filter(|i| !i.needs_change())
+            .map(|i| (i.desired.knob.clone(), verdict_unwritten(i)))
+            .collect();
+        assert!(want.iter().any(|(_, v)| *v == Verdict::Advice), "{want:?}");
+        assert!(
+            want.iter().any(|(_, v)| *v == Verdict::NotApplicable),
+            "{want:?}"
+        );
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        for (knob, v) in want {
+            let line = out.lines.iter().find(|l| l.knob == knob).unwrap();
+            assert_eq!(line.verdict, v, "{knob}");
+        }
+    }
+
+    /// irqbalance as processes in the fake /proc: stop removes them, start
+    /// runs a new one under the next pid (as a restarted daemon gets).
+    struct FakeDaemon<'a> {
+        host: &'a TempDir,
+        next_pid: RefCell<u32>,
+        stopped: RefCell<Vec<u32>>,
+    }
+
+    impl Services for FakeDaemon<'_> {
+        fn stop_irqbalance(&self, running: &[ProcInfo]) -> Result<(), String> {
+            for p in running {
+                let dir = self.host.path().join(format!("proc/{}", p.pid));
+                if !dir.exists() {
+                    return Err(format!("kill {}: No such process", p.pid));
+                }
+                std::fs::remove_dir_all(dir).unwrap();
+                self.stopped.borrow_mut().push(p.pid);
+            }
+            Ok(())
+        }
+        fn start_irqbalance(&self, _: &[ProcInfo]) -> Result<(), String> {
+            let pid = *self.next_pid.borrow();
+            *self.next_pid.borrow_mut() += 1;
+            self.host.put(&format!("/proc/{pid}/comm"), "irqbalance\n");
+            self.host
+                .put(&format!("/proc/{pid}/cmdline"), "/usr/sbin/irqbalance\0");
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stop_after_a_ban_stops_the_restarted_daemon_and_rollback_starts_it_again() {
+        let host = fake_host("apply-ban-stop", 2, &[], &[]);
+        host.mkdir("/etc/default");
+        host.put("/proc/700/comm", "irqbalance\n");
+        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        let fs = RootFs::new(host.path());
+        let daemon = FakeDaemon {
+            host: &host,
+            next_pid: RefCell::new(800),
+            stopped: RefCell::new(Vec::new()),
+        };
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\nstop = true\n", &host);
+        let out = apply(&fs, &daemon, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None, "{out:?}");
+        // The ban restarted 700 as 800; the stop must stop 800.
+        assert_eq!(*daemon.stopped.borrow(), vec![700, 800]);
+        assert!(crate::host::find_processes(&fs, "irqbalance").is_empty());
+        let (lines, ok) = rollback(&fs, &daemon, &store, store.latest_for("host").unwrap());
+        assert!(ok, "{lines:?}");
+        let service = lines
+            .iter()
+            .find(|l| l.knob == "irqbalance:service")
+            .unwrap();
+        assert_eq!(service.actual, "not running", "what rollback found");
+        assert_eq!(service.wanted, "running (1 process)");
+        assert_eq!(service.verdict, Verdict::Restored);
+        assert_eq!(crate::host::find_processes(&fs, "irqbalance").len(), 1);
+    }
+
+    #[test]
+    fn rollback_counts_a_removed_device_as_gone_not_failed() {
+        let host = fake_host("apply-gone", 2, SYSCTLS, &[("eth0", 2, 2), ("va", 1, 1)]);
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[rps]\nva = \"all\"\neth0 = \"all\"\n", &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None, "{out:?}");
+        std::fs::remove_dir_all(host.path().join("sys/class/net/va")).unwrap();
+        let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
+        assert!(ok, "{lines:?}");
+        let gone = lines.iter().find(|l| l.knob.contains("va")).unwrap();
+        assert_eq!(gone.verdict, Verdict::NotApplicable);
+        assert!(gone.reason.starts_with("gone"), "{}", gone.reason);
+        assert_eq!(host.get("/sys/class/net/eth0/queues/rx-0/rps_cpus"), "0\n");
+        assert!(
+            store.latest_for("host").is_err(),
+            "the snapshot is rolled back"
+        );
+    }
+
+    #[test]
+    fn a_value_the_kernel_does_not_know_is_named_with_what_it_offers() {
+        let host = fake_host(
+            "apply-cc",
+            2,
+            &[
+                ("net.ipv4.tcp_congestion_control", "cubic"),
+                ("net.ipv4.tcp_available_congestion_control", "reno\tcubic"),
+            ],
+            &[],
+        );
+        let fs = FaultyFs {
+            inner: RootFs::new(host.path()),
+            fail_on: 1,
+            errno: libc::ENOENT,
+            writes: RefCell::new(0),
+            keep: None,
+        };
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(
+            &fs,
+            "[sysctl]\n\"net.ipv4.tcp_congestion_control\" = \"bbr2\"\n",
+            &host,
+        );
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        let err = out.error.unwrap();
+        assert!(
+            err.contains("the kernel has no `bbr2` (available: reno cubic)"),
+            "{err}"
+        );
     }
 }

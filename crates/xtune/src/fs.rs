@@ -108,6 +108,15 @@ pub trait Fs {
     fn exists(&self, path: &str) -> bool;
     /// Entry names of a directory, sorted.
     fn list(&self, dir: &str) -> Result<Vec<String>, FsError>;
+    /// Target of a symbolic link (`/proc/PID/exe`), when it can be read.
+    fn read_link(&self, _path: &str) -> Option<String> {
+        None
+    }
+    /// True when the file exists and nobody may write it (mode without any
+    /// write bit, as the kernel shows a sysctl it keeps read-only).
+    fn read_only(&self, _path: &str) -> bool {
+        false
+    }
 }
 
 /// [`Fs`] over the real file system below `root`.
@@ -189,6 +198,17 @@ impl Fs for RootFs {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    fn read_link(&self, path: &str) -> Option<String> {
+        std::fs::read_link(self.resolve(path))
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned())
+    }
+
+    fn read_only(&self, path: &str) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(self.resolve(path)).is_ok_and(|m| m.permissions().mode() & 0o222 == 0)
     }
 }
 

@@ -44,6 +44,9 @@ pub struct Topology {
     pub irqbalance_config: Option<String>,
     /// Sysctls named by the profile that exist here (`net.core.somaxconn`).
     pub present_sysctls: BTreeSet<String>,
+    /// Of those, the ones the kernel shows read-only here (in a network
+    /// namespace: `net.core.rmem_max` and others it only lets the host set).
+    pub readonly_sysctls: BTreeSet<String>,
     /// `fs.nr_open`, the ceiling of any nofile limit.
     pub nr_open: Option<u64>,
     /// xtune's own RLIMIT_NOFILE (soft, hard), what a shell started alike gets.
@@ -106,11 +109,15 @@ impl Topology {
             .map(|s| s.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default();
         let mut present_sysctls = BTreeSet::new();
+        let mut readonly_sysctls = BTreeSet::new();
         let mut names: Vec<&str> = profile.sysctl.iter().map(|(k, _)| k.as_str()).collect();
         names.push("net.core.rps_sock_flow_entries");
         for name in names {
             if fs.exists(&sysctl_path(name)) {
                 present_sysctls.insert(name.to_string());
+                if fs.read_only(&sysctl_path(name)) {
+                    readonly_sysctls.insert(name.to_string());
+                }
             }
         }
         let nr_open = fs
@@ -139,6 +146,7 @@ impl Topology {
             irqbalance,
             irqbalance_config,
             present_sysctls,
+            readonly_sysctls,
             nr_open,
             nofile: own_nofile(),
         }
@@ -293,7 +301,7 @@ pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
         if c.trim() != comm || is_zombie(fs, pid) {
             continue;
         }
-        let cmdline = fs
+        let mut cmdline: Vec<String> = fs
             .read(&format!("/proc/{pid}/cmdline"))
             .map(|s| {
                 s.split('\0')
@@ -302,6 +310,15 @@ pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
                     .collect()
             })
             .unwrap_or_default();
+        // A program started by a relative path (`./irqbalance`) is restarted
+        // by its absolute one: xtune's working directory is not the daemon's.
+        if let Some(prog) = cmdline.first_mut() {
+            if !prog.starts_with('/') && prog.contains('/') {
+                if let Some(exe) = fs.read_link(&format!("/proc/{pid}/exe")) {
+                    *prog = exe;
+                }
+            }
+        }
         let unit = fs.read(&format!("/proc/{pid}/cgroup")).ok().and_then(|cg| {
             cg.lines()
                 .filter_map(|l| l.rsplit('/').next())

@@ -166,6 +166,14 @@ pub enum PlanError {
         /// Path looked for.
         path: String,
     },
+    /// A sysctl the kernel shows read-only here.
+    #[error("sysctl {key} is read-only here ({path} has no write permission): the kernel does not let it be set")]
+    ReadOnlySysctl {
+        /// Dotted name.
+        key: String,
+        /// Its file.
+        path: String,
+    },
     /// Global knobs asked for inside a network namespace.
     #[error("refusing to apply host-wide settings inside network namespace `{netns}`: {} (they are not per namespace on this kernel; apply them on the host, or pass --skip-global to leave them out)", knobs.join(", "))]
     GlobalInNetns {
@@ -597,7 +605,10 @@ fn is_global_in_netns(key: &str, topo: &Topology, ctx: &TargetCtx) -> bool {
     if !key.starts_with("net.") {
         return true; // kernel.*, vm.*, fs.*: never per network namespace
     }
-    !topo.present_sysctls.contains(key) && ctx.host_net_sysctls.contains(key)
+    // Absent in the namespace, or there but read-only (Linux 6.18 shows
+    // net.core.rmem_max and friends as 0444 outside the initial namespace).
+    (!topo.present_sysctls.contains(key) || topo.readonly_sysctls.contains(key))
+        && ctx.host_net_sysctls.contains(key)
 }
 
 fn sysctl_desired(
@@ -609,6 +620,12 @@ fn sysctl_desired(
     let path = sysctl_path(key);
     if !topo.present_sysctls.contains(key) {
         return Err(PlanError::UnknownSysctl {
+            key: key.to_string(),
+            path,
+        });
+    }
+    if topo.readonly_sysctls.contains(key) {
+        return Err(PlanError::ReadOnlySysctl {
             key: key.to_string(),
             path,
         });
@@ -753,6 +770,36 @@ pub fn compare(desired: &Desired, current: &Current) -> Comparison {
     }
 }
 
+/// An integer as the kernel's sysctl parser reads it (`strtoul` base 0):
+/// `0x` hex, a leading `0` octal, else decimal, with an optional sign.
+fn kernel_int(s: &str) -> Option<i128> {
+    let (neg, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let v = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        i128::from_str_radix(hex, 16).ok()?
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        if !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+            return None;
+        }
+        i128::from_str_radix(digits, 8).ok()?
+    } else {
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
 /// Compares one value read from a kernel file with what it must mean.
 pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> Comparison {
     let wanted_display = wanted_text(wanted);
@@ -777,8 +824,9 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
             let matches = a.len() == w.len()
                 && a.iter()
                     .zip(w)
-                    .all(|(x, y)| match (x.parse::<i128>(), y.parse::<i128>()) {
-                        (Ok(p), Ok(q)) => p == q,
+                    // Read: the kernel prints decimal. Wanted: as the kernel parses a write.
+                    .all(|(x, y)| match (x.parse::<i128>().ok(), kernel_int(y)) {
+                        (Some(p), Some(q)) => p == q,
                         _ => *x == y.as_str(),
                     });
             let display = a.join(" ");
@@ -1034,6 +1082,15 @@ mod tests {
             (words("1024 65535"), "1024\t65534\n", false),
             (words("1024 65535"), "1024\n", false),
             (words("4096"), "04096\n", true),
+            // Integers written in another base, as the kernel parses them.
+            (words("0x2000"), "8192\n", true),
+            (words("0X2000"), "8192\n", true),
+            (words("0755"), "493\n", true),
+            (words("0755"), "755\n", false),
+            (words("-0x10"), "-16\n", true),
+            (words("0x"), "0\n", false),
+            (words("08"), "8\n", false),
+            (words("0"), "0\n", true),
             (words("bbr"), "bbr\n", true),
             (words("bbr"), "cubic\n", false),
             // Power-of-two rounding of flow tables.
@@ -1266,6 +1323,47 @@ mod tests {
             "{:?}",
             b.notes
         );
+    }
+
+    #[test]
+    fn a_sysctl_read_only_in_the_netns_is_host_wide_and_on_the_host_refused() {
+        // Linux 6.18 shows net.core.rmem_max in a namespace, mode 0444.
+        let mut t = topo("0-1", &[("veth0", false, 1, 1, &[])]);
+        for k in ["net.core.somaxconn", "net.core.rmem_max"] {
+            t.present_sysctls.insert(k.into());
+        }
+        t.readonly_sysctls.insert("net.core.rmem_max".into());
+        let p = Profile {
+            sysctl: vec![
+                ("net.core.somaxconn".into(), SysctlValue::Int(4096)),
+                ("net.core.rmem_max".into(), SysctlValue::Int(16777216)),
+            ],
+            ..Profile::default()
+        };
+        let ctx = TargetCtx {
+            netns: Some("lab".into()),
+            host_net_sysctls: ["net.core.somaxconn", "net.core.rmem_max"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            skip_global: false,
+        };
+        let e = build(&p, &t, &ctx).unwrap_err();
+        assert!(matches!(e, PlanError::GlobalInNetns { .. }), "{e}");
+        assert!(e.to_string().contains("sysctl net.core.rmem_max"), "{e}");
+        let skip = TargetCtx {
+            skip_global: true,
+            ..ctx
+        };
+        assert_eq!(
+            knobs(&build(&p, &t, &skip).unwrap()),
+            vec![("sysctl:net.core.somaxconn".into(), "4096".into())]
+        );
+        // Read-only on the host itself: refused before anything is written.
+        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
+        assert!(matches!(e, PlanError::ReadOnlySysctl { .. }), "{e}");
+        assert!(e.to_string().contains("read-only"), "{e}");
+        assert_eq!(e.exit_code(), 1);
     }
 
     #[test]

@@ -136,6 +136,26 @@ impl Cmd {
     }
 }
 
+/// Writes a report to stdout. A reader that went away (`| head`) is not an
+/// error worth a panic: everything was already done when the report prints.
+fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("xtune: writing the report: {e}");
+        }
+    }
+}
+
+macro_rules! outln {
+    ($($t:tt)*) => { out(&format!("{}\n", format_args!($($t)*))) };
+}
+
+macro_rules! outp {
+    ($($t:tt)*) => { out(&format!($($t)*)) };
+}
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -439,12 +459,12 @@ fn multi(
         .collect();
     let combined = remote::run_many(&jobs);
     if cli.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&combined).unwrap_or_default()
         );
     } else {
-        print!("{}", combined.render_text());
+        outp!("{}", combined.render_text());
     }
     combined.exit_code
 }
@@ -506,9 +526,7 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
             r.ok = out.error.is_none();
             r.snapshot = out.snapshot;
             r.knobs = out.lines;
-            r.error = out
-                .error
-                .map(|e| format!("{e}; every earlier write was undone"));
+            r.error = out.error;
             r.notes = plan.notes;
             r.notes.extend(out.notes);
             if r.snapshot.is_none() && r.ok {
@@ -619,7 +637,26 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
                     2,
                 );
             }
-            Ok(s) => s,
+            Ok(s) => {
+                let newer = ctx.store.newer_restorable(&s);
+                if !newer.is_empty() {
+                    let ids: Vec<&str> = newer.iter().map(|n| n.id.as_str()).collect();
+                    return emit_error(
+                        ctx,
+                        "rollback",
+                        None,
+                        &format!(
+                            "snapshot {} has newer applied snapshots on {}: {}; roll those back first (`xtune rollback` takes the newest), since they saved the values {} wrote as their originals",
+                            s.id,
+                            s.target,
+                            ids.join(", "),
+                            s.id
+                        ),
+                        2,
+                    );
+                }
+                s
+            }
             Err(e) => return emit_error(ctx, "rollback", None, &e.to_string(), 2),
         },
         None => match ctx.store.latest_for(&ctx.target) {
@@ -659,24 +696,28 @@ fn snapshots(ctx: &Ctx) -> i32 {
                 .collect::<Vec<_>>(),
             "errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
         });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&listing).unwrap_or_default()
         );
     } else {
         if snaps.is_empty() {
-            println!("no snapshots in {}", ctx.store.dir().display());
+            outln!("no snapshots in {}", ctx.store.dir().display());
         } else {
-            println!(
+            outln!(
                 "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  STATE",
-                "ID", "CREATED", "TARGET", "PROFILE", "KNOBS"
+                "ID",
+                "CREATED",
+                "TARGET",
+                "PROFILE",
+                "KNOBS"
             );
             for s in &snaps {
                 let state = serde_json::to_value(s.state)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                println!(
+                outln!(
                     "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  {state}",
                     s.id,
                     human_time(s.created_unix_ms),
@@ -710,7 +751,7 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
     let text = xtune::export::sysctl_d(&p);
     match output {
         None => {
-            print!("{text}");
+            outp!("{text}");
             0
         }
         Some(path) => match xtune::snapshot::write_atomic(path, text.as_bytes()) {
@@ -734,7 +775,7 @@ fn usage_error(cli: &Cli, msg: &str) -> i32 {
         r.ok = false;
         r.exit_code = 2;
         r.error = Some(msg.to_string());
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     }
     2
 }
@@ -751,13 +792,13 @@ fn emit_error(ctx: &Ctx, command: &str, p: Option<&Profile>, msg: &str, code: i3
 /// the error on stderr) and returns its exit code.
 fn emit(ctx: &Ctx, mut r: Report) -> i32 {
     if ctx.json {
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
         if let Some(e) = &r.error {
             eprintln!("xtune: {e}");
         }
     } else {
         let err = r.error.take();
-        print!("{}", r.render_text());
+        outp!("{}", r.render_text());
         if let Some(e) = err {
             eprintln!("xtune: {e}");
         }

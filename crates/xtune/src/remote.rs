@@ -147,17 +147,28 @@ pub fn run_passthrough(job: &RemoteJob) -> i32 {
         Ok(c) => c,
         Err(e) => {
             eprintln!("xtune: cannot run {}: {e}", argv[0]);
-            return 255;
+            return 1;
         }
     };
     if let (Some(text), Some(mut stdin)) = (&job.stdin, child.stdin.take()) {
         let _ = stdin.write_all(text.as_bytes());
     }
     match child.wait() {
-        Ok(s) => s.code().unwrap_or(255),
+        Ok(s) => match s.code() {
+            Some(c @ (0..=3)) => c,
+            // ssh's own failure (255), a signal: the remote command was not done.
+            other => {
+                let how = other.map_or_else(|| "a signal".to_string(), |c| format!("exit {c}"));
+                eprintln!(
+                    "xtune: {} ended with {how}: the remote command could not be done (exit 1)",
+                    argv[0]
+                );
+                1
+            }
+        },
         Err(e) => {
             eprintln!("xtune: waiting for {}: {e}", argv[0]);
-            255
+            1
         }
     }
 }

@@ -97,16 +97,16 @@ pub struct Report {
     /// `host` or `netns:NAME`.
     pub target: String,
     /// Profile name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub profile: Option<String>,
     /// apply --dry-run.
     #[serde(default)]
     pub dry_run: bool,
     /// Snapshot written (apply) or restored (rollback).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub snapshot: Option<String>,
     /// verify --settle, in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub settle_s: Option<f64>,
     /// One line per knob.
     pub knobs: Vec<KnobLine>,
@@ -114,7 +114,7 @@ pub struct Report {
     #[serde(default)]
     pub notes: Vec<String>,
     /// Why the command failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub error: Option<String>,
     /// Knob count per verdict.
     #[serde(default)]
@@ -321,13 +321,20 @@ fn exit_word(code: i32) -> &'static str {
 /// Worst of several exit codes: 1 (could not be done) over 2 (bad arguments)
 /// over 3 (drift) over 0.
 pub fn worst_exit(codes: impl IntoIterator<Item = i32>) -> i32 {
+    // Anything but xtune's own codes (ssh's 255, a signal) is a host that
+    // could not be done: 1.
+    let own = |c: i32| if matches!(c, 0 | 2 | 3) { c } else { 1 };
     let rank = |c: i32| match c {
         0 => 0,
         3 => 1,
         2 => 2,
         _ => 3,
     };
-    codes.into_iter().max_by_key(|c| rank(*c)).unwrap_or(0)
+    codes
+        .into_iter()
+        .map(own)
+        .max_by_key(|c| rank(*c))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -364,6 +371,11 @@ mod tests {
         assert_eq!(worst_exit([3, 2]), 2);
         assert_eq!(worst_exit([2, 1, 3]), 1);
         assert_eq!(worst_exit([0, 0]), 0);
-        assert_eq!(worst_exit([0, 255]), 255);
+        assert_eq!(
+            worst_exit([0, 255]),
+            1,
+            "ssh's own failure is a host not done"
+        );
+        assert_eq!(worst_exit([3, -1]), 1);
     }
 }

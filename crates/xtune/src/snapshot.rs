@@ -68,6 +68,13 @@ pub enum State {
     RolledBack,
 }
 
+impl State {
+    /// Still has writes on the host to restore (applied, or left pending by a crash).
+    pub fn restorable(self) -> bool {
+        matches!(self, State::Applied | State::Pending)
+    }
+}
+
 /// A snapshot file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -120,6 +127,9 @@ pub enum StoreError {
     /// No snapshot to roll back for this target.
     #[error("no snapshot to roll back for {0} (see `xtune snapshots`)")]
     NothingToRollBack(String),
+    /// A state dir xtune cannot safely pick from.
+    #[error("{0}")]
+    Blocked(String),
 }
 
 /// The state directory.
@@ -223,13 +233,38 @@ impl Store {
 
     /// The newest snapshot of `target` that still has something to restore
     /// (applied or left pending by a crash), for `xtune rollback` without a name.
+    /// An unreadable snapshot file stops it: it may be the newest of this
+    /// target, and restoring an older one past it would leave its knobs
+    /// changed without a word.
     pub fn latest_for(&self, target: &str) -> Result<Snapshot, StoreError> {
-        let (snaps, _) = self.list();
+        let (snaps, errors) = self.list();
+        if let Some(e) = errors.into_iter().next() {
+            return Err(StoreError::Blocked(format!(
+                "{e}; it may be this target's newest snapshot: move it out of {} (or roll back by id) to go on",
+                self.dir.display()
+            )));
+        }
         snaps
             .into_iter()
             .rev()
-            .find(|s| s.target == target && matches!(s.state, State::Applied | State::Pending))
+            .find(|s| s.target == target && s.state.restorable())
             .ok_or_else(|| StoreError::NothingToRollBack(target.to_string()))
+    }
+
+    /// Snapshots of the same target newer than `snap` that still have
+    /// something to restore: rolling back `snap` before them would break
+    /// the stack (theirs hold the values `snap` wrote as their originals).
+    pub fn newer_restorable(&self, snap: &Snapshot) -> Vec<Snapshot> {
+        let (snaps, _) = self.list();
+        snaps
+            .into_iter()
+            .filter(|s| {
+                s.target == snap.target
+                    && s.id != snap.id
+                    && s.state.restorable()
+                    && (s.created_unix_ms, &s.id) > (snap.created_unix_ms, &snap.id)
+            })
+            .collect()
     }
 }
 
