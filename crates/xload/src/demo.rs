@@ -55,12 +55,12 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let url = format!("http://{}/", server.addr);
-    println!(
+    crate::outln!(
         "xload demo: embedded responder on {url} (cpu {}), generator on cpu {}",
         serve_cpus[0].map_or("any".to_string(), |c| c.to_string()),
         gen_cpus.clone().unwrap_or_else(|| "any".into())
     );
-    println!(
+    crate::outln!(
         "sweeping connections 1 → 256, {:.1}s per step after a short warm-up\n",
         a.step.as_secs_f64()
     );
@@ -100,10 +100,10 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         interrupted,
     };
     r.knee = find_knee(&r.points(), 0.10, 1.5);
-    println!();
+    crate::outln!();
     print_knee(&r, Sink::Stdout);
     let measured: u64 = r.steps.iter().map(|(_, rep)| rep.requests).sum();
-    println!(
+    crate::outln!(
         "the responder answered {served} requests in all (measured windows: {measured}; the rest were warm-ups and in flight at step ends)"
     );
     if let Some(path) = &a.json {
@@ -113,8 +113,8 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     if let Some(path) = &a.plot {
         crate::plot::plot(path, &r, &url)
             .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
-        println!("plot written to {}", path.display());
+        crate::outln!("plot written to {}", path.display());
     }
-    println!("demo took {:.1}s — next: `xload sweep URL -c 1..256 --plot sweep.svg` against your own server", t0.elapsed().as_secs_f64());
+    crate::outln!("demo took {:.1}s — next: `xload sweep URL -c 1..256 --plot sweep.svg` against your own server", t0.elapsed().as_secs_f64());
     Ok(0)
 }

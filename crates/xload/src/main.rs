@@ -70,6 +70,25 @@ extern "C" fn on_sigint(_: libc::c_int) {
     }
 }
 
+/// Writes report text to stdout. A reader that went away (`xload ... | head`)
+/// is no reason to panic or to lose the exit code: the run is done.
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("xload: writing the report: {e}");
+        }
+    }
+}
+
+/// `println!` through [`out`].
+macro_rules! outln {
+    () => { $crate::out("\n") };
+    ($($t:tt)*) => { $crate::out(&format!("{}\n", format_args!($($t)*))) };
+}
+pub(crate) use outln;
+
 /// Ctrl-C stops the run; the report covers what was measured.
 fn install_sigint() -> Arc<AtomicBool> {
     let stop = STOP

@@ -39,7 +39,7 @@ pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     if a.json.as_deref() == Some("-") {
         eprint!("{text}");
     } else {
-        print!("{text}");
+        crate::out(&text);
     }
     if let Some(path) = &a.json {
         write_out(path, &merged.to_json())?;

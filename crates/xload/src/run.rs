@@ -1,6 +1,6 @@
 //! One load run: arguments → checked plan → preflight → workers → report.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -363,7 +363,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
     if json_to_stdout {
         eprint!("{text}");
     } else {
-        print!("{text}");
+        crate::out(&text);
     }
     if let Some(path) = &a.json {
         write_out(path, &report.to_json())?;
@@ -400,9 +400,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
 /// Writes to a path, or to stdout for `-`.
 pub fn write_out(path: &str, content: &str) -> Result<(), Failure> {
     if path == "-" {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(content.as_bytes());
-        let _ = out.write_all(b"\n");
+        crate::out(&format!("{content}\n"));
         return Ok(());
     }
     std::fs::write(path, format!("{content}\n"))

@@ -77,7 +77,7 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let cfg = config(a)?;
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
-    println!(
+    crate::outln!(
         "xload serve: listening on http://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
         server.addr,
         if workers == 1 { "" } else { "s" },
@@ -90,7 +90,7 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     }
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
-    println!(
+    crate::outln!(
         "xload serve: {} requests on {} connections ({} bad) in {:.1}s",
         stats.requests(),
         stats.connections(),

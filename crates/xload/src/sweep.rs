@@ -142,7 +142,7 @@ pub enum Sink {
 impl Sink {
     pub fn line(self, s: &str) {
         match self {
-            Sink::Stdout => println!("{s}"),
+            Sink::Stdout => crate::outln!("{s}"),
             Sink::Stderr => eprintln!("{s}"),
         }
     }

@@ -797,3 +797,40 @@ fn live_progress_line_shows_on_a_terminal_only_and_never_with_quiet() {
         "progress shown although stdout is not a terminal:\n{shown:?}"
     );
 }
+
+/// `xload URL | head -1` and `xload merge ... | head -1`: the reader exits
+/// before the report is printed. Nothing panics, the exit code and the
+/// files still tell the run's outcome.
+#[test]
+fn a_reader_that_goes_away_loses_no_exit_code_and_no_file() {
+    let server = ok_server();
+    let dir = TempDir::new("closed-stdout");
+    let (a_path, m_path) = (dir.join("a.json"), dir.join("m.json"));
+    let a = dir.join("a.json").display().to_string();
+    let m = m_path.display().to_string();
+    let url = server.url("/");
+    for args in [
+        vec!["-c", "2", "-d", "300ms", "--json", &a, &url],
+        vec!["merge", &a, &a, "--json", &m],
+    ] {
+        let mut child = Command::new(xload_bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "xload {args:?} hangs");
+            thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "xload {args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "xload {args:?}: {stderr}");
+    }
+    let single = read_report(&a_path);
+    assert!(single.requests > 0);
+    assert_eq!(read_report(&m_path).requests, 2 * single.requests);
+}
