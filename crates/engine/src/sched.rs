@@ -13,7 +13,11 @@ use std::collections::VecDeque;
 use crate::plan::Arrival;
 
 pub(crate) struct Schedule {
-    /// Next intended send time, ns, as a float to keep fractional gaps exact.
+    /// Where the schedule's clock starts (monotonic ns).
+    base_ns: u64,
+    /// Next intended send time, ns after `base_ns`, as a float to keep
+    /// fractional gaps exact (relative, so a 1 ns gap stays representable
+    /// however long the host has been up).
     next_ns: f64,
     mean_gap_ns: f64,
     arrival: Arrival,
@@ -24,8 +28,11 @@ pub(crate) struct Schedule {
     tokens_per_ns: f64,
     burst: f64,
     refilled_ns: u64,
-    /// Intended sends dropped because the queue was full.
+    /// Intended sends dropped because the queue was full (and, after
+    /// [`Schedule::finish`], those of the window still queued at its end).
     pub dropped: u64,
+    /// Queue length when the measured window started: sends intended before it.
+    queued_at_window: usize,
 }
 
 impl Schedule {
@@ -42,7 +49,8 @@ impl Schedule {
         // At least two sends may leave back to back; otherwise 5 ms of 2× rate.
         let burst = (2.0 * rate * 0.005).max(2.0);
         let mut s = Schedule {
-            next_ns: start_ns as f64,
+            base_ns: start_ns,
+            next_ns: 0.0,
             mean_gap_ns,
             arrival,
             rng: seed | 1,
@@ -53,6 +61,7 @@ impl Schedule {
             burst,
             refilled_ns: start_ns,
             dropped: 0,
+            queued_at_window: 0,
         };
         s.next_ns += s.gap();
         s
@@ -75,15 +84,22 @@ impl Schedule {
 
     /// Moves every intended time that is due at `now_ns` into the queue and
     /// refills the burst tokens.
+    ///
+    /// Bounded work whatever the rate or the time since the last call: once
+    /// the queue is full, everything else due is dropped in one step.
     pub fn advance(&mut self, now_ns: u64) {
-        let now = now_ns as f64;
+        let now = now_ns.saturating_sub(self.base_ns) as f64;
         while self.next_ns <= now {
             if self.queue.len() < self.cap {
-                self.queue.push_back(self.next_ns as u64);
+                self.queue.push_back(self.base_ns + self.next_ns as u64);
+                self.next_ns += self.gap();
             } else {
-                self.dropped += 1;
+                // The mean gap stands in for Poisson gaps here: these sends
+                // are counted, not timed.
+                let due = ((now - self.next_ns) / self.mean_gap_ns).floor() + 1.0;
+                self.dropped += due as u64;
+                self.next_ns += due * self.mean_gap_ns;
             }
-            self.next_ns += self.gap();
         }
         if now_ns > self.refilled_ns {
             self.tokens = (self.tokens + (now_ns - self.refilled_ns) as f64 * self.tokens_per_ns)
@@ -111,7 +127,7 @@ impl Schedule {
     /// When the loop must look again: the next intended time, or sooner when
     /// queued sends wait only for a token.
     pub fn wake_ns(&self) -> u64 {
-        let next = self.next_ns.max(0.0) as u64;
+        let next = self.base_ns + self.next_ns.max(0.0) as u64;
         if !self.queue.is_empty() && self.tokens < 1.0 {
             let wait = ((1.0 - self.tokens) / self.tokens_per_ns).ceil() as u64;
             next.min(self.refilled_ns + wait)
@@ -120,8 +136,19 @@ impl Schedule {
         }
     }
 
-    /// Forget queued sends (e.g. at the end of the run).
-    pub fn clear(&mut self) {
+    /// The measured window starts: drops count from here; what waits in the
+    /// queue now was intended before the window.
+    pub fn start_window(&mut self) {
+        self.dropped = 0;
+        self.queued_at_window = self.queue.len();
+    }
+
+    /// Ends the schedule: sends still waiting for a connection or a token
+    /// were never sent; those beyond what already waited when the window
+    /// started count as dropped, so that the window's intended sends are
+    /// the sent plus the dropped.
+    pub fn finish(&mut self) {
+        self.dropped += self.queue.len().saturating_sub(self.queued_at_window) as u64;
         self.queue.clear();
     }
 }
@@ -183,6 +210,51 @@ mod tests {
         // Over 20 ms at most 2×rate×20ms + burst.
         assert!(taken <= 400 + 100, "{taken}");
         assert!(taken >= 300, "it does catch up: {taken}");
+    }
+
+    #[test]
+    fn any_rate_and_any_gap_advance_in_bounded_steps() {
+        // One send per ns on a host up for 200 days (2^54 ns: beyond f64's
+        // integer precision), and the loop away for a whole second.
+        let start = 1u64 << 54;
+        let mut s = Schedule::new(1e9, Arrival::Uniform, 1000, start, 1);
+        let t = std::time::Instant::now();
+        s.advance(start + 1_000_000_000);
+        assert!(t.elapsed() < std::time::Duration::from_millis(100));
+        assert_eq!(s.queued(), 1000);
+        // 1e9 due over the second (the first one at +1 ns): all but the queue dropped.
+        assert!(
+            (s.dropped as i64 - (1_000_000_000 - 1000)).abs() <= 1,
+            "{}",
+            s.dropped
+        );
+        assert!(s.wake_ns() > start + 1_000_000_000);
+        // Poisson too, and what is left in the queue at the end is dropped.
+        let mut p = Schedule::new(1e9, Arrival::Poisson, 10, start, 7);
+        p.advance(start + 10_000_000);
+        assert_eq!(p.queued(), 10);
+        p.finish();
+        assert_eq!(p.queued(), 0);
+        assert!((p.dropped as f64 - 1e7).abs() < 1e5, "{}", p.dropped);
+    }
+
+    #[test]
+    fn sends_still_queued_at_the_end_count_as_dropped_if_the_window_intended_them() {
+        // 1000/s, 2 queued before the window, 5 more intended in it, none sent.
+        let mut s = Schedule::new(1000.0, Arrival::Uniform, 100, 0, 1);
+        s.advance(2_000_000);
+        s.start_window();
+        s.advance(7_000_000);
+        assert_eq!(s.queued(), 7);
+        s.finish();
+        assert_eq!(s.dropped, 5, "the window's 5, not the warm-up's 2");
+        // A queue that drained below its start: nothing to add.
+        let mut d = Schedule::new(1000.0, Arrival::Uniform, 100, 0, 1);
+        d.advance(3_000_000);
+        d.start_window();
+        while d.take().is_some() {}
+        d.finish();
+        assert_eq!(d.dropped, 0);
     }
 
     #[test]

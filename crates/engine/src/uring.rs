@@ -600,7 +600,13 @@ impl Driver<'_, '_> {
     /// Submits what is queued and waits up to `wait_ns` for a completion.
     fn wait(&mut self, wait_ns: u64) {
         let res = if wait_ns < 2_000 {
-            self.ring.submit()
+            // No time to sleep, but completions must still come in: with
+            // DEFER_TASKRUN they are only posted by an enter that asks for
+            // events (a plain submit would starve them: at 2 µs gaps an open
+            // loop never saw a connect complete). A zero timeout never sleeps.
+            let ts = types::Timespec::new();
+            let args = types::SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(1, &args)
         } else {
             let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
             let args = types::SubmitArgs::new().timespec(&ts);

@@ -115,7 +115,7 @@ impl<'a> Ctx<'a> {
             self.measured_from_ns = self.measure_ns;
             self.next_tick_ns = self.measure_ns + self.tick_ns;
             if let Some(s) = self.sched.as_mut() {
-                s.dropped = 0;
+                s.start_window();
             }
         }
         if self.measuring && now >= self.next_tick_ns {
@@ -220,7 +220,7 @@ impl<'a> Ctx<'a> {
             self.measured_from_ns = self.measured_to_ns;
         }
         if let Some(s) = self.sched.as_mut() {
-            s.clear();
+            s.finish();
             if self.measuring {
                 self.rec.record_dropped(s.dropped);
             }
@@ -235,16 +235,18 @@ pub fn run(
     stop: Arc<AtomicBool>,
     ticks: Option<Sender<Tick>>,
 ) -> Result<Outcome, String> {
-    run_observed(plan, stop, ticks, || {})
+    run_observed(plan, stop, ticks, || {}, || {})
 }
 
-/// As [`run`], calling `at_end` once every worker has finished its loop but
-/// before the worker threads exit: an observer can still read their CPU times
-/// (/proc/self/task/TID) at the end of the window.
+/// As [`run`], calling `at_start` once every worker thread exists (an
+/// observer can find them in /proc/self/task from then on) and `at_end` once
+/// every worker has finished its loop but before the worker threads exit: an
+/// observer can still read their CPU times at the end of the window.
 pub fn run_observed(
     plan: &Plan,
     stop: Arc<AtomicBool>,
     ticks: Option<Sender<Tick>>,
+    at_start: impl FnOnce(),
     at_end: impl FnOnce(),
 ) -> Result<Outcome, String> {
     let release = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
@@ -347,6 +349,7 @@ pub fn run_observed(
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         handles.push(h);
     }
+    at_start();
     drop(done_tx);
     // Every worker reports done (or died: its sender is dropped with it).
     for _ in 0..handles.len() {
