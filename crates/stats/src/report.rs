@@ -40,6 +40,16 @@ pub enum ReportError {
     /// `Report::merge` was given no report.
     #[error("no reports to merge")]
     NothingToMerge,
+    /// Closed-loop and open-loop reports given to `Report::merge` together:
+    /// their latencies measure different things (from the send, from the
+    /// intended time) and a rate target covers only some of the requests.
+    #[error("report {open} ({open_target}) is open loop (--rate) and report {closed} ({closed_target}) closed loop: their latencies measure different things; merge each kind on its own")]
+    MixedLoops {
+        open: usize,
+        open_target: String,
+        closed: usize,
+        closed_target: String,
+    },
     /// One of the reports given to `Report::merge` is unusable.
     #[error("report {index} ({target}): {source}")]
     InReport {
@@ -158,7 +168,7 @@ impl IntervalRow {
 
 /// The result of a run, or of merging runs. Serializes to the `xload/1`
 /// JSON report; unknown keys are kept in `extra` and written back.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Report {
     /// Always [`SCHEMA`].
     pub schema: String,
@@ -221,6 +231,10 @@ pub struct Report {
     /// caller from the engine's workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batching: Option<Batching>,
+    /// The run was stopped early (Ctrl-C, SIGTERM): the measured window is
+    /// shorter than the one asked for. Filled by the caller.
+    #[serde(default)]
+    pub interrupted: bool,
     /// Client-side observation and verdict (filled by the probe crate). A
     /// string field `verdict` is printed as the last line of the text report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,6 +329,7 @@ impl Report {
             late_sends: open_loop.then(|| rec.late_sends()),
             dropped: open_loop.then(|| rec.dropped()),
             batching: None,
+            interrupted: false,
             client: None,
             timeseries: Vec::new(),
             extra: BTreeMap::new(),
@@ -350,6 +365,17 @@ impl Report {
     /// Whether this is an open-loop (`--rate`) report.
     pub fn is_open_loop(&self) -> bool {
         self.rate_target.is_some() || self.histogram_uncorrected.is_some()
+    }
+
+    /// Responses whose status is not 2xx or 3xx (what wrk calls "Non-2xx
+    /// or 3xx responses"): answered, so not errors of the transport, but
+    /// not successes either.
+    pub fn non_2xx_3xx(&self) -> u64 {
+        self.status
+            .iter()
+            .filter(|(code, _)| !matches!(code.parse::<u16>(), Ok(200..=399)))
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// Errors as a fraction of attempts (responses + errors); 0 when
@@ -406,6 +432,16 @@ impl Report {
         let Some(first) = reports.first() else {
             return Err(ReportError::NothingToMerge);
         };
+        let open = reports.iter().position(Report::is_open_loop);
+        let closed = reports.iter().position(|r| !r.is_open_loop());
+        if let (Some(open), Some(closed)) = (open, closed) {
+            return Err(ReportError::MixedLoops {
+                open,
+                open_target: reports[open].target.clone(),
+                closed,
+                closed_target: reports[closed].target.clone(),
+            });
+        }
         let in_report = |index: usize, e: ReportError| ReportError::InReport {
             index,
             target: reports[index].target.clone(),
@@ -448,6 +484,7 @@ impl Report {
             late_sends: None,
             dropped: None,
             batching: None,
+            interrupted: false,
             client: None,
             timeseries: Vec::new(),
             extra: BTreeMap::new(),
@@ -510,6 +547,7 @@ impl Report {
             out.late_sends = add_opt(out.late_sends, r.late_sends);
             out.dropped = add_opt(out.dropped, r.dropped);
             out.batching = Batching::merge(out.batching, r.batching);
+            out.interrupted |= r.interrupted;
             for row in &r.timeseries {
                 rows.entry(row.second)
                     .and_modify(|m| {

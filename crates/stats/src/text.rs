@@ -62,6 +62,16 @@ impl Report {
             self.target,
             setup.join(", ")
         );
+        if self.interrupted {
+            line(
+                &mut out,
+                "Stopped",
+                &format!(
+                    "early, by a signal (Ctrl-C): the figures cover the {} measured",
+                    fmt_seconds(self.duration_s)
+                ),
+            );
+        }
         if let Some(reason) = &self.engine_reason {
             line(&mut out, "Engine", &format!("{}: {}", self.engine, reason));
         }
@@ -191,6 +201,18 @@ impl Report {
         }
 
         line(&mut out, "Status", &self.status_text());
+        let failed = self.non_2xx_3xx();
+        if failed > 0 {
+            line(
+                &mut out,
+                "Non-2xx/3xx",
+                &format!(
+                    "{} responses ({:.2}% of responses; --fail-if 'non2xx>0' gates on them)",
+                    fmt_count(failed),
+                    100.0 * failed as f64 / self.requests.max(1) as f64
+                ),
+            );
+        }
         line(&mut out, "Errors", &self.errors_text());
 
         if opts.latency_table {

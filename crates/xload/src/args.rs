@@ -33,11 +33,11 @@ pub struct CommonArgs {
     pub requests: Option<u64>,
 
     /// Number of workers (default: one per allowed CPU).
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", conflicts_with_all = ["pin_all", "cpus"])]
     pub threads: Option<usize>,
 
     /// One worker per allowed CPU, each pinned to its CPU.
-    #[arg(long = "pin-all")]
+    #[arg(long = "pin-all", conflicts_with = "cpus")]
     pub pin_all: bool,
 
     /// Use and pin these CPUs, one worker each: 0-3,6.
@@ -69,11 +69,11 @@ pub struct CommonArgs {
     pub no_keepalive: bool,
 
     /// Per-request timeout.
-    #[arg(long = "timeout", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long = "timeout", default_value = "5s", value_parser = parse_timeout)]
     pub timeout: Duration,
 
     /// Connect timeout.
-    #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_timeout)]
     pub connect_timeout: Duration,
 
     /// Run this long first, left out of the statistics (default 0s; 1s per sweep step).
@@ -84,7 +84,8 @@ pub struct CommonArgs {
     #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Uniform)]
     pub arrival: ArrivalArg,
 
-    /// Fail (exit 3) if a condition holds: 'p99>50ms', 'errors>0', 'error_rate>0.01', 'rps<1e5' (repeatable).
+    /// Fail (exit 3) if a condition holds: 'p99>50ms', 'errors>0', 'error_rate>0.01',
+    /// 'non2xx>0' (answers outside 2xx/3xx), 'non2xx_rate>0.001', 'rps<1e5' (repeatable).
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
 
@@ -92,7 +93,8 @@ pub struct CommonArgs {
     #[arg(long = "engine", value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
 
-    /// Print the full latency percentile table.
+    /// Print the full latency percentile table (a single run or a merge;
+    /// a sweep prints p50/p95/p99 per step).
     #[arg(long = "latency")]
     pub latency: bool,
 
@@ -133,6 +135,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A timeout: a duration above zero (zero would time out every request).
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("timeout {s:?} must be above zero"));
+    }
+    Ok(d)
+}
+
 /// Parses a count with an optional SI suffix or exponent: 1000, 10k, 2M, 1e5.
 pub fn parse_count_f64(s: &str) -> Result<f64, String> {
     let t = s.trim();
@@ -166,10 +177,18 @@ pub fn parse_count_usize(s: &str) -> Result<usize, String> {
     Ok(v as usize)
 }
 
+/// The highest `--rate`: one intended send per nanosecond.
+pub const MAX_RATE: f64 = 1e9;
+
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let v = parse_count_f64(s)?;
     if v <= 0.0 {
         return Err(format!("rate {s:?} must be above zero"));
+    }
+    if v > MAX_RATE {
+        return Err(format!(
+            "rate {s:?} is beyond what any host sends (at most 1G req/s: one request per nanosecond)"
+        ));
     }
     Ok(v)
 }

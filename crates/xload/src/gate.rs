@@ -19,6 +19,10 @@ pub enum Metric {
     Errors,
     ErrorRate,
     Rps,
+    /// Responses with a status outside 2xx/3xx.
+    Non2xx,
+    /// Those as a fraction of responses.
+    Non2xxRate,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,9 +71,11 @@ pub fn parse_gate(s: &str) -> Result<Gate, String> {
         "errors" => Metric::Errors,
         "error_rate" => Metric::ErrorRate,
         "rps" => Metric::Rps,
+        "non2xx" => Metric::Non2xx,
+        "non2xx_rate" => Metric::Non2xxRate,
         other => {
             return Err(format!(
-                "--fail-if {s:?}: unknown metric {other:?} (use p50, p90, p99, p999, max, mean, errors, error_rate, rps)"
+                "--fail-if {s:?}: unknown metric {other:?} (use p50, p90, p99, p999, max, mean, errors, error_rate, non2xx, non2xx_rate, rps)"
             ))
         }
     };
@@ -115,6 +121,14 @@ impl Gate {
                 }
             }
             Metric::Rps => r.rps,
+            Metric::Non2xx => r.non_2xx_3xx() as f64,
+            Metric::Non2xxRate => {
+                if r.requests == 0 {
+                    0.0
+                } else {
+                    r.non_2xx_3xx() as f64 / r.requests as f64
+                }
+            }
         }
     }
 
@@ -134,7 +148,7 @@ impl Gate {
         let v = self.measure(r);
         let shown = if self.metric.is_latency() {
             fmt_us(v)
-        } else if self.metric == Metric::ErrorRate {
+        } else if matches!(self.metric, Metric::ErrorRate | Metric::Non2xxRate) {
             format!("{v:.4}")
         } else {
             format!("{v:.0}")
@@ -181,6 +195,33 @@ mod tests {
         assert_eq!((g.metric, g.op, g.value), (Metric::Rps, Op::Lt, 100_000.0));
         let g = parse_gate("error_rate>=0.01").unwrap();
         assert_eq!((g.metric, g.op, g.value), (Metric::ErrorRate, Op::Ge, 0.01));
+        let g = parse_gate("non2xx>0").unwrap();
+        assert_eq!((g.metric, g.op, g.value), (Metric::Non2xx, Op::Gt, 0.0));
+        let g = parse_gate("non2xx_rate>0.001").unwrap();
+        assert_eq!(
+            (g.metric, g.op, g.value),
+            (Metric::Non2xxRate, Op::Gt, 0.001)
+        );
+    }
+
+    #[test]
+    fn non2xx_gates_count_answers_outside_2xx_and_3xx() {
+        let mut r = Report::default();
+        for (code, n) in [("200", 70), ("304", 10), ("404", 15), ("503", 5)] {
+            r.status.insert(code.into(), n);
+        }
+        r.requests = 100;
+        let g = parse_gate("non2xx>19").unwrap();
+        assert_eq!(g.measure(&r), 20.0);
+        assert!(g.violated(&r));
+        let g = parse_gate("non2xx_rate>0.2").unwrap();
+        assert!((g.measure(&r) - 0.2).abs() < 1e-12);
+        assert!(!g.violated(&r), "0.2 is not above 0.2");
+        assert_eq!(
+            parse_gate("errors>0").unwrap().measure(&r),
+            0.0,
+            "answers are not errors"
+        );
     }
 
     #[test]

@@ -266,13 +266,28 @@ pub fn execute(
     // The client's evidence covers the measured window: sample when the
     // warm-up ends (the workers reset their recorders at the same moment).
     let end_sample = std::sync::Mutex::new(None);
+    let first_sample = std::sync::Mutex::new(None);
     let (outcome, start) = std::thread::scope(|s| {
         let engine = s.spawn(|| {
-            // The end sample is taken while the worker threads still exist.
-            xload_engine::run_observed(&p.plan, stop.clone(), Some(tx), || {
-                let mut end_sampler = xload_probe::Sampler::new();
-                *end_sample.lock().unwrap_or_else(|e| e.into_inner()) = end_sampler.sample().ok();
-            })
+            // Without a warm-up the start sample is taken as soon as the
+            // worker threads exist (before, their CPU times would be missing);
+            // the end sample while they still exist.
+            xload_engine::run_observed(
+                &p.plan,
+                stop.clone(),
+                Some(tx),
+                || {
+                    if p.plan.warmup.is_zero() {
+                        *first_sample.lock().unwrap_or_else(|e| e.into_inner()) =
+                            xload_probe::Sampler::new().sample().ok();
+                    }
+                },
+                || {
+                    let mut end_sampler = xload_probe::Sampler::new();
+                    *end_sample.lock().unwrap_or_else(|e| e.into_inner()) =
+                        end_sampler.sample().ok();
+                },
+            )
         });
         let until = std::time::Instant::now() + p.plan.warmup;
         while std::time::Instant::now() < until
@@ -281,9 +296,14 @@ pub fn execute(
         {
             std::thread::sleep((until - std::time::Instant::now()).min(Duration::from_millis(20)));
         }
-        let start = sampler.sample().ok();
+        let start = if p.plan.warmup.is_zero() {
+            None
+        } else {
+            sampler.sample().ok()
+        };
         (engine.join(), start)
     });
+    let start = start.or_else(|| first_sample.into_inner().unwrap_or_else(|e| e.into_inner()));
     let outcome = outcome
         .map_err(|_| Failure::Run("the engine thread panicked".into()))?
         .map_err(Failure::Run)?;
@@ -316,6 +336,7 @@ pub fn execute(
         let summary = xload_probe::summarize(&start, &end, &input, &budget);
         report.client = serde_json::to_value(&summary).ok();
     }
+    report.interrupted = outcome.interrupted;
     Ok(Measured {
         report,
         interrupted: outcome.interrupted,
@@ -351,6 +372,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
 pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let a = &ra.common;
     let mut p = prepare(url, a, ra.connections, ra.rate)?;
+    check_outputs(a)?;
     ensure_fd_limit(p.plan.connections)?;
     check_reachable(&mut p)?;
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
@@ -370,8 +392,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
     }
     if let Some(path) = &a.csv {
         let csv = crate::progress::csv(&report.timeseries);
-        std::fs::write(path, csv)
-            .map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+        write_out(&path.to_string_lossy(), csv.trim_end())?;
     }
     if report.requests == 0 {
         let why = if report.errors_total > 0 {
@@ -395,6 +416,51 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
         return Ok(3);
     }
     Ok(0)
+}
+
+/// `--json` and `--csv` paths are checked before the run: a typo found
+/// after a long run would lose it (and the gates with it).
+pub fn check_outputs(a: &CommonArgs) -> Result<(), Failure> {
+    let csv = a.csv.as_ref().map(|p| p.to_string_lossy().into_owned());
+    if a.json.as_deref() == Some("-") && csv.as_deref() == Some("-") {
+        return Err(Failure::Usage(
+            "--json - and --csv - would both write to stdout; give one of them a file".into(),
+        ));
+    }
+    for (opt, path) in [("--json", a.json.clone()), ("--csv", csv)] {
+        let Some(path) = path.filter(|p| p != "-") else {
+            continue;
+        };
+        writable(&path).map_err(|e| Failure::Usage(format!("{opt} {path}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Whether `path` can be written: the file if it exists, else its directory.
+fn writable(path: &str) -> Result<(), String> {
+    use std::ffi::CString;
+    let p = std::path::Path::new(path);
+    if p.is_dir() {
+        return Err("is a directory".into());
+    }
+    let (target, what) = if p.exists() {
+        (p.to_path_buf(), "the file is not writable")
+    } else {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(format!("directory {} does not exist", dir.display()));
+        }
+        (dir, "its directory is not writable")
+    };
+    let c = CString::new(target.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: access(2) reads a NUL-terminated path that lives for the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        return Err(format!("{what} ({})", std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Writes to a path, or to stdout for `-`.

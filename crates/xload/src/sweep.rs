@@ -24,11 +24,11 @@ pub struct SweepArgs {
 
     /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps).
     /// With --rate, a single value: the connections every rate step uses.
-    #[arg(short = 'c', long = "connections", value_parser = parse_levels)]
+    #[arg(short = 'c', long = "connections", value_parser = parse_conn_levels)]
     pub conc: Option<Levels>,
 
     /// Open-loop rates (requests/s): 1000,2000 — or A..B/N (N even steps) or A..B (doubling).
-    #[arg(long = "rate", value_parser = parse_levels)]
+    #[arg(long = "rate", value_parser = parse_rate_levels)]
     pub rates: Option<Levels>,
 
     /// Knee: the step after which RPS grows by less than this fraction...
@@ -72,9 +72,27 @@ pub struct SweepArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Levels(pub Vec<f64>);
 
-/// Parses `1,2,4`, `A..B` (doubling) or `A..B/N` (N evenly spaced values).
-pub fn parse_levels(s: &str) -> Result<Levels, String> {
-    parse_level_list(s).map(Levels)
+/// Parses `1,2,4`, `A..B` (doubling) or `A..B/N` (N evenly spaced values)
+/// as connection counts: whole numbers (`1.5` would run 1 and print 2).
+pub fn parse_conn_levels(s: &str) -> Result<Levels, String> {
+    let v = parse_level_list(s)?;
+    if let Some(x) = v.iter().find(|x| x.fract() != 0.0) {
+        return Err(format!("connections {s:?}: {x} is not a whole number"));
+    }
+    Ok(Levels(v))
+}
+
+/// Rates: at least 1/s (the table prints whole requests per second) and at
+/// most one per nanosecond.
+pub fn parse_rate_levels(s: &str) -> Result<Levels, String> {
+    let v = parse_level_list(s)?;
+    if let Some(x) = v
+        .iter()
+        .find(|&&x| !(1.0..=crate::args::MAX_RATE).contains(&x))
+    {
+        return Err(format!("rates {s:?}: {x} is outside 1/s..1G/s"));
+    }
+    Ok(Levels(v))
 }
 
 fn parse_level_list(s: &str) -> Result<Vec<f64>, String> {
@@ -358,14 +376,12 @@ pub fn run_steps(
         };
         let mut p = prepare_with(url, a, conns.max(1), rate, d, w)?;
         if i == 0 {
-            ensure_fd_limit(
-                levels
-                    .iter()
-                    .map(|&l| l as usize)
-                    .max()
-                    .unwrap_or(1)
-                    .max(fixed_conns),
-            )?;
+            // Rate steps all use `fixed_conns`; only concurrency steps are connections.
+            let most_conns = match mode {
+                Mode::Concurrency => levels.iter().map(|&l| l as usize).max().unwrap_or(1),
+                Mode::Rate => fixed_conns,
+            };
+            ensure_fd_limit(most_conns.max(1))?;
             check_reachable(&mut p)?;
             addr = Some(p.plan.addr);
         }
@@ -401,6 +417,13 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
         .map(|g| parse_gate(g))
         .collect::<Result<Vec<_>, _>>()
         .map_err(Failure::Usage)?;
+    crate::run::check_outputs(&s.common)?;
+    if s.common.latency {
+        return Err(Failure::Usage(
+            "--latency applies to a single run or a merge; a sweep prints p50/p95/p99 per step"
+                .into(),
+        ));
+    }
     let (mode, levels, fixed) = match (&s.conc, &s.rates) {
         (Some(Levels(c)), None) => (Mode::Concurrency, c.clone(), 0),
         (c, Some(Levels(r))) => {
@@ -474,8 +497,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
                 ));
             }
         }
-        std::fs::write(path, csv)
-            .map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+        crate::run::write_out(&path.to_string_lossy(), csv.trim_end())?;
     }
     if let Some(path) = &s.plot {
         crate::plot::plot(path, &result, &target)

@@ -196,6 +196,13 @@ fn zero_or_bad_counts_exit_2_before_connecting() {
         &["--pipeline", "0"],
         &["--pipeline", "5000"],
         &["--pipeline", "2", "--no-keepalive"],
+        // Rates beyond one send per nanosecond (1e99 used to spin forever).
+        &["--rate", "1e99"],
+        &["--rate", "2G"],
+        // Options that contradict each other are refused, not silently resolved.
+        &["-t", "4", "--cpus", "0"],
+        &["-t", "1", "--pin-all"],
+        &["--pin-all", "--cpus", "0"],
     ]);
 }
 
@@ -211,6 +218,23 @@ fn bad_durations_exit_2_before_connecting() {
         &["--timeout", "5y"],
         &["--connect-timeout", "soon"],
         &["--warmup", "abc"],
+        // A zero timeout would time out every request (or blame the target).
+        &["--timeout", "0"],
+        &["--connect-timeout", "0s"],
+    ]);
+}
+
+#[test]
+fn unwritable_report_paths_exit_2_before_connecting() {
+    let dir = support::TempDir::new("outputs");
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let sub = sub.display().to_string();
+    assert_usage_errors(&[
+        &["--json", "/nonexistent-xload-dir/r.json"],
+        &["--csv", "/nonexistent-xload-dir/r.csv"],
+        &["--json", &sub],
+        &["--json", "-", "--csv", "-"],
     ]);
 }
 
@@ -304,4 +328,69 @@ fn fd_limit_too_low_for_connections_exits_1_with_the_numbers() {
         out.show()
     );
     assert_eq!(server.accepted(), 0, "stopped before connecting");
+}
+
+/// A rate sweep's levels are rates, not connections: a top rate above the fd
+/// limit must not be taken for a connection count (it was, and refused).
+#[test]
+fn a_rate_sweep_needs_file_descriptors_for_its_connections_only() {
+    let server = TestServer::start(Behavior::Ok { body_len: 0 });
+    let mut command = Command::new(xload_bin());
+    command.args([
+        "sweep",
+        server.url("/").as_str(),
+        "--rate",
+        "500..1000/2",
+        "-c",
+        "2",
+        "-d",
+        "200ms",
+        "--cooldown",
+        "0s",
+    ]);
+    // SAFETY: as above: setrlimit(2) in the forked child before exec.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 300,
+                rlim_max: 300,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = run_command_with_timeout(command, HARD_TIMEOUT);
+    let out = Invocation {
+        args: vec![
+            "sweep --rate 500..1000/2 -c 2".into(),
+            "(RLIMIT_NOFILE 300)".into(),
+        ],
+        code: exit_code(output.status),
+        stdout: output.stdout,
+        stderr: output.stderr,
+        elapsed: output.elapsed,
+    };
+    out.assert_no_panic();
+    assert_eq!(out.code, 0, "{}", out.show());
+    assert!(out.stdout.contains("1000/s"), "{}", out.show());
+}
+
+#[test]
+fn sweep_levels_must_make_sense_for_what_they_count() {
+    for case in [
+        &["sweep", "http://127.0.0.1:1/", "-c", "1.5,2"][..],
+        &["sweep", "http://127.0.0.1:1/", "--rate", "0.5..2"][..],
+        &["sweep", "http://127.0.0.1:1/", "--rate", "1k..2G"][..],
+        &["sweep", "http://127.0.0.1:1/", "-c", "1,2", "--latency"][..],
+    ] {
+        let out = xload(case);
+        assert_eq!(out.code, 2, "{}", out.show());
+        assert!(
+            out.stderr.contains("error:") || out.stderr.starts_with("xload: "),
+            "{}",
+            out.show()
+        );
+    }
 }

@@ -614,6 +614,17 @@ fn ctrl_c_prints_the_report_and_exits_0(engine: &str) {
         "duration_s {duration_s}: the signal came {signalled_after:?} after the start\n{}",
         out.show()
     );
+    assert_eq!(
+        out.json()["interrupted"].as_bool(),
+        Some(true),
+        "the report says it was cut short\n{}",
+        out.show()
+    );
+    assert!(
+        out.stdout.contains("Stopped     early, by a signal"),
+        "the text says so too\n{}",
+        out.show()
+    );
     assert!(
         out.stdout.contains("req/s"),
         "the text report is printed\n{}",

@@ -483,6 +483,64 @@ fn merge_of_a_document_of_another_schema_names_that_schema() {
     }
 }
 
+#[test]
+fn merge_refuses_open_and_closed_loop_reports_together() {
+    let server = ok_server();
+    let dir = TempDir::new("merge-loops");
+    let (closed, open) = (dir.join("closed.json"), dir.join("open.json"));
+    let a = run_to(&server.url("/"), &["-c", "2", "-d", "300ms"], &closed);
+    let b = run_to(
+        &server.url("/"),
+        &["-c", "2", "-d", "300ms", "--rate", "500"],
+        &open,
+    );
+    assert!(
+        !a.interrupted && !b.interrupted,
+        "a full run is not interrupted"
+    );
+    let (code, stdout, stderr) = xload(&[
+        "merge",
+        &closed.display().to_string(),
+        &open.display().to_string(),
+    ]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("open loop") && stderr.contains("closed loop"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("req/s"), "no merged report: {stdout}");
+}
+
+#[test]
+fn answers_outside_2xx_and_3xx_are_shown_and_gated() {
+    let server = TestServer::start(Behavior::Status { code: 503 });
+    let (code, stdout, stderr) = xload(&[
+        &server.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "300ms",
+        "--fail-if",
+        "errors>0",
+    ]);
+    assert_eq!(
+        code, 0,
+        "answers are not transport errors: {stdout}{stderr}"
+    );
+    assert!(stdout.contains("Non-2xx/3xx"), "{stdout}");
+    let (code, _, stderr) = xload(&[
+        &server.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "300ms",
+        "--fail-if",
+        "non2xx>0",
+    ]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("non2xx>0"), "{stderr}");
+}
+
 // ---------------------------------------------------------------- outputs
 
 /// The CSV rows as (second, rps, p50_us, p99_us, errors).

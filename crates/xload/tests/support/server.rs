@@ -112,6 +112,8 @@ pub enum Behavior {
     /// request; every other connection is read (its requests counted) and
     /// never answered, as if stuck behind a lock the first one holds.
     OnlyFirst,
+    /// Like `Ok { body_len: 0 }` with status `code` (`503 Status 503`).
+    Status { code: u16 },
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
@@ -303,9 +305,13 @@ impl Shared {
             Behavior::Ok { body_len } => body_len,
             _ => 0,
         };
+        let status = match behavior {
+            Behavior::Status { code } => format!("{code} Status {code}"),
+            _ => "200 OK".to_string(),
+        };
         let ok = |close: bool, head: bool| {
             let mut response = format!(
-                "HTTP/1.1 200 OK\r\nServer: xload-test\r\nContent-Length: {body_len}\r\n{}\r\n",
+                "HTTP/1.1 {status}\r\nServer: xload-test\r\nContent-Length: {body_len}\r\n{}\r\n",
                 if close { "Connection: close\r\n" } else { "" }
             )
             .into_bytes();
@@ -676,7 +682,7 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
         );
     };
     match &shared.behavior {
-        Behavior::Ok { .. } => {
+        Behavior::Ok { .. } | Behavior::Status { .. } => {
             ok_empty(conn);
             keep_or_close
         }
