@@ -207,6 +207,47 @@ pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usi
     })
 }
 
+/// The recommended operating range: 50–70% of the knee's throughput, and the
+/// loads that measured it on this sweep's own curve (linear between steps,
+/// from zero below the first one). The loads are not 50–70% of the knee's
+/// load: in a closed loop throughput stops growing with concurrency well
+/// before the knee's concurrency, so half the concurrency gives far more
+/// than half the throughput.
+pub fn recommended(points: &[Point], knee: usize, mode: Mode) -> [(f64, f64); 2] {
+    let mut curve: Vec<Point> = points[..=knee].to_vec();
+    curve.sort_by(|a, b| a.load.total_cmp(&b.load));
+    let k = points[knee];
+    let load_for = |target: f64| {
+        let mut prev = Point {
+            load: 0.0,
+            rps: 0.0,
+            p99_us: 0.0,
+        };
+        for p in &curve {
+            if p.rps >= target {
+                let span = p.rps - prev.rps;
+                let f = if span > 0.0 {
+                    (target - prev.rps) / span
+                } else {
+                    1.0
+                };
+                return prev.load + f.clamp(0.0, 1.0) * (p.load - prev.load);
+            }
+            prev = *p;
+        }
+        k.load
+    };
+    let load = |frac: f64| {
+        let l = load_for(k.rps * frac);
+        match mode {
+            // Whole connections, at least one.
+            Mode::Concurrency => l.ceil().max(1.0),
+            Mode::Rate => l.max(1.0),
+        }
+    };
+    [(load(0.5), k.rps * 0.5), (load(0.7), k.rps * 0.7)]
+}
+
 /// A step's row: load, RPS, p50, p95, p99, max, errors, client CPU.
 fn row(mode: Mode, load: f64, r: &Report) -> String {
     let p95 = r
@@ -306,6 +347,14 @@ impl SweepResult {
             .collect()
     }
 
+    /// A load for JSON: connections as integers, rates as numbers.
+    fn load_json(&self, load: f64) -> Value {
+        match self.mode {
+            Mode::Concurrency => json!(load.round() as u64),
+            Mode::Rate => json!(load),
+        }
+    }
+
     pub fn to_json(&self, target: &str) -> Value {
         let steps: Vec<Value> = self
             .steps
@@ -313,15 +362,17 @@ impl SweepResult {
             .map(|(load, r)| {
                 let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
                 if let Value::Object(m) = &mut v {
-                    m.insert(self.mode.key().into(), json!(load));
+                    m.insert(self.mode.key().into(), self.load_json(*load));
                 }
                 v
             })
             .collect();
         let knee = self.knee.map(|k| {
             let (load, r) = &self.steps[k];
-            json!({ self.mode.key(): load, "rps": r.rps, "p99_us": r.latency_us.p99,
-                    "recommended": { self.mode.key(): [load * 0.5, load * 0.7], "rps": [r.rps * 0.5, r.rps * 0.7] } })
+            let [lo, hi] = recommended(&self.points(), k, self.mode);
+            json!({ self.mode.key(): self.load_json(*load), "rps": r.rps, "p99_us": r.latency_us.p99,
+                    "recommended": { self.mode.key(): [self.load_json(lo.0), self.load_json(hi.0)],
+                                     "rps": [lo.1, hi.1] } })
         });
         json!({
             "schema": "xload-sweep/1",
@@ -534,12 +585,9 @@ pub fn print_knee(r: &SweepResult, out: Sink) {
                 rep.rps,
                 fmt_us(rep.latency_us.p99)
             ));
-            // At least one connection (or request per second).
-            let (low, high) = ((load * 0.5).max(1.0), (load * 0.7).max(1.0));
+            let [(low, rps_low), (high, rps_high)] = recommended(&r.points(), k, r.mode);
             out.line(&format!(
-                "recommended operating range: {key} {low:.0}{unit}–{high:.0}{unit} (≈ {:.0}–{:.0} req/s, 50–70% of the knee)",
-                rep.rps * 0.5,
-                rep.rps * 0.7
+                "recommended operating range: {rps_low:.0}–{rps_high:.0} req/s (50–70% of the knee), measured at {key} {low:.0}{unit}–{high:.0}{unit}"
             ));
             if client_cpu(rep).1 {
                 out.line(
@@ -695,6 +743,38 @@ mod tests {
             (32.0, 800.0, 40_000.0),
         ]);
         assert_eq!(find_knee(&p, 0.10, 1.5), Some(3));
+    }
+
+    #[test]
+    fn the_recommended_range_is_read_off_the_measured_curve() {
+        // Throughput saturates long before the knee's concurrency (64): 50–70%
+        // of its 200k is reached at 4–7 connections, not at 32–45.
+        let p = pts(&[
+            (1.0, 30_000.0, 40.0),
+            (2.0, 60_000.0, 40.0),
+            (4.0, 110_000.0, 45.0),
+            (8.0, 160_000.0, 60.0),
+            (16.0, 180_000.0, 100.0),
+            (32.0, 190_000.0, 190.0),
+            (64.0, 200_000.0, 350.0),
+        ]);
+        let [(lo, lo_rps), (hi, hi_rps)] = recommended(&p, 6, Mode::Concurrency);
+        assert_eq!((lo_rps, hi_rps), (100_000.0, 140_000.0));
+        // 100k between 2 (60k) and 4 (110k): 3.6 → 4; 140k between 4 and 8: 6.4 → 7.
+        assert_eq!((lo, hi), (4.0, 7.0));
+        // Below the first step: from zero. Rates are not rounded.
+        let r = pts(&[
+            (1000.0, 1000.0, 100.0),
+            (2000.0, 1990.0, 120.0),
+            (4000.0, 2100.0, 900.0),
+        ]);
+        let [(lo, _), (hi, _)] = recommended(&r, 1, Mode::Rate);
+        assert!((lo - 995.0).abs() < 1e-6, "{lo}");
+        // 0.7 × 1990 = 1393, between 1000 (1000) and 2000 (1990).
+        assert!(
+            (hi - (1000.0 + 393.0 / 990.0 * 1000.0)).abs() < 1e-6,
+            "{hi}"
+        );
     }
 
     #[test]
