@@ -20,6 +20,9 @@ pub enum DurationError {
     /// Too large to represent.
     #[error("{0:?}: too large")]
     Overflow(String),
+    /// A minus sign: durations are never negative.
+    #[error("{0:?}: a duration cannot be negative")]
+    Negative(String),
 }
 
 /// As [`parse_duration`], but a bare number means seconds (`10` = `10s`, as
@@ -38,6 +41,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(DurationError::Empty);
+    }
+    if text.starts_with('-') {
+        return Err(DurationError::Negative(text.to_owned()));
     }
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -120,7 +126,7 @@ mod tests {
         ));
         assert!(matches!(
             parse_duration("-5s"),
-            Err(DurationError::UnknownUnit(_))
+            Err(DurationError::Negative(_))
         ));
         assert!(matches!(
             parse_duration("ms"),

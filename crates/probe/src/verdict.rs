@@ -11,6 +11,9 @@ use crate::sampler::Sample;
 
 /// A CPU at or above this busy percentage (usr+nice+sys+irq+softirq) is saturated.
 pub const CPU_SATURATED_PCT: f64 = 90.0;
+/// Fewer /proc CPU ticks than this in the window: no CPU verdict (at
+/// USER_HZ 100, 0.2 s; one tick is then 5% of a CPU).
+pub const MIN_CPU_TICKS: f64 = 20.0;
 /// Softirq dominating a CPU counts only when the CPU is at least this busy.
 pub const SOFTIRQ_DOMINANT_MIN_BUSY_PCT: f64 = 70.0;
 /// Steal at or above this percentage means the hypervisor took the CPU away.
@@ -344,6 +347,20 @@ pub fn summarize(
         }
     }
 
+    // /proc counts CPU time in ticks (1/100 s): over a window of a few ticks
+    // one tick more or less reads as 0% or 100%. No CPU verdict from that.
+    let too_short_for_cpu = window_s * ticks_per_s < MIN_CPU_TICKS;
+    if too_short_for_cpu {
+        findings.clear();
+        notes.push(format!(
+            "the measured window ({:.0} ms) is too short for CPU figures: /proc counts CPU time in \
+             1/{} s ticks; measure for {:.1} s or more for a CPU verdict",
+            window_s * 1000.0,
+            ticks_per_s,
+            MIN_CPU_TICKS / ticks_per_s
+        ));
+    }
+
     // File descriptors.
     let near_limit = budget.fd_soft != u64::MAX
         && budget.fd_soft > 0
@@ -451,7 +468,14 @@ pub fn summarize(
         .iter()
         .copied()
         .max_by(|a, b| a.busy.total_cmp(&b.busy));
-    let verdict = verdict_line("client", &findings, judged_max);
+    let verdict = if too_short_for_cpu && findings.is_empty() {
+        format!(
+            "client: not judged ({:.0} ms window, too short for CPU figures)",
+            window_s * 1000.0
+        )
+    } else {
+        verdict_line("client", &findings, judged_max)
+    };
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
     let mut irqs = irq_deltas(
         &start.interrupts,

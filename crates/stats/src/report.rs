@@ -20,10 +20,10 @@ pub const SCHEMA: &str = "xload/1";
 pub enum ReportError {
     /// The text is not JSON, or lacks a required key, or a key has the
     /// wrong type.
-    #[error("not a valid xload report: {0}")]
+    #[error("not an xload report: {0}")]
     Json(#[from] serde_json::Error),
     /// The `schema` key names another format.
-    #[error("unsupported report schema {found:?} (this build reads {SCHEMA:?})")]
+    #[error("not an xload report: schema {found:?} (this build reads {SCHEMA:?})")]
     Schema { found: String },
     /// The histogram string is empty.
     #[error("the report has no histogram")]

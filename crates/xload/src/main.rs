@@ -103,7 +103,43 @@ fn install_sigint() -> Arc<AtomicBool> {
     stop
 }
 
+/// A first word that is no subcommand but one or two letters away from one
+/// (`swep`, `serv`) is a typo, not a host name to resolve.
+fn mistyped_subcommand(first: &str) -> Option<&'static str> {
+    const NAMES: [&str; 6] = ["sweep", "serve", "merge", "demo", "pps", "pps-rx"];
+    if first.starts_with('-') || first.contains([':', '/', '.']) || NAMES.contains(&first) {
+        return None;
+    }
+    NAMES
+        .into_iter()
+        .find(|name| edit_distance(first, name) <= 2 && first.len() >= 3)
+}
+
+/// Levenshtein distance, for short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 fn main() -> ExitCode {
+    if let Some(first) = std::env::args().nth(1) {
+        if let Some(name) = mistyped_subcommand(&first) {
+            eprintln!(
+                "xload: unknown command `{first}`: did you mean `xload {name}`? (a target is a URL: http://host[:port]/path)"
+            );
+            return ExitCode::from(2);
+        }
+    }
     let cli = Cli::parse();
     let result = match cli.cmd {
         Some(Cmd::Sweep(a)) => sweep::main_sweep(&a, install_sigint()),

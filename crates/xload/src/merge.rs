@@ -28,8 +28,8 @@ pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     for p in &a.reports {
         let text = std::fs::read_to_string(p)
             .map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
-        let r = Report::from_json(&text)
-            .map_err(|e| Failure::Run(format!("{}: not an xload report: {e}", p.display())))?;
+        let r =
+            Report::from_json(&text).map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
         reports.push(r);
     }
     let merged = Report::merge(&reports).map_err(|e| Failure::Run(format!("merge: {e}")))?;

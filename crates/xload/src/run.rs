@@ -330,7 +330,9 @@ pub fn execute(
         .workers
         .iter()
         .map(|w| w.batching)
-        .fold(None, Batching::merge);
+        .fold(None, Batching::merge)
+        // A run too short for a single wait has nothing to say about batching.
+        .filter(|b| b.waits > 0);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
         let input = verdict_input(p, &outcome, &report);
         let summary = xload_probe::summarize(&start, &end, &input, &budget);
@@ -403,6 +405,12 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
                 .collect();
             v.sort();
             format!(" ({})", v.join(", "))
+        } else if let Some(d) = p.plan.duration.filter(|d| d.as_millis() < 50) {
+            // Not the target's fault: the window ended before a round trip.
+            return Err(Failure::Run(format!(
+                "no response from {} within -d {d:?}: too short for a round trip; measure longer (e.g. -d 1s)",
+                p.target
+            )));
         } else {
             String::new()
         };

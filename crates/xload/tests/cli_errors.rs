@@ -394,3 +394,41 @@ fn sweep_levels_must_make_sense_for_what_they_count() {
         );
     }
 }
+
+#[test]
+fn a_mistyped_subcommand_is_named_not_resolved_as_a_host() {
+    for (typo, meant) in [
+        ("swep", "sweep"),
+        ("serv", "serve"),
+        ("mrege", "merge"),
+        ("dmeo", "demo"),
+    ] {
+        let out = xload(&[typo, "http://127.0.0.1:1/"]);
+        assert_eq!(out.code, 2, "{}", out.show());
+        assert!(
+            out.stderr
+                .contains(&format!("did you mean `xload {meant}`")),
+            "{}",
+            out.show()
+        );
+    }
+    // A run too short for a round trip says so instead of blaming the target.
+    let server = TestServer::start(Behavior::Ok { body_len: 0 });
+    let out = xload(&[&server.url("/"), "-d", "100us"]);
+    if out.code == 1 {
+        assert!(
+            out.stderr.contains("too short for a round trip"),
+            "{}",
+            out.show()
+        );
+        assert!(
+            !out.stdout.contains("Batching"),
+            "no waits, no batching line\n{}",
+            out.show()
+        );
+    }
+    // A duration given as negative says so.
+    let out = xload(&["http://127.0.0.1:1/", "-d=-1s"]);
+    assert_eq!(out.code, 2, "{}", out.show());
+    assert!(out.stderr.contains("cannot be negative"), "{}", out.show());
+}

@@ -585,3 +585,49 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
         s.reasons[0]
     );
 }
+
+#[test]
+fn a_window_of_a_few_ticks_gets_no_cpu_verdict() {
+    // 10 ms: one /proc tick of a CPU's time reads as 100%.
+    let t0 = Instant::now();
+    let start_cpus = vec![idle_cpu(0)];
+    let end_cpus = vec![CpuTimes {
+        system: start_cpus[0].system + 1,
+        ..start_cpus[0]
+    }];
+    let start = sample(t0, start_cpus);
+    let end = sample(t0 + Duration::from_millis(10), end_cpus);
+    let s = summarize(&start, &end, &VerdictInput::default(), &budget());
+    assert!(!s.saturated, "{:?}", s.reasons);
+    assert_eq!(
+        s.verdict,
+        "client: not judged (10 ms window, too short for CPU figures)"
+    );
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("too short for CPU figures")),
+        "{:?}",
+        s.notes
+    );
+    // Evidence that is not CPU still counts: an fd shortage is named.
+    let s = summarize(
+        &start,
+        &end,
+        &VerdictInput {
+            fd_errors: 3,
+            connections: 100,
+            ..VerdictInput::default()
+        },
+        &budget(),
+    );
+    assert!(
+        s.saturated && s.verdict.contains("fd limit"),
+        "{}",
+        s.verdict
+    );
+    // 0.2 s (20 ticks) is judged as before.
+    let (start, end) = window(1, &[(0, 0, 99, 0, 0)]);
+    let s = summarize(&start, &end, &VerdictInput::default(), &budget());
+    assert!(s.saturated, "{}", s.verdict);
+}
