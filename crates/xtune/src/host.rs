@@ -460,4 +460,18 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_daemon_started_by_a_relative_path_is_recorded_by_its_absolute_one() {
+        let t = fake_host("host-relexe", 2, &[], &[]);
+        t.put("/proc/900/comm", "irqbalance\n");
+        t.put("/proc/900/cmdline", "./irqbalance\0--foreground\0");
+        t.symlink("/proc/900/exe", "/opt/irqb/irqbalance");
+        t.put("/proc/901/comm", "irqbalance\n");
+        t.put("/proc/901/cmdline", "irqbalance\0"); // found on PATH: kept
+        let fs = RootFs::new(t.path());
+        let p = find_processes(&fs, "irqbalance");
+        assert_eq!(p[0].cmdline, vec!["/opt/irqb/irqbalance", "--foreground"]);
+        assert_eq!(p[1].cmdline, vec!["irqbalance"]);
+    }
 }
