@@ -151,6 +151,12 @@ impl Schedule {
         self.dropped += self.queue.len().saturating_sub(self.queued_at_window) as u64;
         self.queue.clear();
     }
+
+    /// Ends the schedule without counting what waits: the run stopped
+    /// intending sends (its request quota was met), none was refused.
+    pub fn abandon(&mut self) {
+        self.queue.clear();
+    }
 }
 
 #[cfg(test)]

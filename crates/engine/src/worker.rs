@@ -115,13 +115,18 @@ impl<'a> Ctx<'a> {
             self.measured_from_ns = self.measure_ns;
             self.next_tick_ns = self.measure_ns + self.tick_ns;
             if let Some(s) = self.sched.as_mut() {
+                // Sends due before the window belong to the warm-up.
+                s.advance(self.measure_ns);
                 s.start_window();
             }
         }
         if self.measuring && now >= self.next_tick_ns {
             self.tick();
         }
-        if let Some(s) = self.sched.as_mut() {
+        // Once -n is used up nothing more is intended: no queue to grow
+        // (and to count as dropped) while the last answers come back.
+        let exhausted = self.exhausted();
+        if let Some(s) = self.sched.as_mut().filter(|_| !exhausted) {
             s.advance(now);
         }
         true
@@ -219,8 +224,13 @@ impl<'a> Ctx<'a> {
             self.rec.reset();
             self.measured_from_ns = self.measured_to_ns;
         }
+        let exhausted = self.exhausted();
         if let Some(s) = self.sched.as_mut() {
-            s.finish();
+            if exhausted {
+                s.abandon(); // the quota ended the run, not a lack of connections
+            } else {
+                s.finish();
+            }
             if self.measuring {
                 self.rec.record_dropped(s.dropped);
             }

@@ -380,7 +380,9 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let m = execute(&p, stop, show)?;
     let report = &m.report;
-    let json_to_stdout = a.json.as_deref() == Some("-");
+    // A document on stdout (--json - or --csv -) keeps stdout to itself.
+    let json_to_stdout =
+        a.json.as_deref() == Some("-") || a.csv.as_deref().and_then(|p| p.to_str()) == Some("-");
     let text = report.render_text(&TextOptions {
         latency_table: a.latency,
     });

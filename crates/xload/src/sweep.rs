@@ -237,15 +237,17 @@ pub fn recommended(points: &[Point], knee: usize, mode: Mode) -> [(f64, f64); 2]
         }
         k.load
     };
-    let load = |frac: f64| {
-        let l = load_for(k.rps * frac);
-        match mode {
-            // Whole connections, at least one.
-            Mode::Concurrency => l.ceil().max(1.0),
-            Mode::Rate => l.max(1.0),
+    let (lo, hi) = (load_for(k.rps * 0.5), load_for(k.rps * 0.7));
+    let (lo, hi) = match mode {
+        // Whole connections inside the range: the low end up, the high end
+        // down (never past 70%), at least one, and never crossed.
+        Mode::Concurrency => {
+            let lo = lo.ceil().max(1.0);
+            (lo, hi.floor().max(lo))
         }
+        Mode::Rate => (lo.max(1.0), hi.max(1.0)),
     };
-    [(load(0.5), k.rps * 0.5), (load(0.7), k.rps * 0.7)]
+    [(lo, k.rps * 0.5), (hi, k.rps * 0.7)]
 }
 
 /// A step's row: load, RPS, p50, p95, p99, max, errors, client CPU.
@@ -503,7 +505,9 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     if let Some(path) = &s.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;
     }
-    let out = if s.common.json.as_deref() == Some("-") {
+    let out = if s.common.json.as_deref() == Some("-")
+        || s.common.csv.as_deref().and_then(|p| p.to_str()) == Some("-")
+    {
         Sink::Stderr
     } else {
         Sink::Stdout
@@ -586,8 +590,13 @@ pub fn print_knee(r: &SweepResult, out: Sink) {
                 fmt_us(rep.latency_us.p99)
             ));
             let [(low, rps_low), (high, rps_high)] = recommended(&r.points(), k, r.mode);
+            let at = if low == high {
+                format!("{low:.0}{unit}")
+            } else {
+                format!("{low:.0}{unit}–{high:.0}{unit}")
+            };
             out.line(&format!(
-                "recommended operating range: {rps_low:.0}–{rps_high:.0} req/s (50–70% of the knee), measured at {key} {low:.0}{unit}–{high:.0}{unit}"
+                "recommended operating range: {rps_low:.0}–{rps_high:.0} req/s (50–70% of the knee), at {key} {at} (read off the measured curve)"
             ));
             if client_cpu(rep).1 {
                 out.line(
@@ -760,8 +769,9 @@ mod tests {
         ]);
         let [(lo, lo_rps), (hi, hi_rps)] = recommended(&p, 6, Mode::Concurrency);
         assert_eq!((lo_rps, hi_rps), (100_000.0, 140_000.0));
-        // 100k between 2 (60k) and 4 (110k): 3.6 → 4; 140k between 4 and 8: 6.4 → 7.
-        assert_eq!((lo, hi), (4.0, 7.0));
+        // 100k between 2 (60k) and 4 (110k): 3.6, up to 4; 140k between 4
+        // and 8: 6.4, down to 6 (7 would be past 70%).
+        assert_eq!((lo, hi), (4.0, 6.0));
         // Below the first step: from zero. Rates are not rounded.
         let r = pts(&[
             (1000.0, 1000.0, 100.0),

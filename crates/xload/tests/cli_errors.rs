@@ -413,20 +413,22 @@ fn a_mistyped_subcommand_is_named_not_resolved_as_a_host() {
         );
     }
     // A run too short for a round trip says so instead of blaming the target.
-    let server = TestServer::start(Behavior::Ok { body_len: 0 });
+    // (The server takes 50 ms to answer: no response can come in 100 µs.)
+    let server = TestServer::start(Behavior::Delay {
+        delay: Duration::from_millis(50),
+    });
     let out = xload(&[&server.url("/"), "-d", "100us"]);
-    if out.code == 1 {
-        assert!(
-            out.stderr.contains("too short for a round trip"),
-            "{}",
-            out.show()
-        );
-        assert!(
-            !out.stdout.contains("Batching"),
-            "no waits, no batching line\n{}",
-            out.show()
-        );
-    }
+    assert_eq!(out.code, 1, "{}", out.show());
+    assert!(
+        out.stderr.contains("too short for a round trip"),
+        "{}",
+        out.show()
+    );
+    assert!(
+        !out.stdout.contains("Batching"),
+        "no waits, no batching line\n{}",
+        out.show()
+    );
     // A duration given as negative says so.
     let out = xload(&["http://127.0.0.1:1/", "-d=-1s"]);
     assert_eq!(out.code, 2, "{}", out.show());

@@ -892,3 +892,20 @@ fn a_reader_that_goes_away_loses_no_exit_code_and_no_file() {
     assert!(single.requests > 0);
     assert_eq!(read_report(&m_path).requests, 2 * single.requests);
 }
+
+#[test]
+fn csv_to_stdout_keeps_stdout_to_the_csv() {
+    let server = ok_server();
+    let (status, stdout, stderr, _) =
+        run_xload(&[&server.url("/"), "-c", "2", "-d", "1200ms", "--csv", "-"]);
+    assert_eq!(exit_code(status), 0, "{stderr}");
+    assert!(
+        stdout.starts_with("second,"),
+        "only the CSV on stdout: {stdout}"
+    );
+    assert!(!stdout.contains("req/s"), "{stdout}");
+    assert!(
+        stderr.contains("req/s"),
+        "the text report went to stderr: {stderr}"
+    );
+}

@@ -631,3 +631,29 @@ fn a_rate_far_beyond_capacity_still_runs_on_time_and_accounts_for_every_send() {
         r.dropped
     );
 }
+
+#[test]
+fn a_request_quota_in_an_open_loop_drops_nothing() {
+    let _serial = serial();
+    // -n ends the run: what the schedule would have intended after the
+    // quota was met is not a send that was refused.
+    let server = TestServer::start(Behavior::Delay {
+        delay: Duration::from_millis(20),
+    });
+    let r = run_report(&args(&[
+        &server.url("/"),
+        "--rate",
+        "2000",
+        "-n",
+        "200",
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "--warmup",
+        "0s",
+    ]));
+    let s = summary(&r);
+    assert_eq!(r.dropped, Some(0), "{s}");
+    assert!(r.requests >= 190 && r.requests <= 200, "{s}");
+}

@@ -127,6 +127,14 @@ pub enum ApplyError {
     /// The snapshot could not be saved.
     #[error("cannot save the snapshot, nothing written: {0}")]
     Snapshot(#[from] crate::snapshot::StoreError),
+    /// A knob to change is a file the kernel shows read-only.
+    #[error("{knob} is read-only here ({path} has no write permission: the kernel does not let it be set), nothing written")]
+    ReadOnly {
+        /// Knob.
+        knob: String,
+        /// Its file.
+        path: String,
+    },
     /// A knob to change could not be read, so it could not be saved.
     #[error("cannot read {knob} to save it, nothing written: {error}")]
     Unreadable {
@@ -170,7 +178,18 @@ pub fn apply(
         return Ok(outcome);
     }
 
-    // 1. Snapshot, durable before the first write.
+    // 1. Snapshot, durable before the first write; a read-only knob to
+    // change stops the apply before either.
+    for item in &changes {
+        if let Target::File { path, .. } = &item.desired.target {
+            if fs.read_only(path) {
+                return Err(ApplyError::ReadOnly {
+                    knob: item.desired.knob.clone(),
+                    path: path.clone(),
+                });
+            }
+        }
+    }
     let mut entries = Vec::with_capacity(changes.len());
     for item in &changes {
         entries.push(Entry {
@@ -213,9 +232,22 @@ pub fn apply(
         }
         let entry_idx = change_idx;
         change_idx += 1;
+        // The irqbalance steps are several actions (write the config, then
+        // restart; stop each daemon): one can fail after another took effect.
+        // Their restore is harmless when nothing changed, so they count as
+        // written from the start and a failure undoes what part was done.
+        let several = matches!(
+            item.desired.target,
+            Target::IrqbalanceConfig { .. } | Target::IrqbalanceService
+        );
+        if several {
+            written.push(entry_idx);
+        }
         match write_knob(fs, services, item) {
             Ok(WriteResult::Written) => {
-                written.push(entry_idx);
+                if !several {
+                    written.push(entry_idx);
+                }
                 verdicts[i] = (Verdict::Written, String::new(), None);
                 if let Some(msg) = read_back_mismatch(fs, item) {
                     outcome.error = Some(format!("{}: {msg}", item.desired.knob));
@@ -467,7 +499,7 @@ fn write_knob(
             }
             Err(e) => {
                 // ENOENT from a file that exists: the kernel knows no such
-                // value (an unknown congestion control, qdisc, governor).
+                // value (an unknown congestion control or qdisc).
                 let hint = if e.errno == libc::ENOENT && fs.exists(path) {
                     let avail = path.strip_suffix("tcp_congestion_control").map(|dir| {
                         fs.read(&format!("{dir}tcp_available_congestion_control"))
@@ -521,13 +553,9 @@ fn write_knob(
         }
         Target::IrqbalanceService => {
             // The daemon running now: an earlier step (a new ban list) may
-            // have restarted it under a new pid since the plan was read.
-            let mut running = crate::host::find_processes(fs, "irqbalance");
-            if running.is_empty() {
-                if let Current::Service(r) = &item.current {
-                    running = r.clone();
-                }
-            }
+            // have restarted it under a new pid since the plan was read. None
+            // running: already stopped (the snapshot keeps how it ran).
+            let running = crate::host::find_processes(fs, "irqbalance");
             services.stop_irqbalance(&running).map_err(|m| WriteError {
                 message: format!("stopping irqbalance: {m}"),
                 errno: None,
@@ -1143,6 +1171,66 @@ mod tests {
         assert!(
             err.contains("the kernel has no `bbr2` (available: reno cubic)"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_read_only_knob_to_change_stops_the_apply_before_any_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let host = fake_host("apply-ro", 2, SYSCTLS, &[("eth0", 2, 2)]);
+        let ro = host.path().join("proc/sys/net/ipv4/tcp_fin_timeout");
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, PROFILE, &host);
+        let e = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap_err();
+        assert!(matches!(e, ApplyError::ReadOnly { .. }), "{e}");
+        assert!(
+            e.to_string().contains("sysctl:net.ipv4.tcp_fin_timeout"),
+            "{e}"
+        );
+        assert_eq!(
+            host.get("/proc/sys/net/core/somaxconn"),
+            "4096\n",
+            "nothing written"
+        );
+        assert!(store.list().0.is_empty(), "no snapshot");
+        // Already at the wanted value: nothing to change, no refusal.
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o644)).unwrap();
+        host.put("/proc/sys/net/ipv4/tcp_fin_timeout", "15\n");
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let plan = plan_for(&fs, "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n", &host);
+        assert!(apply(&fs, &NoServices, &store, &plan, &meta()).is_ok());
+    }
+
+    #[test]
+    fn a_failed_irqbalance_restart_is_undone_like_any_write() {
+        struct NoRestart;
+        impl Services for NoRestart {
+            fn stop_irqbalance(&self, _: &[ProcInfo]) -> Result<(), String> {
+                Ok(())
+            }
+            fn start_irqbalance(&self, _: &[ProcInfo]) -> Result<(), String> {
+                Err("systemctl start irqbalance.service: failed".into())
+            }
+        }
+        let host = fake_host("apply-ban-fail", 2, &[], &[]);
+        host.mkdir("/etc/default");
+        host.put("/etc/default/irqbalance", "OPTIONS=\"\"\n");
+        host.put("/proc/700/comm", "irqbalance\n");
+        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);
+        let out = apply(&fs, &NoRestart, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        // The config was written before the restart failed: it is put back.
+        assert_eq!(host.get("/etc/default/irqbalance"), "OPTIONS=\"\"\n");
+        let line = &out.lines[0];
+        assert_eq!(
+            line.verdict,
+            Verdict::UndoFailed,
+            "restoring restarts too: {line:?}"
         );
     }
 }

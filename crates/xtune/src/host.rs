@@ -315,7 +315,9 @@ pub fn find_processes(fs: &dyn Fs, comm: &str) -> Vec<ProcInfo> {
         if let Some(prog) = cmdline.first_mut() {
             if !prog.starts_with('/') && prog.contains('/') {
                 if let Some(exe) = fs.read_link(&format!("/proc/{pid}/exe")) {
-                    *prog = exe;
+                    // A binary replaced since (a package upgrade) reads as
+                    // "PATH (deleted)": the new one is at PATH.
+                    *prog = exe.trim_end_matches(" (deleted)").to_string();
                 }
             }
         }

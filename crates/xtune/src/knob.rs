@@ -166,14 +166,6 @@ pub enum PlanError {
         /// Path looked for.
         path: String,
     },
-    /// A sysctl the kernel shows read-only here.
-    #[error("sysctl {key} is read-only here ({path} has no write permission): the kernel does not let it be set")]
-    ReadOnlySysctl {
-        /// Dotted name.
-        key: String,
-        /// Its file.
-        path: String,
-    },
     /// Global knobs asked for inside a network namespace.
     #[error("refusing to apply host-wide settings inside network namespace `{netns}`: {} (they are not per namespace on this kernel; apply them on the host, or pass --skip-global to leave them out)", knobs.join(", "))]
     GlobalInNetns {
@@ -620,12 +612,6 @@ fn sysctl_desired(
     let path = sysctl_path(key);
     if !topo.present_sysctls.contains(key) {
         return Err(PlanError::UnknownSysctl {
-            key: key.to_string(),
-            path,
-        });
-    }
-    if topo.readonly_sysctls.contains(key) {
-        return Err(PlanError::ReadOnlySysctl {
             key: key.to_string(),
             path,
         });
@@ -1359,11 +1345,12 @@ mod tests {
             knobs(&build(&p, &t, &skip).unwrap()),
             vec![("sysctl:net.core.somaxconn".into(), "4096".into())]
         );
-        // Read-only on the host itself: refused before anything is written.
-        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
-        assert!(matches!(e, PlanError::ReadOnlySysctl { .. }), "{e}");
-        assert!(e.to_string().contains("read-only"), "{e}");
-        assert_eq!(e.exit_code(), 1);
+        // Read-only on the host itself: planned like any knob (verify and
+        // diff judge its value); apply refuses to change it.
+        assert_eq!(
+            knobs(&build(&p, &t, &TargetCtx::default()).unwrap()).len(),
+            2
+        );
     }
 
     #[test]
