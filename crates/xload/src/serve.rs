@@ -30,6 +30,8 @@ pub struct ServeArgs {
     pub delay: Option<Duration>,
 
     /// At most N responses held at once (with --delay); the rest queue in order.
+    /// Each worker (one per CPU) has its own share of N and its own queue,
+    /// at least one slot each: pin to one CPU (--cpus) for one exact pool.
     #[arg(long = "pool", requires = "delay")]
     pub pool: Option<usize>,
 

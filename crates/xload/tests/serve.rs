@@ -249,3 +249,112 @@ fn load_run_counts_reconcile_with_the_responders_own_counter() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Reads until the server closes (or 5 s).
+fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    all
+}
+
+#[test]
+fn nothing_is_answered_after_the_last_answer_or_a_400() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let count = |buf: &[u8], what: &[u8]| buf.windows(what.len()).filter(|w| w == &what).count();
+    // Connection: close, then more pipelined requests: one answer, then the close.
+    let mut s = srv.connect();
+    let mut req = b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n".to_vec();
+    req.extend(b"GET / HTTP/1.1\r\n\r\n".repeat(200));
+    s.write_all(&req).unwrap();
+    let got = read_to_close(&mut s);
+    assert_eq!(
+        count(&got, b"HTTP/1.1 200"),
+        1,
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    // HTTP/1.0 without keep-alive likewise.
+    let mut s = srv.connect();
+    let mut req = b"GET / HTTP/1.0\r\n\r\n".to_vec();
+    req.extend(b"GET / HTTP/1.1\r\n\r\n".repeat(50));
+    s.write_all(&req).unwrap();
+    assert_eq!(count(&read_to_close(&mut s), b"HTTP/1.1 200"), 1);
+    // Garbage then more garbage: one 400, one bad request counted.
+    let mut s = srv.connect();
+    s.write_all(&b"garbage\r\n\r\n".repeat(20)).unwrap();
+    let got = read_to_close(&mut s);
+    assert_eq!(
+        count(&got, b"400 Bad Request"),
+        1,
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    assert_eq!(srv.stats()["bad_requests"], 1);
+    assert_eq!(
+        srv.stats()["requests"],
+        2,
+        "the two answers, not the ignored requests"
+    );
+}
+
+#[test]
+fn head_gets_the_head_only_and_the_connection_goes_on() {
+    let srv = Serve::start(&["--cpus", "0", "--body-size", "10"]);
+    let mut s = srv.connect();
+    s.write_all(b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let got = String::from_utf8(read_to_close(&mut s)).unwrap();
+    let (head_answer, get_answer) = got.split_at(got.find("\r\n\r\n").unwrap() + 4);
+    assert!(head_answer.contains("Content-Length: 10\r\n"), "{got}");
+    assert!(
+        get_answer.starts_with("HTTP/1.1 200 OK\r\n"),
+        "no body after the HEAD answer: {got}"
+    );
+    assert!(get_answer.ends_with("\r\n\r\nxxxxxxxxxx"), "{got}");
+    // A HEAD load run keeps its connections.
+    let (status, stdout, stderr, _) =
+        run_xload([srv.url("/").as_str(), "-m", "HEAD", "-c", "2", "-n", "200"]);
+    assert_eq!(support::run::exit_code(status), 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("Errors      none"),
+        "a body after a HEAD answer breaks the next parse: {stdout}"
+    );
+}
+
+#[test]
+fn a_second_responder_on_a_busy_port_is_refused() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let (status, stdout, stderr, _) = run_xload([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{}", srv.port),
+        "--for",
+        "1s",
+    ]);
+    assert_eq!(support::run::exit_code(status), 1, "{stdout}{stderr}");
+    assert!(stderr.contains("already in use"), "{stderr}");
+}
+
+#[test]
+fn a_closed_connections_held_answers_give_their_slots_back() {
+    // One slot of 300 ms. A client sends 6 requests and leaves: without
+    // freeing, the next client would wait behind ~1.8 s of dead answers.
+    let srv = Serve::start(&["--cpus", "0", "--delay", "300ms", "--pool", "1"]);
+    {
+        let mut gone = srv.connect();
+        gone.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(6))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let t0 = Instant::now();
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    read_responses(&mut s, 1, 0);
+    let waited = t0.elapsed();
+    assert!(
+        waited < Duration::from_millis(1000),
+        "waited {waited:?} behind a closed connection"
+    );
+    assert_eq!(srv.stats()["in_flight"], 0);
+}

@@ -118,6 +118,9 @@ impl Server {
         let n = cfg.cpus.len().max(1);
         let mut listeners = Vec::with_capacity(n);
         let mut addr = cfg.listen;
+        if addr.port() != 0 {
+            port_is_free(addr)?;
+        }
         for _ in 0..n {
             let l = reuseport_listener(addr)?;
             addr = l.local_addr()?; // the first bind picks the port for all
@@ -197,6 +200,24 @@ impl Server {
     }
 }
 
+/// SO_REUSEPORT lets any process of the same user join a listening group:
+/// a second `xload serve` on a busy port would silently share its
+/// connections. A plain bind first finds the port taken.
+fn port_is_free(addr: SocketAddr) -> io::Result<()> {
+    let probe = std::net::TcpListener::bind(addr);
+    match probe {
+        Ok(l) => {
+            drop(l);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(io::Error::new(
+            e.kind(),
+            format!("bind {addr}: address already in use (another process listens there)"),
+        )),
+        Err(e) => Err(io::Error::new(e.kind(), format!("bind {addr}: {e}"))),
+    }
+}
+
 fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
     let family = if addr.is_ipv4() {
         libc::AF_INET
@@ -249,6 +270,12 @@ enum Owed {
     /// The last answer: says Connection: close, then the connection ends.
     OkClose {
         ready: bool,
+    },
+    /// The answer to a HEAD: the plain answer's head only; `close` when it
+    /// is the last one.
+    Head {
+        ready: bool,
+        close: bool,
     },
     Stats,
     /// 400, then close.
@@ -315,6 +342,8 @@ struct Responder {
     ok_ka_batch: Box<[u8]>,
     ok_ka_len: usize,
     ok_close: Box<[u8]>,
+    /// Body bytes at the end of each plain answer (left out for HEAD).
+    body_size: usize,
     bad: &'static [u8],
     delay_ns: Option<u64>,
     pool: Option<usize>,
@@ -383,6 +412,7 @@ impl Responder {
             ok_ka_batch,
             ok_ka_len,
             ok_close: ok_response(body_size, "Connection: close\r\n").into_boxed_slice(),
+            body_size,
             bad: b"HTTP/1.1 400 Bad Request\r\nServer: xload\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
             delay_ns,
             pool,
@@ -503,7 +533,14 @@ impl Responder {
                 }
                 if res > 0 {
                     if let Some(b) = bid {
-                        self.on_data(i, b, res as usize);
+                        if self.conns[i].closing {
+                            // After a 400 or the last answer (Connection:
+                            // close, HTTP/1.0) nothing more is read: what
+                            // still arrives is dropped, not answered.
+                            self.bufs.recycle(b);
+                        } else {
+                            self.on_data(i, b, res as usize);
+                        }
                     }
                     let c = &self.conns[i];
                     if c.live && !c.recv_armed && !c.closing {
@@ -617,9 +654,20 @@ impl Responder {
         let says_keep_alive = &mut c.says_keep_alive;
         let mut ends = false;
         let res = c.scanner.feed(data, |r| {
+            if ends {
+                return; // after the last answer: not answered
+            }
             *says_keep_alive |= r.says_keep_alive;
             ends |= !r.keep_alive;
-            if r.stats {
+            if r.head {
+                owed.push_back(Owed::Head {
+                    ready: !delayed,
+                    close: !r.keep_alive,
+                });
+                if delayed {
+                    new_held += 1;
+                }
+            } else if r.stats {
                 owed.push_back(Owed::Stats);
             } else if !r.keep_alive {
                 owed.push_back(Owed::OkClose { ready: !delayed });
@@ -641,7 +689,7 @@ impl Responder {
             }
         });
         self.bufs.recycle(bid);
-        if res.is_err() {
+        if res.is_err() && !ends {
             c.owed.push_back(Owed::Bad);
             c.closing = true;
             let cnt = &self.stats.workers[self.worker];
@@ -679,6 +727,27 @@ impl Responder {
         );
     }
 
+    /// A closed connection's held and queued answers will never be sent:
+    /// they give back their pool slots (to queued answers of live
+    /// connections) and leave the in-flight gauge.
+    fn forget_held(&mut self, i: u32, gen: u32) {
+        self.held.retain(|&(ci, cg, _)| (ci, cg) != (i, gen));
+        self.queued.retain(|&(ci, cg)| (ci, cg) != (i, gen));
+        let delay = self.delay_ns.unwrap_or(0);
+        let now = now_ns();
+        while self.pool.is_none_or(|p| self.held.len() < p) {
+            let Some((qi, qgen)) = self.queued.pop_front() else {
+                break;
+            };
+            self.held.push_back((qi, qgen, now + delay));
+        }
+        let cnt = self.counters();
+        cnt.in_flight.store(
+            (self.held.len() + self.queued.len()) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
     /// Releases held answers whose time has come; queued ones take their slots.
     fn release_held(&mut self, now: u64) {
         let delay = self.delay_ns.unwrap_or(0);
@@ -698,7 +767,7 @@ impl Responder {
                             *ready += 1;
                             break;
                         }
-                        Owed::OkClose { ready } if !*ready => {
+                        Owed::OkClose { ready } | Owed::Head { ready, .. } if !*ready => {
                             *ready = true;
                             break;
                         }
@@ -770,6 +839,23 @@ impl Responder {
                 ok = 1;
                 ends = true;
             }
+            Some(&Owed::Head { ready: true, close }) => {
+                let one: &[u8] = if close {
+                    &self.ok_close
+                } else if c.says_keep_alive {
+                    &self.ok_ka_batch[..self.ok_ka_len]
+                } else {
+                    &self.ok_batch[..self.ok_len]
+                };
+                c.out.extend_from_slice(&one[..one.len() - self.body_size]);
+                ok = 1;
+                if close {
+                    c.owed.clear();
+                    ends = true;
+                } else {
+                    c.owed.pop_front();
+                }
+            }
             Some(Owed::Bad) => {
                 c.out.extend_from_slice(self.bad);
                 c.owed.clear();
@@ -802,7 +888,9 @@ impl Responder {
             && c.owed.iter().any(|o| {
                 !matches!(
                     o,
-                    Owed::Ok { ready: 0, .. } | Owed::OkClose { ready: false }
+                    Owed::Ok { ready: 0, .. }
+                        | Owed::OkClose { ready: false }
+                        | Owed::Head { ready: false, .. }
                 )
             })
         {
@@ -818,8 +906,21 @@ impl Responder {
         c.fd = -1;
         c.live = false;
         c.recv_armed = false;
+        let gen = c.gen;
         c.gen = next_gen(c.gen);
+        let held = c.owed.iter().any(|o| {
+            matches!(
+                o,
+                Owed::Ok { ready: 0, .. }
+                    | Owed::OkClose { ready: false }
+                    | Owed::Head { ready: false, .. }
+            )
+        });
         c.owed.clear();
+        if held {
+            self.forget_held(i as u32, gen);
+        }
+        let c = &mut self.conns[i];
         if std::mem::take(&mut c.fixed) {
             // The table holds the socket open until its slot is cleared.
             if let Some(slot) = self.slots.get_mut(i) {

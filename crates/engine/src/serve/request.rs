@@ -18,6 +18,8 @@ pub struct Request {
     /// HTTP/1.0 with `Connection: keep-alive`: the answer must say keep-alive
     /// too, or the client waits for the close (ab -k does).
     pub says_keep_alive: bool,
+    /// `HEAD`: the answer's head only, no body.
+    pub head: bool,
 }
 
 /// Why a request was refused (answered 400, then the connection is closed).
@@ -238,6 +240,7 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
             keep_alive,
             stats: path == b"/stats",
             says_keep_alive: keep_alive && !http11,
+            head: method == b"HEAD",
         },
         length.unwrap_or(0),
     ))
@@ -279,22 +282,26 @@ mod tests {
                 Request {
                     keep_alive: true,
                     stats: false,
-                    says_keep_alive: false
+                    says_keep_alive: false,
+                    head: false,
                 },
                 Request {
                     keep_alive: true,
                     stats: false,
-                    says_keep_alive: false
+                    says_keep_alive: false,
+                    head: false,
                 },
                 Request {
                     keep_alive: false,
                     stats: true,
-                    says_keep_alive: false
+                    says_keep_alive: false,
+                    head: false,
                 },
                 Request {
                     keep_alive: false,
                     stats: false,
-                    says_keep_alive: false
+                    says_keep_alive: false,
+                    head: false,
                 },
             ]
         );
@@ -342,6 +349,7 @@ mod tests {
             keep_alive: true,
             stats: false,
             says_keep_alive: false,
+            head: false,
         };
         let mut s = Scanner::new();
         let mut out = Vec::new();
@@ -384,5 +392,16 @@ mod tests {
     fn http10_keep_alive_is_honoured() {
         let r = scan_all(&[b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"]).unwrap();
         assert!(r[0].keep_alive && r[0].says_keep_alive);
+    }
+
+    #[test]
+    fn head_is_told_apart_by_its_method() {
+        let r =
+            scan_all(&[b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEADX / HTTP/1.1\r\n\r\n"])
+                .unwrap();
+        assert_eq!(
+            r.iter().map(|r| r.head).collect::<Vec<_>>(),
+            [true, false, false]
+        );
     }
 }
