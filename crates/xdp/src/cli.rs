@@ -25,6 +25,40 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
     units::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A run length: above zero.
+fn run_duration_arg(s: &str) -> Result<Duration, String> {
+    let d = duration_arg(s)?;
+    if d.is_zero() {
+        return Err(format!("duration {s:?} must be above zero"));
+    }
+    Ok(d)
+}
+
+/// Every CPU of a `--cpus`/`--rx-cpus` list must be one this process may run on.
+fn check_cpus(opt: &str, cpus: &Option<IdList>) -> Result<(), String> {
+    let Some(IdList(list)) = cpus else {
+        return Ok(());
+    };
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    if !ok {
+        return Ok(()); // cannot tell: the pin itself reports it
+    }
+    for &c in list {
+        // SAFETY: CPU_ISSET reads the set; out-of-range CPUs read as unset.
+        let allowed = (c as usize) < libc::CPU_SETSIZE as usize
+            && unsafe { libc::CPU_ISSET(c as usize, &set) };
+        if !allowed {
+            return Err(format!("{opt}: CPU {c} is not available to this process"));
+        }
+    }
+    Ok(())
+}
+
 /// A parsed index list such as `0-3,6`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdList(pub Vec<u32>);
@@ -122,7 +156,7 @@ pub struct PpsArgs {
     #[arg(long, value_name = "LIST", value_parser = list_arg)]
     pub cpus: Option<IdList>,
     /// Run time (500ms, 10s, 2m).
-    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = run_duration_arg, default_value = "10s")]
     pub duration: Duration,
     /// Stop after this many frames in total.
     #[arg(short = 'n', long, value_name = "N")]
@@ -187,7 +221,7 @@ pub struct PpsRxArgs {
     #[arg(long, value_name = "LIST", value_parser = list_arg)]
     pub cpus: Option<IdList>,
     /// Run time (500ms, 10s, 2m).
-    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = duration_arg, default_value = "10s")]
+    #[arg(short = 'd', long = "duration", value_name = "DUR", value_parser = run_duration_arg, default_value = "10s")]
     pub duration: Duration,
     /// xsk: AF_XDP with sequence checks; count: count and drop in XDP.
     #[arg(long, value_enum, default_value_t = RxModeArg::Xsk)]
@@ -226,6 +260,8 @@ impl PpsArgs {
         if !(self.resolution > 0.0 && self.resolution < 100.0) {
             return Err("--resolution must be within (0, 100) percent".into());
         }
+        check_cpus("--cpus", &self.cpus)?;
+        check_cpus("--rx-cpus", &self.rx_cpus)?;
         if let Some(c) = &self.cpus {
             if c.0.len() < self.queues.0.len() && c.0.len() != 1 {
                 return Err(format!(
@@ -283,6 +319,7 @@ impl PpsArgs {
 
 impl PpsRxArgs {
     pub fn to_config(&self) -> Result<PpsRxConfig, String> {
+        check_cpus("--cpus", &self.cpus)?;
         if let (Some(q), Some(c)) = (&self.queues, &self.cpus) {
             if c.0.len() < q.0.len() && c.0.len() != 1 {
                 return Err(format!(

@@ -324,7 +324,72 @@ pub fn link_by_name(name: &str) -> Result<LinkInfo, NetdevError> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', '\0', ' ']) {
         return Err(NetdevError::BadName(name.to_string()));
     }
-    getlink(Some(name), 0)
+    let mut info = getlink(Some(name), 0)?;
+    // rtnetlink gives the queues allocated; AF_XDP binds only to those in
+    // use (a veth allocates one per CPU and uses one). The driver's channel
+    // counts say how many are in use.
+    if let Some((rx, tx)) = channels_in_use(name) {
+        info.num_rx_queues = info.num_rx_queues.min(rx).max(1);
+        info.num_tx_queues = info.num_tx_queues.min(tx).max(1);
+    }
+    Ok(info)
+}
+
+/// RX and TX queues in use (`ETHTOOL_GCHANNELS`: rx + combined, tx +
+/// combined), when the driver says.
+pub fn channels_in_use(name: &str) -> Option<(u32, u32)> {
+    #[repr(C)]
+    #[derive(Default)]
+    struct EthtoolChannels {
+        cmd: u32,
+        max_rx: u32,
+        max_tx: u32,
+        max_other: u32,
+        max_combined: u32,
+        rx_count: u32,
+        tx_count: u32,
+        other_count: u32,
+        combined_count: u32,
+    }
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        data: *mut EthtoolChannels,
+        _pad: [u8; 16],
+    }
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    if name.len() >= 16 {
+        return None;
+    }
+    let mut ch = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..Default::default()
+    };
+    let mut req = IfReq {
+        name: [0; 16],
+        data: &mut ch,
+        _pad: [0; 16],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: plain socket(2); checked below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is fresh and owned here.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: req points at a valid ifreq whose data points at a live
+    // ethtool_channels for the duration of the call.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
+    if r < 0 {
+        return None;
+    }
+    let (rx, tx) = (
+        ch.rx_count + ch.combined_count,
+        ch.tx_count + ch.combined_count,
+    );
+    (rx > 0 && tx > 0).then_some((rx, tx))
 }
 
 /// Looks an interface up by index in the calling thread's namespace.

@@ -198,6 +198,86 @@ fn malformed_arguments_exit_2_with_the_reason() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("minimum is 84"), "{}", stderr(&o));
+    // A zero duration and a CPU this process cannot use are argument errors.
+    let base = [
+        "pps",
+        "--dev",
+        "lo",
+        "--dst-ip",
+        "10.0.0.1",
+        "--dst-mac",
+        "02:00:00:00:00:01",
+    ];
+    for (extra, says) in [
+        (&["-d", "0s"][..], "above zero"),
+        (&["--cpus", "4000"][..], "not available"),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = xload_in(None, &args, Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    let o = xload_in(
+        None,
+        &["pps-rx", "--dev", "lo", "--cpus", "4000", "-d", "1s"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Namespaces deleted on drop, even when the test fails.
+struct PlainVeth(&'static str, &'static str);
+
+impl Drop for PlainVeth {
+    fn drop(&mut self) {
+        for ns in [self.0, self.1] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+#[test]
+fn default_queues_are_the_ones_a_plain_veth_uses() {
+    need_root!();
+    // `ip link add ... type veth` without queue counts allocates one queue
+    // per CPU and uses one: the defaults must bind to what is in use.
+    let ip = |args: &[&str]| {
+        let ok = Command::new("ip").args(args).status().map(|s| s.success());
+        assert_eq!(ok.ok(), Some(true), "ip {args:?}");
+    };
+    let lab = PlainVeth("xload-pv-tx", "xload-pv-rx");
+    for ns in [lab.0, lab.1] {
+        let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        ip(&["netns", "add", ns]);
+    }
+    ip(&[
+        "link", "add", "xpv0", "netns", lab.0, "type", "veth", "peer", "name", "xpv1", "netns",
+        lab.1,
+    ]);
+    ip(&["-n", lab.0, "addr", "add", "10.213.0.1/24", "dev", "xpv0"]);
+    ip(&["-n", lab.1, "addr", "add", "10.213.0.2/24", "dev", "xpv1"]);
+    ip(&["-n", lab.0, "link", "set", "xpv0", "up"]);
+    ip(&["-n", lab.1, "link", "set", "xpv1", "up"]);
+    let o = xload_in(
+        Some(lab.0),
+        &[
+            "pps",
+            "--dev",
+            "xpv0",
+            "--dst-ip",
+            "10.213.0.2",
+            "--rx-dev",
+            "xpv1",
+            "--peer-ns",
+            lab.1,
+            "-d",
+            "1s",
+            "--rate",
+            "5k",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
 
 #[test]
