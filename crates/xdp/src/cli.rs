@@ -275,6 +275,13 @@ impl PpsArgs {
         if flows == 0 || flows > 65_536 {
             return Err("--flows must be within 1..=65536".into());
         }
+        // Flow f uses source port src_port + f: all of them must be ports.
+        if u32::from(self.src_port) + flows - 1 > 65_535 {
+            return Err(format!(
+                "--flows {flows} from --src-port {} runs past port 65535",
+                self.src_port
+            ));
+        }
         if let Some(0) = self.count {
             return Err("--count must be at least 1".into());
         }

@@ -135,11 +135,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A timeout: a duration above zero (zero would time out every request).
+/// A duration above zero (a zero timeout would time out every request, a
+/// zero step measure nothing).
 pub fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
-        return Err(format!("timeout {s:?} must be above zero"));
+        return Err(format!("{s:?} must be above zero"));
     }
     Ok(d)
 }

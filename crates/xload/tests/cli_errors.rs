@@ -384,6 +384,7 @@ fn sweep_levels_must_make_sense_for_what_they_count() {
         &["sweep", "http://127.0.0.1:1/", "--rate", "0.5..2"][..],
         &["sweep", "http://127.0.0.1:1/", "--rate", "1k..2G"][..],
         &["sweep", "http://127.0.0.1:1/", "-c", "1,2", "--latency"][..],
+        &["demo", "--step", "0s"][..],
     ] {
         let out = xload(case);
         assert_eq!(out.code, 2, "{}", out.show());

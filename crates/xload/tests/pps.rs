@@ -211,6 +211,10 @@ fn malformed_arguments_exit_2_with_the_reason() {
     for (extra, says) in [
         (&["-d", "0s"][..], "above zero"),
         (&["--cpus", "4000"][..], "not available"),
+        (
+            &["--src-port", "65535", "--flows", "2"][..],
+            "past port 65535",
+        ),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         let o = xload_in(None, &args, Duration::from_secs(10));
@@ -247,7 +251,10 @@ fn default_queues_are_the_ones_a_plain_veth_uses() {
     };
     let lab = PlainVeth("xload-pv-tx", "xload-pv-rx");
     for ns in [lab.0, lab.1] {
-        let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        let _ = Command::new("ip")
+            .args(["netns", "del", ns])
+            .stderr(Stdio::null())
+            .status();
         ip(&["netns", "add", ns]);
     }
     ip(&[

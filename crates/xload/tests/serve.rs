@@ -132,6 +132,18 @@ fn http10_keep_alive_gets_a_keep_alive_answer_and_an_open_connection() {
         let text = read_responses(&mut s, 1, 0);
         assert!(text.contains("Connection: keep-alive\r\n"), "{text}");
     }
+    // /stats on the same kind of connection says keep-alive too.
+    s.write_all(b"GET /stats HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = s.read(&mut buf).unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.contains("Connection: keep-alive\r\n"), "{text}");
+    // An empty line before a request is skipped, not a 400.
+    s.write_all(b"\r\nGET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")
+        .unwrap();
+    let text = read_responses(&mut s, 1, 0);
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
 }
 
 #[test]

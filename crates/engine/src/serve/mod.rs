@@ -826,8 +826,9 @@ impl Responder {
             Some(Owed::Stats) => {
                 let body = self.stats.json();
                 let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-                    body.len()
+                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+                    body.len(),
+                    if c.says_keep_alive { "Connection: keep-alive\r\n" } else { "" }
                 );
                 c.out.extend_from_slice(head.as_bytes());
                 c.out.extend_from_slice(body.as_bytes());

@@ -74,6 +74,11 @@ impl Scanner {
                 continue;
             }
             let rest = &input[i..];
+            if self.head.is_empty() && rest.starts_with(b"\r\n") {
+                // An empty line before a request line is ignored (RFC 9112 §2.2).
+                i += 2;
+                continue;
+            }
             if self.head.is_empty() {
                 // The remembered head ends at its only blank line, so input
                 // starting with it has its first head end at the same place.
@@ -99,6 +104,9 @@ impl Scanner {
                         if rest.len() > MAX_HEAD {
                             return Err(Bad::HeadTooLarge);
                         }
+                        if bare_lf_blank_line(rest) {
+                            return Err(Bad::RequestLine);
+                        }
                         self.head.extend_from_slice(rest);
                         i = input.len();
                     }
@@ -117,6 +125,9 @@ impl Scanner {
                     None => {
                         if self.head.len() > MAX_HEAD {
                             return Err(Bad::HeadTooLarge);
+                        }
+                        if bare_lf_blank_line(&self.head) {
+                            return Err(Bad::RequestLine);
                         }
                         i += take;
                     }
@@ -142,6 +153,12 @@ impl Scanner {
         self.body_left = 0;
         self.pending = None;
     }
+}
+
+/// A head ended by LF LF without CRs: it would never complete (the client
+/// waits for an answer), so it is refused instead.
+fn bare_lf_blank_line(b: &[u8]) -> bool {
+    b.windows(2).any(|w| w == b"\n\n")
 }
 
 /// Offset just past the first `\r\n\r\n` at or after `from`.
@@ -392,6 +409,21 @@ mod tests {
     fn http10_keep_alive_is_honoured() {
         let r = scan_all(&[b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"]).unwrap();
         assert!(r[0].keep_alive && r[0].says_keep_alive);
+    }
+
+    #[test]
+    fn empty_lines_before_a_request_are_skipped_and_bare_lf_heads_refused() {
+        let r = scan_all(&[
+            b"\r\n\r\nGET / HTTP/1.1\r\n\r\n",
+            b"\r\nGET / HTTP/1.1\r\n\r\n",
+        ])
+        .unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(scan_all(&[b"GET / HTTP/1.1\n\n"]), Err(Bad::RequestLine));
+        assert_eq!(
+            scan_all(&[b"GET / HTTP/1.1\nHost: x", b"\n\n"]),
+            Err(Bad::RequestLine)
+        );
     }
 
     #[test]
