@@ -370,3 +370,24 @@ fn a_closed_connections_held_answers_give_their_slots_back() {
     );
     assert_eq!(srv.stats()["in_flight"], 0);
 }
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = srv.connect();
+    s.write_all(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let n = s
+        .read(&mut buf)
+        .expect("an interim answer, not a wait for the body");
+    assert_eq!(&buf[..n], b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(b"hello").unwrap();
+    let text = read_responses(&mut s, 1, 0);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert_eq!(
+        srv.stats()["requests"],
+        1,
+        "the interim answer is not a request"
+    );
+}

@@ -271,6 +271,8 @@ enum Owed {
     OkClose {
         ready: bool,
     },
+    /// `100 Continue` for a request that asked before sending its body.
+    Continue,
     /// The answer to a HEAD: the plain answer's head only; `close` when it
     /// is the last one.
     Head {
@@ -657,6 +659,10 @@ impl Responder {
             if ends {
                 return; // after the last answer: not answered
             }
+            if r.continue_only {
+                owed.push_back(Owed::Continue);
+                return;
+            }
             *says_keep_alive |= r.says_keep_alive;
             ends |= !r.keep_alive;
             if r.head {
@@ -839,6 +845,10 @@ impl Responder {
                 c.owed.clear();
                 ok = 1;
                 ends = true;
+            }
+            Some(Owed::Continue) => {
+                c.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                c.owed.pop_front();
             }
             Some(&Owed::Head { ready: true, close }) => {
                 let one: &[u8] = if close {

@@ -20,6 +20,9 @@ pub struct Request {
     pub says_keep_alive: bool,
     /// `HEAD`: the answer's head only, no body.
     pub head: bool,
+    /// Not a request but its `Expect: 100-continue`, reported when the head
+    /// is read and a body is still to come: a `100 Continue` is owed now.
+    pub continue_only: bool,
 }
 
 /// Why a request was refused (answered 400, then the connection is closed).
@@ -138,9 +141,21 @@ impl Scanner {
     }
 
     fn start(&mut self, req: Request, body: u64, on: &mut impl FnMut(Request)) {
+        // From parse_head, `continue_only` means "Expect: 100-continue was sent".
+        let wants_continue = req.continue_only;
+        let req = Request {
+            continue_only: false,
+            ..req
+        };
         if body == 0 {
             on(req);
         } else {
+            if wants_continue {
+                on(Request {
+                    continue_only: true,
+                    ..req
+                });
+            }
             self.body_left = body;
             self.pending = Some(req);
         }
@@ -211,6 +226,7 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
     };
     let mut keep_alive = http11;
     let mut length: Option<u64> = None;
+    let mut expect_continue = false;
     for line in lines {
         let line = line.strip_suffix(b"\r").ok_or(Bad::HeaderValue)?;
         let colon = line
@@ -236,6 +252,9 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
                 }
                 length = Some(v);
             }
+            6 if name.eq_ignore_ascii_case(b"expect") => {
+                expect_continue = value.eq_ignore_ascii_case(b"100-continue");
+            }
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
                 return Err(Bad::TransferEncoding)
             }
@@ -258,6 +277,8 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
             stats: path == b"/stats",
             says_keep_alive: keep_alive && !http11,
             head: method == b"HEAD",
+            // HTTP/1.1 only (RFC 9110 10.1.1: ignore it from 1.0 clients).
+            continue_only: expect_continue && http11,
         },
         length.unwrap_or(0),
     ))
@@ -301,24 +322,28 @@ mod tests {
                     stats: false,
                     says_keep_alive: false,
                     head: false,
+                    continue_only: false,
                 },
                 Request {
                     keep_alive: true,
                     stats: false,
                     says_keep_alive: false,
                     head: false,
+                    continue_only: false,
                 },
                 Request {
                     keep_alive: false,
                     stats: true,
                     says_keep_alive: false,
                     head: false,
+                    continue_only: false,
                 },
                 Request {
                     keep_alive: false,
                     stats: false,
                     says_keep_alive: false,
                     head: false,
+                    continue_only: false,
                 },
             ]
         );
@@ -367,6 +392,7 @@ mod tests {
             stats: false,
             says_keep_alive: false,
             head: false,
+            continue_only: false,
         };
         let mut s = Scanner::new();
         let mut out = Vec::new();
@@ -424,6 +450,27 @@ mod tests {
             scan_all(&[b"GET / HTTP/1.1\nHost: x", b"\n\n"]),
             Err(Bad::RequestLine)
         );
+    }
+
+    #[test]
+    fn expect_100_continue_is_reported_before_the_body() {
+        let mut s = Scanner::new();
+        let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+        let mut got = Vec::new();
+        s.feed(head, |r| got.push(r)).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(got[0].continue_only);
+        got.clear();
+        s.feed(b"abc", |r| got.push(r)).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].continue_only, "then the request itself");
+        // No body, or HTTP/1.0: nothing to continue.
+        let r = scan_all(&[b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n"]).unwrap();
+        assert!(r.len() == 1 && !r[0].continue_only);
+        let r =
+            scan_all(&[b"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx"])
+                .unwrap();
+        assert!(r.len() == 1 && !r[0].continue_only);
     }
 
     #[test]
