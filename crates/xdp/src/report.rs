@@ -438,8 +438,11 @@ pub fn fmt_rate(pps: f64) -> String {
         format!("{:.3} Mpps", pps / 1e6)
     } else if pps >= 1e3 {
         format!("{:.1} kpps", pps / 1e3)
-    } else {
+    } else if pps >= 10.0 || pps == 0.0 {
         format!("{pps:.0} pps")
+    } else {
+        // Slow rates keep their fraction: `--rate 0.5` is not "0 pps".
+        format!("{pps:.2} pps")
     }
 }
 
@@ -692,6 +695,15 @@ impl TxReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_print_with_their_unit_and_slow_ones_with_their_fraction() {
+        assert_eq!(fmt_rate(2_500_000.0), "2.500 Mpps");
+        assert_eq!(fmt_rate(44_600.0), "44.6 kpps");
+        assert_eq!(fmt_rate(250.0), "250 pps");
+        assert_eq!(fmt_rate(0.5), "0.50 pps");
+        assert_eq!(fmt_rate(0.0), "0 pps");
+    }
 
     #[test]
     fn line_rate_of_64_byte_frames_matches_the_textbook_figures() {
