@@ -606,7 +606,6 @@ impl Driver<'_, '_> {
             // never saw a connect complete). GETEVENTS with nothing wanted
             // runs the deferred work and returns, no timer, no sleep (as
             // liburing's io_uring_get_events).
-            const IORING_ENTER_GETEVENTS: u32 = 1;
             let pending = self.ring.submission().len() as u32;
             // SAFETY: no argument is passed; the SQEs it submits were pushed
             // under `push`'s contract.
@@ -614,7 +613,7 @@ impl Driver<'_, '_> {
                 self.ring.submitter().enter::<libc::sigset_t>(
                     pending,
                     0,
-                    IORING_ENTER_GETEVENTS,
+                    io_uring::EnterFlags::GETEVENTS.bits(),
                     None,
                 )
             }

@@ -24,6 +24,7 @@ mod error;
 pub mod observe;
 pub mod parse;
 mod sampler;
+mod stdout;
 mod verdict;
 
 pub use budget::{
@@ -33,6 +34,7 @@ pub use duration::{parse_duration, parse_duration_or_seconds, DurationError};
 pub use error::{ParseErrorKind, ProbeError};
 pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};
+pub use stdout::write_stdout;
 pub use verdict::{
     cpu_usage, irq_deltas, net_softirq_deltas, summarize, summarize_host, tcp_deltas,
     ClientSummary, CpuUsage, HostSummary, IrqDelta, VerdictInput, WorkerCpu, CPU_SATURATED_PCT,

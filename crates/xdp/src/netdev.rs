@@ -335,6 +335,39 @@ pub fn link_by_name(name: &str) -> Result<LinkInfo, NetdevError> {
     Ok(info)
 }
 
+/// One `SIOCETHTOOL` request on interface `name`: `data` is an ethtool
+/// command struct whose first field (`cmd`) says what to get; the driver
+/// fills the rest. None when the interface or the driver says no.
+fn ethtool<T>(name: &str, data: &mut T) -> Option<()> {
+    #[repr(C)]
+    struct IfReq<T> {
+        name: [u8; 16],
+        data: *mut T,
+        _pad: [u8; 16],
+    }
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    if name.len() >= 16 {
+        return None;
+    }
+    let mut req = IfReq {
+        name: [0; 16],
+        data,
+        _pad: [0; 16],
+    };
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: plain socket(2); checked below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is fresh and owned here.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: req points at a valid ifreq whose data points at a live
+    // ethtool struct of the kind its `cmd` asks for, for the call's duration.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
+    (r >= 0).then_some(())
+}
+
 /// RX and TX queues in use (`ETHTOOL_GCHANNELS`: rx + combined, tx +
 /// combined), when the driver says.
 pub fn channels_in_use(name: &str) -> Option<(u32, u32)> {
@@ -351,40 +384,12 @@ pub fn channels_in_use(name: &str) -> Option<(u32, u32)> {
         other_count: u32,
         combined_count: u32,
     }
-    #[repr(C)]
-    struct IfReq {
-        name: [u8; 16],
-        data: *mut EthtoolChannels,
-        _pad: [u8; 16],
-    }
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
     const ETHTOOL_GCHANNELS: u32 = 0x3c;
-    if name.len() >= 16 {
-        return None;
-    }
     let mut ch = EthtoolChannels {
         cmd: ETHTOOL_GCHANNELS,
         ..Default::default()
     };
-    let mut req = IfReq {
-        name: [0; 16],
-        data: &mut ch,
-        _pad: [0; 16],
-    };
-    req.name[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: plain socket(2); checked below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is fresh and owned here.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: req points at a valid ifreq whose data points at a live
-    // ethtool_channels for the duration of the call.
-    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
-    if r < 0 {
-        return None;
-    }
+    ethtool(name, &mut ch)?;
     let (rx, tx) = (
         ch.rx_count + ch.combined_count,
         ch.tx_count + ch.combined_count,
@@ -421,40 +426,12 @@ pub fn link_speed_mbps(name: &str) -> Option<u64> {
         lp_advertising: u32,
         reserved: [u32; 2],
     }
-    #[repr(C)]
-    struct IfReq {
-        name: [u8; 16],
-        data: *mut EthtoolCmd,
-        _pad: [u8; 16],
-    }
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
     const ETHTOOL_GSET: u32 = 1;
-    if name.len() >= 16 {
-        return None;
-    }
     let mut cmd = EthtoolCmd {
         cmd: ETHTOOL_GSET,
         ..Default::default()
     };
-    let mut req = IfReq {
-        name: [0; 16],
-        data: &mut cmd,
-        _pad: [0; 16],
-    };
-    req.name[..name.len()].copy_from_slice(name.as_bytes());
-    // SAFETY: plain socket(2); checked below.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is fresh and owned here.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: req points at a valid ifreq whose data points at a live
-    // ethtool_cmd for the duration of the call.
-    let r = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL as _, &mut req) };
-    if r < 0 {
-        return None;
-    }
+    ethtool(name, &mut cmd)?;
     let speed = u32::from(cmd.speed) | (u32::from(cmd.speed_hi) << 16);
     if speed == 0 || speed == u32::MAX || speed == u32::from(u16::MAX) {
         None

@@ -69,11 +69,11 @@ pub struct CommonArgs {
     pub no_keepalive: bool,
 
     /// Per-request timeout.
-    #[arg(long = "timeout", default_value = "5s", value_parser = parse_timeout)]
+    #[arg(long = "timeout", default_value = "5s", value_parser = parse_positive_duration)]
     pub timeout: Duration,
 
     /// Connect timeout.
-    #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_timeout)]
+    #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
 
     /// Run this long first, left out of the statistics (default 0s; 1s per sweep step).
@@ -117,6 +117,23 @@ pub enum ArrivalArg {
     Poisson,
 }
 
+impl CommonArgs {
+    /// `--json -`: the JSON report goes to stdout.
+    pub fn json_to_stdout(&self) -> bool {
+        self.json.as_deref() == Some("-")
+    }
+
+    /// `--csv -`: the CSV goes to stdout.
+    pub fn csv_to_stdout(&self) -> bool {
+        self.csv.as_deref().and_then(|p| p.to_str()) == Some("-")
+    }
+
+    /// A document (JSON or CSV) takes stdout; the text report goes to stderr.
+    pub fn document_to_stdout(&self) -> bool {
+        self.json_to_stdout() || self.csv_to_stdout()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineArg {
     Auto,
@@ -137,7 +154,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// A duration above zero (a zero timeout would time out every request, a
 /// zero step measure nothing).
-pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err(format!("{s:?} must be above zero"));

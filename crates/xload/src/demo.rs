@@ -24,7 +24,7 @@ pub struct DemoArgs {
     pub json: Option<String>,
 
     /// Measured seconds per step.
-    #[arg(long = "step", default_value = "1200ms", value_parser = crate::args::parse_timeout)]
+    #[arg(long = "step", default_value = "1200ms", value_parser = crate::args::parse_positive_duration)]
     pub step: Duration,
 }
 

@@ -73,12 +73,8 @@ extern "C" fn on_sigint(_: libc::c_int) {
 /// Writes report text to stdout. A reader that went away (`xload ... | head`)
 /// is no reason to panic or to lose the exit code: the run is done.
 pub(crate) fn out(text: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("xload: writing the report: {e}");
-        }
+    if let Err(e) = xload_probe::write_stdout(text) {
+        eprintln!("xload: writing the report: {e}");
     }
 }
 
@@ -105,14 +101,21 @@ fn install_sigint() -> Arc<AtomicBool> {
 
 /// A first word that is no subcommand but one or two letters away from one
 /// (`swep`, `serv`) is a typo, not a host name to resolve.
-fn mistyped_subcommand(first: &str) -> Option<&'static str> {
-    const NAMES: [&str; 6] = ["sweep", "serve", "merge", "demo", "pps", "pps-rx"];
-    if first.starts_with('-') || first.contains([':', '/', '.']) || NAMES.contains(&first) {
+fn mistyped_subcommand(first: &str) -> Option<String> {
+    if first.len() < 3 || first.starts_with('-') || first.contains([':', '/', '.']) {
         return None;
     }
-    NAMES
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
+    if names.contains(&first) {
+        return None;
+    }
+    names
         .into_iter()
-        .find(|name| edit_distance(first, name) <= 2 && first.len() >= 3)
+        .map(|name| (edit_distance(first, name), name))
+        .filter(|&(d, _)| d <= 2)
+        .min()
+        .map(|(_, name)| name.to_string())
 }
 
 /// Levenshtein distance, for short words.

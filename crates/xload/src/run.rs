@@ -380,13 +380,10 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let m = execute(&p, stop, show)?;
     let report = &m.report;
-    // A document on stdout (--json - or --csv -) keeps stdout to itself.
-    let json_to_stdout =
-        a.json.as_deref() == Some("-") || a.csv.as_deref().and_then(|p| p.to_str()) == Some("-");
     let text = report.render_text(&TextOptions {
         latency_table: a.latency,
     });
-    if json_to_stdout {
+    if a.document_to_stdout() {
         eprint!("{text}");
     } else {
         crate::out(&text);
@@ -432,7 +429,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
 /// after a long run would lose it (and the gates with it).
 pub fn check_outputs(a: &CommonArgs) -> Result<(), Failure> {
     let csv = a.csv.as_ref().map(|p| p.to_string_lossy().into_owned());
-    if a.json.as_deref() == Some("-") && csv.as_deref() == Some("-") {
+    if a.json_to_stdout() && a.csv_to_stdout() {
         return Err(Failure::Usage(
             "--json - and --csv - would both write to stdout; give one of them a file".into(),
         ));

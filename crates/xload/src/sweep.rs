@@ -505,9 +505,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     if let Some(path) = &s.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;
     }
-    let out = if s.common.json.as_deref() == Some("-")
-        || s.common.csv.as_deref().and_then(|p| p.to_str()) == Some("-")
-    {
+    let out = if s.common.document_to_stdout() {
         Sink::Stderr
     } else {
         Sink::Stdout

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::fs::{trim_value, Fs, FsError};
 use crate::host::ProcInfo;
-use crate::knob::{compare, with_banned_cpulist, Current, Stage, Target, Wanted};
+use crate::knob::{compare, with_banned_cpulist, Comparison, Current, Stage, Target, Wanted};
 use crate::plan::{observe_one, Item, Plan};
 use crate::report::{KnobLine, Verdict};
 use crate::snapshot::{now_ms, Entry, Original, Snapshot, State, Store, SCHEMA};
@@ -249,7 +249,7 @@ pub fn apply(
                     written.push(entry_idx);
                 }
                 verdicts[i] = (Verdict::Written, String::new(), None);
-                if let Some(msg) = read_back_mismatch(fs, item) {
+                if let Err(msg) = read_back(fs, item) {
                     outcome.error = Some(format!("{}: {msg}", item.desired.knob));
                     verdicts[i] = (Verdict::Failed, msg, None);
                     failed = true;
@@ -309,15 +309,17 @@ pub fn apply(
             if verdicts[i].0 != Verdict::Written {
                 continue;
             }
-            if let Some(msg) = read_back_mismatch(fs, item) {
-                outcome.error = Some(format!("{}: {msg}", item.desired.knob));
-                verdicts[i] = (Verdict::Failed, msg, None);
-                failed = true;
-                break;
-            }
-            let c = compare(&item.desired, &observe_one(fs, &item.desired));
-            if !c.reason.is_empty() && !c.reason.starts_with("same elements") {
-                verdicts[i].1 = c.reason;
+            match read_back(fs, item) {
+                Err(msg) => {
+                    outcome.error = Some(format!("{}: {msg}", item.desired.knob));
+                    verdicts[i] = (Verdict::Failed, msg, None);
+                    failed = true;
+                    break;
+                }
+                Ok(c) if !c.reason.is_empty() && !c.reason.starts_with("same elements") => {
+                    verdicts[i].1 = c.reason;
+                }
+                Ok(_) => {}
             }
         }
     }
@@ -398,14 +400,14 @@ pub fn apply(
     Ok(outcome)
 }
 
-/// What a knob reads back as right after its write, when that does not mean
-/// what the profile wants (None when it does).
-fn read_back_mismatch(fs: &dyn Fs, item: &Item) -> Option<String> {
+/// Reads a written knob back: its comparison when it means what the
+/// profile wants, else what it reads back as, in words.
+fn read_back(fs: &dyn Fs, item: &Item) -> Result<Comparison, String> {
     let c = compare(&item.desired, &observe_one(fs, &item.desired));
     if c.matches {
-        return None;
+        return Ok(c);
     }
-    Some(match &item.desired.target {
+    Err(match &item.desired.target {
         Target::File { value, .. } => format!(
             "the kernel took `{value}` but reads back `{}`{}",
             c.actual,

@@ -139,12 +139,8 @@ impl Cmd {
 /// Writes a report to stdout. A reader that went away (`| head`) is not an
 /// error worth a panic: everything was already done when the report prints.
 fn out(text: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("xtune: writing the report: {e}");
-        }
+    if let Err(e) = xload_probe::write_stdout(text) {
+        eprintln!("xtune: writing the report: {e}");
     }
 }
 

@@ -284,6 +284,18 @@ enum Owed {
     Bad,
 }
 
+impl Owed {
+    /// An answer still held by --delay (or queued for a --pool slot).
+    fn is_held(&self) -> bool {
+        matches!(
+            self,
+            Owed::Ok { ready: 0, .. }
+                | Owed::OkClose { ready: false }
+                | Owed::Head { ready: false, .. }
+        )
+    }
+}
+
 struct SConn {
     fd: RawFd,
     gen: u32,
@@ -665,26 +677,22 @@ impl Responder {
             }
             *says_keep_alive |= r.says_keep_alive;
             ends |= !r.keep_alive;
+            if r.stats && !r.head {
+                owed.push_back(Owed::Stats); // never delayed
+                return;
+            }
+            if delayed {
+                new_held += 1;
+            }
             if r.head {
                 owed.push_back(Owed::Head {
                     ready: !delayed,
                     close: !r.keep_alive,
                 });
-                if delayed {
-                    new_held += 1;
-                }
-            } else if r.stats {
-                owed.push_back(Owed::Stats);
             } else if !r.keep_alive {
                 owed.push_back(Owed::OkClose { ready: !delayed });
-                if delayed {
-                    new_held += 1;
-                }
             } else {
                 let ready = u32::from(!delayed);
-                if delayed {
-                    new_held += 1;
-                }
                 match owed.back_mut() {
                     Some(Owed::Ok { n, ready: r }) if !delayed || *r == 0 => {
                         *n += 1;
@@ -726,6 +734,11 @@ impl Responder {
         } else {
             self.queued.push_back((i, gen));
         }
+        self.publish_in_flight();
+    }
+
+    /// Answers held or queued now, for /stats.
+    fn publish_in_flight(&self) {
         let cnt = self.counters();
         cnt.in_flight.store(
             (self.held.len() + self.queued.len()) as u64,
@@ -747,11 +760,7 @@ impl Responder {
             };
             self.held.push_back((qi, qgen, now + delay));
         }
-        let cnt = self.counters();
-        cnt.in_flight.store(
-            (self.held.len() + self.queued.len()) as u64,
-            Ordering::Relaxed,
-        );
+        self.publish_in_flight();
     }
 
     /// Releases held answers whose time has come; queued ones take their slots.
@@ -787,11 +796,7 @@ impl Responder {
             }
         }
         if touched {
-            let cnt = self.counters();
-            cnt.in_flight.store(
-                (self.held.len() + self.queued.len()) as u64,
-                Ordering::Relaxed,
-            );
+            self.publish_in_flight();
         }
     }
 
@@ -895,16 +900,7 @@ impl Responder {
         if !c.live || !c.closing || c.sending {
             return;
         }
-        if !c.owed.is_empty()
-            && c.owed.iter().any(|o| {
-                !matches!(
-                    o,
-                    Owed::Ok { ready: 0, .. }
-                        | Owed::OkClose { ready: false }
-                        | Owed::Head { ready: false, .. }
-                )
-            })
-        {
+        if c.owed.iter().any(|o| !o.is_held()) {
             // Something is still sendable: flush will come back here.
             return;
         }
@@ -919,14 +915,7 @@ impl Responder {
         c.recv_armed = false;
         let gen = c.gen;
         c.gen = next_gen(c.gen);
-        let held = c.owed.iter().any(|o| {
-            matches!(
-                o,
-                Owed::Ok { ready: 0, .. }
-                    | Owed::OkClose { ready: false }
-                    | Owed::Head { ready: false, .. }
-            )
-        });
+        let held = c.owed.iter().any(Owed::is_held);
         c.owed.clear();
         if held {
             self.forget_held(i as u32, gen);
