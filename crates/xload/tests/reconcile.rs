@@ -887,43 +887,78 @@ fn nginx_keepalive_limit_with_pipelining_accounts_for_every_request(engine: &str
     );
 }
 
-/// Pipelined answers that shrink in the middle of a run (the io_uring engine
-/// asks the kernel to wake a receive only when a batch's bytes, counted at the
+/// Pipelined answers that shrink in the middle of a run (the engines ask the
+/// kernel to wake a receive only when a batch's bytes, counted at the
 /// smallest answer seen, are in): the smaller answers must not stall the
 /// connections — no timeouts, every connection keeps going, and no answer
 /// waits anywhere near the request timeout.
 fn pipelined_answers_that_shrink_do_not_stall(engine: &str) {
     const PIPELINE: u64 = 16;
+    /// A released mark costs an answer two round trips (milliseconds here);
+    /// an answer slower than this waited for something else.
+    const SLOWEST_US: u64 = 500_000;
     let (c, p) = (CONNECTIONS.to_string(), PIPELINE.to_string());
-    // Measured again if the whole machine stalled meanwhile (a VM's steal):
-    // the slowest answer is then the machine's, not xload's.
-    let (server, out) = support::timing::undisturbed(|| {
-        let server = TestServer::start(Behavior::Shrink {
-            body_len: 2000,
-            after: Duration::from_millis(300),
+    // A mark that is never released stalls its connection from the shrink
+    // (0.3 s) to the end of the run: the 0.8 s request timeout ends such a
+    // stall before the run's 1.5 s do, as an error. Whether a connection
+    // stalls depends on where its mark was when the answers shrank, so a
+    // broken release fails most runs, not all; and a busy machine (CI's two
+    // vCPUs both full) can make one answer slow without any stall. So a run
+    // with a timeout or a slow answer is made again, up to three in all, and
+    // the test fails when every one of them had one.
+    let mut slow_runs = Vec::new();
+    let out = loop {
+        // Measured again if the whole machine stalled meanwhile (a VM's
+        // steal): the slowest answer is then the machine's, not xload's.
+        let (server, out) = support::timing::undisturbed(|| {
+            let server = TestServer::start(Behavior::Shrink {
+                body_len: 2000,
+                after: Duration::from_millis(300),
+            });
+            let out = run(
+                &server.url("/"),
+                &[
+                    "-d",
+                    "1.5s",
+                    "-c",
+                    &c,
+                    "--pipeline",
+                    &p,
+                    "--timeout",
+                    "800ms",
+                ],
+                Some(engine),
+            );
+            (server, out)
         });
-        let out = run(
-            &server.url("/"),
-            &["-d", "1s", "-c", &c, "--pipeline", &p, "--timeout", "3s"],
-            Some(engine),
+        let Some(out) = out else {
+            return;
+        };
+        assert!(!out.stderr.contains("panicked"), "{}", out.show());
+        assert_eq!(out.code, 0, "{}", out.show());
+        let (max_us, errors) = (out.u64_at("/latency_us/max"), out.u64_at("/errors_total"));
+        if max_us < SLOWEST_US && errors == 0 {
+            // (A timed-out request's answers were written and never counted.)
+            server.assert_reconciles(out.requests(), CONNECTIONS * PIPELINE);
+            break out;
+        }
+        let stalled = format!(
+            "{errors} errors, slowest answer {max_us} µs: a receive stalled after the answers shrank\n{}",
+            out.show()
         );
-        (server, out)
-    });
-    let Some(out) = out else {
-        return;
+        if support::timing::last_run_disturbed() {
+            eprintln!("the machine was disturbed in every try; not asserted: {stalled}");
+            break out;
+        }
+        slow_runs.push(stalled);
+        assert!(
+            slow_runs.len() < 3,
+            "every run had a timeout or an answer slower than {SLOWEST_US} µs:\n{}",
+            slow_runs.join("\n")
+        );
+        eprintln!("run made again: {}", slow_runs.last().unwrap());
     };
-    out.assert_clean();
-    server.assert_reconciles(out.requests(), CONNECTIONS * PIPELINE);
-    let max_us = out.u64_at("/latency_us/max");
-    let stalled = format!(
-        "an answer took {max_us} µs: a receive stalled after the answers shrank\n{}",
-        out.show()
-    );
-    if support::timing::last_run_disturbed() {
-        eprintln!("the machine was disturbed in every try; not asserted: {stalled}");
-    } else {
-        assert!(max_us < 500_000, "{stalled}");
-    }
+    assert!(out.requests() > 0, "{}", out.show());
     // Most of the run is after the shrink: most answers are the small ones.
     let small = ok_response_len(0, false);
     let big = ok_response_len(2000, false);
