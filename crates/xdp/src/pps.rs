@@ -787,7 +787,13 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
         force_generic: cfg.force_generic,
         verify_checksums: cfg.verify_checksums,
     })?;
-    // Sample every 100 ms to find the active window (first to last growth).
+    // The active window (first to last frame). In xsk mode the queue
+    // threads time the batches they read; count mode has no threads, so its
+    // counters are sampled every millisecond (first to last growth).
+    let sample = Duration::from_millis(match cfg.mode {
+        RxMode::Count => 1,
+        RxMode::Xsk => 50,
+    });
     let start = clock::monotonic_ns();
     let end = start.saturating_add(cfg.duration.as_nanos() as u64);
     let mut last = rx.delivered_now();
@@ -795,7 +801,7 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
     let mut prev_t = start;
     while clock::monotonic_ns() < end && !stop.load(Ordering::Relaxed) {
         let left = end.saturating_sub(clock::monotonic_ns());
-        std::thread::sleep(Duration::from_nanos(left.min(100_000_000)));
+        std::thread::sleep(Duration::from_nanos(left).min(sample));
         let now = clock::monotonic_ns();
         let d = rx.delivered_now();
         if d > last {
@@ -805,11 +811,12 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
         last = d;
         prev_t = now;
     }
-    let active_s = match (first_grow, last_grow) {
+    let sampled_s = match (first_grow, last_grow) {
         (Some(a), Some(b)) if b > a => Some((b - a) as f64 / 1e9),
         _ => None,
     };
     let run = rx.finish()?;
+    let active_s = run.rx_window_s().or(sampled_s);
     Ok(rx_report(
         run,
         None,

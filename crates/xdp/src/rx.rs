@@ -84,6 +84,12 @@ pub struct RxQueueResult {
     pub tracker: SeqTracker,
     #[serde(skip)]
     pub latency_ns: Option<Histogram<u64>>,
+    /// When the first and the last batch holding xload frames were read
+    /// (CLOCK_MONOTONIC ns): the window the frames arrived in.
+    #[serde(skip)]
+    pub first_rx_ns: Option<u64>,
+    #[serde(skip)]
+    pub last_rx_ns: Option<u64>,
 }
 
 /// Why the receiver could not start.
@@ -148,6 +154,18 @@ pub struct RxRun {
     pub link_after: LinkInfo,
     pub wall_ns: u64,
     pub cpu_usage: Vec<clock::CpuUsage>,
+}
+
+impl RxRun {
+    /// Seconds from the first to the last batch of xload frames read by any
+    /// queue (xsk mode; None in count mode, with fewer than two frames, or
+    /// when they all came in one batch).
+    pub fn rx_window_s(&self) -> Option<f64> {
+        let first = self.queues.iter().filter_map(|q| q.first_rx_ns).min()?;
+        let last = self.queues.iter().filter_map(|q| q.last_rx_ns).max()?;
+        let frames: u64 = self.queues.iter().map(|q| q.tracker.delivered()).sum();
+        (last > first && frames >= 2).then(|| (last - first) as f64 / 1e9)
+    }
 }
 
 impl Receiver {
@@ -383,6 +401,8 @@ fn rx_thread(
         xdp_statistics: XdpStatistics::default(),
         tracker: SeqTracker::new(),
         latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).ok(),
+        first_rx_ns: None,
+        last_rx_ns: None,
     };
     if let Some(c) = cpu {
         // Best effort: a receiver that cannot pin still counts correctly.
@@ -417,6 +437,7 @@ fn rx_thread(
             continue;
         }
         let now = clock::monotonic_ns();
+        let delivered_before = res.tracker.delivered();
         recycled.clear();
         for i in 0..n {
             let Some(desc) = sock.rx.as_ref().and_then(|r| r.read(i)) else {
@@ -454,6 +475,10 @@ fn rx_thread(
             put += 1;
         }
         sock.fill.submit(put);
+        if res.tracker.delivered() > delivered_before {
+            res.first_rx_ns.get_or_insert(now);
+            res.last_rx_ns = Some(now);
+        }
         live.delivered
             .store(res.tracker.delivered(), Ordering::Relaxed);
         live.frames.store(res.frames, Ordering::Relaxed);
