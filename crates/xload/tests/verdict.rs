@@ -109,13 +109,17 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
         let saturated = client["saturated"]
             .as_bool()
             .unwrap_or_else(|| panic!("no verdict: {client:#}"));
-        // Whatever the machine did, no CPU is saturated by a 200 req/s run:
-        // the only reasons allowed, on any try, are late sends.
+        // A 200 req/s run cannot saturate a CPU by itself: the only reasons
+        // allowed, on any try, are late sends, and, when other processes
+        // loaded the machine (all three tries), a busy CPU that the verdict
+        // itself says xload barely used.
+        let busy_elsewhere = last_run_disturbed();
         let reasons = client["reasons"].as_array().cloned().unwrap_or_default();
         assert!(
-            reasons
-                .iter()
-                .all(|r| r.as_str().is_some_and(|r| r.starts_with("open loop:"))),
+            reasons.iter().all(|r| r.as_str().is_some_and(|r| {
+                r.starts_with("open loop:")
+                    || (busy_elsewhere && r.contains("other processes or interrupts share"))
+            })),
             "a 200 req/s run cannot saturate a CPU: {client:#}"
         );
         assert!(!saturated || !reasons.is_empty(), "{client:#}");
