@@ -36,8 +36,8 @@ pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes}
 pub use sampler::{ticks_per_s, Sample, Sampler};
 pub use stdout::write_stdout;
 pub use verdict::{
-    cpu_usage, irq_deltas, net_softirq_deltas, summarize, summarize_host, tcp_deltas,
-    ClientSummary, CpuUsage, HostSummary, IrqDelta, VerdictInput, WorkerCpu, CPU_SATURATED_PCT,
-    FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT, SCHEDULE_LAG_P99_LIMIT_US,
-    SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
+    cpu_usage, cpu_usage_over, irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize,
+    summarize_host, tcp_deltas, ClientSummary, CpuUsage, HostSummary, IrqDelta, VerdictInput,
+    WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
+    SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
 };

@@ -12,8 +12,8 @@ use crate::duration::parse_duration;
 use crate::error::ProbeError;
 use crate::sampler::{Sample, Sampler};
 use crate::verdict::{
-    cpu_usage, irq_deltas, net_softirq_deltas, summarize_host, tcp_deltas, CpuUsage, HostSummary,
-    IrqDelta,
+    irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, CpuUsage,
+    HostSummary, IrqDelta,
 };
 
 /// JSON schema name of [`ObserveReport`].
@@ -198,7 +198,7 @@ fn interval_figures(prev: &Sample, cur: &Sample, t0: Instant) -> ObserveInterval
     ObserveInterval {
         t_s: cur.at.saturating_duration_since(t0).as_secs_f64(),
         window_s: cur.at.saturating_duration_since(prev.at).as_secs_f64(),
-        cpus: cpu_usage(&prev.cpus, &cur.cpus),
+        cpus: sample_cpu_usage(prev, cur),
         net_rx,
         net_tx,
         irqs,

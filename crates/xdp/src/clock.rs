@@ -68,100 +68,60 @@ pub fn tighten_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
-/// Jiffies of one CPU from `/proc/stat`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    pub user: u64,
-    pub system: u64,
-    pub idle: u64,
-    pub irq: u64,
-    pub softirq: u64,
-    pub other: u64,
-}
-
-impl CpuTimes {
-    fn total(&self) -> u64 {
-        self.user + self.system + self.idle + self.irq + self.softirq + self.other
-    }
-}
-
 /// Use of one CPU between two samples, in percent of that CPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct CpuUsage {
     pub cpu: usize,
+    /// Not idle and not stolen: user, system, irq and softirq.
     pub busy_pct: f64,
     pub user_pct: f64,
     pub system_pct: f64,
     pub softirq_pct: f64,
 }
 
-/// Parses the `cpuN` lines of `/proc/stat`; malformed lines are skipped.
-pub fn parse_proc_stat(text: &str) -> Vec<(usize, CpuTimes)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut it = line.split_ascii_whitespace();
-        let Some(name) = it.next() else { continue };
-        let Some(idx) = name
-            .strip_prefix("cpu")
-            .and_then(|n| n.parse::<usize>().ok())
-        else {
-            continue;
-        };
-        let v: Vec<u64> = it.map_while(|x| x.parse().ok()).collect();
-        if v.len() < 7 {
-            continue;
-        }
-        // user nice system idle iowait irq softirq steal ...
-        out.push((
-            idx,
-            CpuTimes {
-                user: v[0] + v[1],
-                system: v[2],
-                idle: v[3] + v[4],
-                irq: v[5],
-                softirq: v[6],
-                other: v.get(7).copied().unwrap_or(0),
-            },
-        ));
-    }
-    out
+/// `/proc/stat`'s CPU lines and when they were read.
+#[derive(Debug, Clone)]
+pub struct CpuSample {
+    pub at: std::time::Instant,
+    pub cpus: Vec<xload_probe::CpuTimes>,
 }
 
-/// Reads `/proc/stat`.
-pub fn sample_cpus() -> Vec<(usize, CpuTimes)> {
-    std::fs::read_to_string("/proc/stat")
-        .map(|t| parse_proc_stat(&t))
-        .unwrap_or_default()
+impl Default for CpuSample {
+    fn default() -> Self {
+        CpuSample {
+            at: std::time::Instant::now(),
+            cpus: Vec::new(),
+        }
+    }
 }
 
-/// Usage of the listed CPUs between two samples.
-pub fn cpu_usage(
-    before: &[(usize, CpuTimes)],
-    after: &[(usize, CpuTimes)],
-    cpus: &[usize],
-) -> Vec<CpuUsage> {
-    let mut out = Vec::new();
-    for &c in cpus {
-        let (Some(b), Some(a)) = (
-            before.iter().find(|(i, _)| *i == c).map(|x| x.1),
-            after.iter().find(|(i, _)| *i == c).map(|x| x.1),
-        ) else {
-            continue;
-        };
-        let total = a.total().saturating_sub(b.total());
-        if total == 0 {
-            continue;
-        }
-        let pct = |x: u64, y: u64| x.saturating_sub(y) as f64 * 100.0 / total as f64;
-        out.push(CpuUsage {
-            cpu: c,
-            busy_pct: 100.0 - pct(a.idle, b.idle),
-            user_pct: pct(a.user, b.user),
-            system_pct: pct(a.system, b.system),
-            softirq_pct: pct(a.softirq, b.softirq),
-        });
-    }
-    out
+/// Reads `/proc/stat` (no CPUs if it cannot be read).
+pub fn sample_cpus() -> CpuSample {
+    let at = std::time::Instant::now();
+    let cpus = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| xload_probe::parse::parse_stat(&t).ok())
+        .unwrap_or_default();
+    CpuSample { at, cpus }
+}
+
+/// Usage of the listed CPUs between two samples, over the time between them
+/// (busy = the window less idle, iowait and steal, as the probe counts it:
+/// scheduler ticks alone miss busy time on a CPU that sleeps and wakes often).
+pub fn cpu_usage(before: &CpuSample, after: &CpuSample, cpus: &[usize]) -> Vec<CpuUsage> {
+    let wall_s = after.at.saturating_duration_since(before.at).as_secs_f64();
+    let wall_ticks = wall_s * xload_probe::ticks_per_s() as f64;
+    xload_probe::cpu_usage_over(&before.cpus, &after.cpus, Some(wall_ticks))
+        .into_iter()
+        .filter(|u| cpus.contains(&u.cpu))
+        .map(|u| CpuUsage {
+            cpu: u.cpu,
+            busy_pct: u.busy,
+            user_pct: u.usr + u.nice,
+            system_pct: u.sys + u.irq,
+            softirq_pct: u.softirq,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -169,18 +129,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proc_stat_parses_cpu_lines_and_computes_usage() {
-        let before = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 5 0 5 40 0 0 0 0 0 0\ncpu1 5 0 5 40 0 0 0 0\nintr 1 2\n";
-        let after = "cpu0 30 0 15 50 0 0 5 0 0 0\ncpu1 5 0 5 140 0 0 0 0\nbogus\ncpu2 x\n";
-        let b = parse_proc_stat(before);
-        let a = parse_proc_stat(after);
-        assert_eq!(b.len(), 2, "aggregate line skipped");
-        let u = cpu_usage(&b, &a, &[0, 1, 7]);
+    fn cpu_usage_is_over_the_window_between_samples() {
+        let times = |cpu, user, system, idle, softirq| xload_probe::CpuTimes {
+            cpu,
+            user,
+            system,
+            idle,
+            softirq,
+            ..Default::default()
+        };
+        let t0 = std::time::Instant::now();
+        let before = CpuSample {
+            at: t0,
+            cpus: vec![times(0, 5, 5, 40, 0), times(1, 5, 5, 40, 0)],
+        };
+        // Half a second: 50 ticks per CPU.
+        let after = CpuSample {
+            at: t0 + std::time::Duration::from_millis(500),
+            cpus: vec![times(0, 30, 10, 50, 5), times(1, 5, 5, 90, 0)],
+        };
+        let u = cpu_usage(&before, &after, &[0, 1, 7]);
         assert_eq!(u.len(), 2);
-        // cpu0: +25 user, +10 system, +10 idle, +5 softirq = 50 total
-        assert!((u[0].busy_pct - 80.0).abs() < 1e-9);
-        assert!((u[0].user_pct - 50.0).abs() < 1e-9);
-        assert!((u[0].softirq_pct - 10.0).abs() < 1e-9);
+        // cpu0: 10 idle ticks of 50: 80% busy, split 25:5:5 by its ticks.
+        assert!((u[0].busy_pct - 80.0).abs() < 1e-9, "{u:?}");
+        assert!((u[0].user_pct - 57.1).abs() < 1e-9, "{u:?}");
+        assert!((u[0].softirq_pct - 11.4).abs() < 1e-9, "{u:?}");
         assert!((u[1].busy_pct - 0.0).abs() < 1e-9);
     }
 

@@ -140,7 +140,7 @@ pub struct Receiver {
     stop: Arc<AtomicBool>,
     start_ns: u64,
     counters_start: XdpCounters,
-    cpu_before: Vec<(usize, clock::CpuTimes)>,
+    cpu_before: clock::CpuSample,
 }
 
 /// What a stopped receiver measured.
@@ -216,7 +216,7 @@ impl Receiver {
             stop: stop.clone(),
             start_ns: 0,
             counters_start: XdpCounters::default(),
-            cpu_before: Vec::new(),
+            cpu_before: clock::CpuSample::default(),
         };
         if plan.mode == RxMode::Xsk {
             // Sockets are bound here, in order, so a failure surfaces (and

@@ -1,8 +1,8 @@
 use std::time::{Duration, Instant};
 
 use xload_probe::{
-    cpu_usage, preflight, summarize, summarize_host, Budget, ClientSummary, CpuTimes, Sample,
-    SockStat, Softirqs, TcpCounters, ThreadTimes, VerdictInput,
+    cpu_usage, cpu_usage_over, preflight, summarize, summarize_host, Budget, ClientSummary,
+    CpuTimes, Sample, SockStat, Softirqs, TcpCounters, ThreadTimes, VerdictInput,
 };
 
 /// Ticks per CPU in the synthetic windows: percentages equal tick counts.
@@ -630,4 +630,71 @@ fn a_window_of_a_few_ticks_gets_no_cpu_verdict() {
     let (start, end) = window(1, &[(0, 0, 99, 0, 0)]);
     let s = summarize(&start, &end, &VerdictInput::default(), &budget());
     assert!(s.saturated, "{}", s.verdict);
+}
+
+#[test]
+fn cpu_usage_over_the_window_takes_busy_as_what_idle_left() {
+    let cpu = |user, system, idle, iowait, steal| CpuTimes {
+        cpu: 0,
+        user,
+        system,
+        idle,
+        iowait,
+        steal,
+        ..Default::default()
+    };
+    let start = vec![cpu(0, 0, 0, 0, 0)];
+    // Ticks that missed busy time: 16 busy ticks, 84 idle-ish (a 100-tick
+    // window, 72 of them measured idle): 28% busy, split 3:1 usr:sys.
+    let end = vec![cpu(12, 4, 60, 12, 0)];
+    let u = cpu_usage_over(&start, &end, Some(100.0));
+    assert_eq!(
+        (u[0].busy, u[0].usr, u[0].sys, u[0].idle, u[0].iowait),
+        (28.0, 21.0, 7.0, 60.0, 12.0)
+    );
+    assert_eq!(u[0].ticks, 100);
+    // By ticks alone the same counters read 18.2% busy.
+    assert_eq!(cpu_usage(&start, &end)[0].busy, 18.2);
+    // Ticks that added busy time: 150 busy ticks in a 100-tick window with 40
+    // idle: 60% at most (the window less idle), 50% at least (less the 10
+    // stolen too). The ticks' share (75) is over the bound: 60 of a base of
+    // 110 (the counters overlap by 10).
+    let end = vec![cpu(100, 50, 40, 0, 10)];
+    let u = cpu_usage_over(&start, &end, Some(100.0));
+    assert_eq!(
+        (u[0].busy, u[0].usr, u[0].steal, u[0].ticks),
+        (54.5, 36.4, 9.1, 110)
+    );
+    // Steal inside idle (a vCPU that sleeps and wakes often): the ticks'
+    // share of the window (20 busy ticks of 120 counted: 16.7) between 0
+    // and 30, over a base of 116.7.
+    let end = vec![cpu(20, 0, 70, 0, 30)];
+    let u = cpu_usage_over(&start, &end, Some(100.0));
+    assert_eq!((u[0].busy, u[0].steal, u[0].ticks), (14.3, 25.7, 117));
+    // Idle measured a little past the window (read times): 0% busy, not
+    // negative, and the percentages stay within 100.
+    let end = vec![cpu(0, 1, 101, 0, 0)];
+    let u = cpu_usage_over(&start, &end, Some(100.0));
+    assert_eq!((u[0].busy, u[0].idle, u[0].ticks), (0.0, 100.0, 101));
+    // No window known (or under a tick): the ticks are the base.
+    let u = cpu_usage_over(&start, &end, Some(0.5));
+    assert_eq!(u[0].busy, 1.0);
+}
+
+#[test]
+fn busy_time_no_tick_saw_counts_as_sys() {
+    let start = vec![CpuTimes {
+        cpu: 0,
+        ..Default::default()
+    }];
+    let end = vec![CpuTimes {
+        cpu: 0,
+        idle: 95,
+        ..Default::default()
+    }];
+    let u = cpu_usage_over(&start, &end, Some(100.0));
+    assert_eq!(
+        (u[0].busy, u[0].sys, u[0].usr, u[0].idle),
+        (5.0, 5.0, 0.0, 95.0)
+    );
 }
