@@ -271,6 +271,9 @@ pub struct VerdictInput {
     pub generator_cpus: Vec<usize>,
     /// Thread ids of the workers.
     pub worker_tids: Vec<i32>,
+    /// Each worker was pinned to one CPU: its CPU time was spent on that CPU,
+    /// whose busy share is then at least what the workers on it used.
+    pub workers_pinned: bool,
     /// Connections the run used.
     pub connections: usize,
     /// New connections per second when keep-alive is off (each leaves a TIME_WAIT).
@@ -342,7 +345,14 @@ pub fn summarize(
 ) -> ClientSummary {
     let window_s = end.at.saturating_duration_since(start.at).as_secs_f64();
     let ticks_per_s = end.ticks_per_s.max(1) as f64;
-    let cpus = sample_cpu_usage(start, end);
+    let mut cpus = sample_cpu_usage(start, end);
+    let workers = worker_usage(start, end, &input.worker_tids, window_s, ticks_per_s);
+    if input.workers_pinned {
+        for c in cpus.iter_mut() {
+            let on_it: Vec<&WorkerCpu> = workers.iter().filter(|w| w.cpu == c.cpu).collect();
+            raise_busy_to(c, &on_it);
+        }
+    }
     let generator_cpus: Vec<usize> = if input.generator_cpus.is_empty() {
         cpus.iter().map(|c| c.cpu).collect()
     } else {
@@ -357,7 +367,6 @@ pub fn summarize(
     let mut notes = Vec::new();
 
     // Workers.
-    let workers = worker_usage(start, end, &input.worker_tids, window_s, ticks_per_s);
     for w in &workers {
         let cpu_named = findings
             .iter()
@@ -647,6 +656,38 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
 
 /// CPU rules over the judged CPUs: ≥ 90% busy; softirq > usr+nice+sys at ≥ 70% busy;
 /// steal ≥ 10%.
+/// Raises a CPU's busy share to the CPU time the workers pinned to it used,
+/// when the /proc/stat figures read less (steal inside idle makes them read
+/// low, see [`cpu_usage_over`]); a worker's own CPU time is exact. The time
+/// added comes out of idle first, then steal, then iowait, and goes to usr
+/// and sys in the workers' proportions.
+pub(crate) fn raise_busy_to(c: &mut CpuUsage, workers: &[&WorkerCpu]) {
+    let used: f64 = workers.iter().map(|w| w.busy_pct).sum::<f64>().min(100.0);
+    let mut add = used - c.busy;
+    if add < 0.1 {
+        return;
+    }
+    let room = c.idle + c.steal + c.iowait;
+    add = add.min(room);
+    let mut left = add;
+    for field in [&mut c.idle, &mut c.steal, &mut c.iowait] {
+        let take = left.min(*field);
+        *field = round1(*field - take);
+        left -= take;
+    }
+    let (usr, sys) = workers
+        .iter()
+        .fold((0.0, 0.0), |(u, s), w| (u + w.usr_pct, s + w.sys_pct));
+    let usr_share = if usr + sys > 0.0 {
+        usr / (usr + sys)
+    } else {
+        0.0
+    };
+    c.usr = round1(c.usr + add * usr_share);
+    c.sys = round1(c.sys + add * (1.0 - usr_share));
+    c.busy = round1(c.busy + add);
+}
+
 fn cpu_findings(judged: &[&CpuUsage]) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in judged {

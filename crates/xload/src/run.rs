@@ -358,6 +358,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
     xload_probe::VerdictInput {
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
+        workers_pinned: o.workers.iter().all(|w| w.cpu.is_some()),
         connections: p.plan.connections,
         no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0)
             .then(|| r.connects as f64 / r.duration_s),

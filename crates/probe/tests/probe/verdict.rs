@@ -698,3 +698,45 @@ fn busy_time_no_tick_saw_counts_as_sys() {
         (5.0, 5.0, 0.0, 95.0)
     );
 }
+
+#[test]
+fn a_pinned_worker_makes_its_cpu_at_least_as_busy_as_it_was() {
+    // cpu0's counters: 5 ticks busy, 30 stolen, 65 idle (steal inside idle:
+    // a vCPU that sleeps and wakes often); the worker pinned to it used 97
+    // ticks of CPU time in the 100-tick window.
+    let (mut start, mut end) = window(2, &[(0, 3, 2, 0, 30)]);
+    let worker = |ut, st| ThreadTimes {
+        tid: 7,
+        comm: "xload-w0".into(),
+        state: 'S',
+        utime_ticks: ut,
+        stime_ticks: st,
+        last_cpu: 0,
+    };
+    start.threads = vec![worker(100, 100)];
+    end.threads = vec![worker(130, 167)];
+    let pinned = VerdictInput {
+        generator_cpus: vec![0],
+        worker_tids: vec![7],
+        workers_pinned: true,
+        ..Default::default()
+    };
+    let s = summarize(&start, &end, &pinned, &budget());
+    let c = &s.cpus[0];
+    assert_eq!(c.busy, 97.0, "{c:?}");
+    let sum = c.usr + c.nice + c.sys + c.irq + c.softirq + c.steal + c.iowait + c.idle;
+    assert!((sum - 100.0).abs() < 0.5, "fields sum to {sum}: {c:?}");
+    assert!(s.saturated, "97% of cpu0 is the worker's: {s:?}");
+    assert!(
+        !s.reasons[0].contains("other processes"),
+        "{}",
+        s.reasons[0]
+    );
+    // Not pinned: the worker's time may have been spent elsewhere.
+    let unpinned = VerdictInput {
+        workers_pinned: false,
+        ..pinned
+    };
+    let s = summarize(&start, &end, &unpinned, &budget());
+    assert_eq!(s.cpus[0].busy, 5.0, "{:?}", s.cpus[0]);
+}
