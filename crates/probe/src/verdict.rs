@@ -87,10 +87,14 @@ pub fn sample_cpu_usage(start: &Sample, end: &Sample) -> Vec<CpuUsage> {
 /// window's length known, busy is the window less idle, iowait and steal,
 /// split between usr, nice, sys, irq and softirq in their ticks' proportions.
 /// Steal that hit the CPU while it slept (a halted vCPU woken late, common when
-/// it sleeps and wakes often) is also inside the idle time, so under steal the
-/// busy time lies between the window less idle, iowait and steal and the
-/// window less idle and iowait: the ticks' share of the window, kept within
-/// those bounds, is taken. The verdict reports steal on its own.
+/// it sleeps and wakes often) is also inside the idle time, so busy lies
+/// between the window less idle, iowait and steal and the window less idle
+/// and iowait: the busy ticks are taken, kept within those bounds, and steal
+/// is shown as what the window leaves for it. Under heavy steal busy can still
+/// read low; the verdict names steal, and raises a CPU to what the workers
+/// pinned to it used. When the counters disagree with the window (samples not
+/// read when their instants say, a CPU offline for part of it), the ticks
+/// counted are the base, as in [`cpu_usage`].
 pub fn cpu_usage_over(
     start: &[CpuTimes],
     end: &[CpuTimes],
@@ -115,22 +119,30 @@ pub fn cpu_usage_over(
         if counted == 0.0 {
             continue;
         }
-        let not_busy = idle + iowait + steal;
-        // The base: the window (never less than the idle time measured in it,
-        // which the read times can put a little past it), or the ticks counted.
-        let (base, busy) = match wall_ticks.filter(|w| *w >= 1.0) {
+        // The window, when the counters agree with it: a sample pair read at
+        // other times than `wall_ticks` says (fixtures), or a CPU offline for
+        // part of the window, falls back to the ticks counted.
+        let window = wall_ticks.filter(|&w| {
+            w >= 1.0
+                && counted >= 0.5 * w
+                && counted <= 2.0 * w + 2.0
+                && idle + iowait <= 1.1 * w + 1.0
+        });
+        let (base, busy, steal) = match window {
             Some(w) => {
                 // At least the window less idle, iowait and steal; at most the
                 // window less idle and iowait (steal may be inside idle); the
-                // ticks' share of the window where it falls between.
-                let lower = (w - not_busy).max(0.0);
+                // busy ticks themselves (each one tick of busy time) where
+                // they fall between.
+                let lower = (w - idle - iowait - steal).max(0.0);
                 let upper = (w - idle - iowait).max(0.0);
-                let busy = (busy_ticks / counted * w).min(upper).max(lower);
-                // Counters that overlap (steal inside idle, idle read a little
-                // past the window) widen the base so the fields sum to 100.
-                (w.max(busy + not_busy), busy)
+                let busy = busy_ticks.min(upper).max(lower);
+                // Steal shown is what the window leaves for it: steal inside
+                // idle is already counted as idle.
+                let base = w.max(busy + idle + iowait);
+                (base, busy, steal.min(base - busy - idle - iowait).max(0.0))
             }
-            None => (counted, busy_ticks),
+            None => (counted, busy_ticks, steal),
         };
         // Busy time split in the ticks' proportions; when no tick saw it
         // (brief wake-ups: mostly the kernel's), it counts as sys.
@@ -654,8 +666,6 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
     }
 }
 
-/// CPU rules over the judged CPUs: ≥ 90% busy; softirq > usr+nice+sys at ≥ 70% busy;
-/// steal ≥ 10%.
 /// Raises a CPU's busy share to the CPU time the workers pinned to it used,
 /// when the /proc/stat figures read less (steal inside idle makes them read
 /// low, see [`cpu_usage_over`]); a worker's own CPU time is exact. The time
@@ -688,6 +698,8 @@ pub(crate) fn raise_busy_to(c: &mut CpuUsage, workers: &[&WorkerCpu]) {
     c.busy = round1(c.busy + add);
 }
 
+/// CPU rules over the judged CPUs: ≥ 90% busy; softirq > usr+nice+sys at ≥ 70% busy;
+/// steal ≥ 10%.
 fn cpu_findings(judged: &[&CpuUsage]) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in judged {

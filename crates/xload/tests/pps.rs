@@ -540,9 +540,17 @@ fn standalone_receiver(mode: Option<&str>) {
         assert_eq!(j["duplicated"], 0);
     }
     // Both rates are frames over the window they went through; on a busy
-    // machine a frame can sit in the peer's ring for a while, so 10%.
+    // machine a frame can sit in the peer's ring for a while, so 10%. Frames
+    // dropped at an end of the burst shorten the receiver's window: with
+    // more than 1% missing (the drop counters above account for them) the
+    // rates are not compared.
     let (rx_pps, tx_pps) = (j["pps"].as_f64().unwrap(), sent["pps"].as_f64().unwrap());
     let measured = rx_pps * 10_000.0 / delivered.max(1) as f64;
+    if missing > 100 {
+        eprintln!("{missing} frames dropped: rates not compared ({rx_pps:.0} vs {tx_pps:.0} pps)");
+        assert_detached(&lab);
+        return;
+    }
     assert!(
         (measured / tx_pps - 1.0).abs() < 0.10,
         "receiver {rx_pps:.0} pps over {} s, sender {tx_pps:.0} pps over {} s\n{j}",

@@ -947,7 +947,12 @@ fn pipelined_answers_that_shrink_do_not_stall(engine: &str) {
             out.show()
         );
         if support::timing::last_run_disturbed() {
+            // Timeouts and slow answers are not judged on a machine that was
+            // busy with other work in every try; the counts still are.
             eprintln!("the machine was disturbed in every try; not asserted: {stalled}");
+            if errors == 0 {
+                server.assert_reconciles(out.requests(), CONNECTIONS * PIPELINE);
+            }
             break out;
         }
         slow_runs.push(stalled);

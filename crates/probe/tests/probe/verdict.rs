@@ -657,20 +657,21 @@ fn cpu_usage_over_the_window_takes_busy_as_what_idle_left() {
     assert_eq!(cpu_usage(&start, &end)[0].busy, 18.2);
     // Ticks that added busy time: 150 busy ticks in a 100-tick window with 40
     // idle: 60% at most (the window less idle), 50% at least (less the 10
-    // stolen too). The ticks' share (75) is over the bound: 60 of a base of
-    // 110 (the counters overlap by 10).
+    // stolen too): 60, and no room left for steal outside idle.
     let end = vec![cpu(100, 50, 40, 0, 10)];
     let u = cpu_usage_over(&start, &end, Some(100.0));
     assert_eq!(
         (u[0].busy, u[0].usr, u[0].steal, u[0].ticks),
-        (54.5, 36.4, 9.1, 110)
+        (60.0, 40.0, 0.0, 100)
     );
-    // Steal inside idle (a vCPU that sleeps and wakes often): the ticks'
-    // share of the window (20 busy ticks of 120 counted: 16.7) between 0
-    // and 30, over a base of 116.7.
+    // Steal inside idle (a vCPU that sleeps and wakes often): the 20 busy
+    // ticks, between 0 and 30; of the 30 stolen, 10 were outside idle.
     let end = vec![cpu(20, 0, 70, 0, 30)];
     let u = cpu_usage_over(&start, &end, Some(100.0));
-    assert_eq!((u[0].busy, u[0].steal, u[0].ticks), (14.3, 25.7, 117));
+    assert_eq!((u[0].busy, u[0].steal, u[0].ticks), (20.0, 10.0, 100));
+    // A saturated CPU under steal: 90 busy ticks, 10 idle, 20 stolen: 90.
+    let end = vec![cpu(90, 0, 10, 0, 20)];
+    assert_eq!(cpu_usage_over(&start, &end, Some(100.0))[0].busy, 90.0);
     // Idle measured a little past the window (read times): 0% busy, not
     // negative, and the percentages stay within 100.
     let end = vec![cpu(0, 1, 101, 0, 0)];
@@ -679,6 +680,13 @@ fn cpu_usage_over_the_window_takes_busy_as_what_idle_left() {
     // No window known (or under a tick): the ticks are the base.
     let u = cpu_usage_over(&start, &end, Some(0.5));
     assert_eq!(u[0].busy, 1.0);
+    // Counters that span far more than the window (samples read 15 ms apart
+    // by their instants, 1 s by their counters): the ticks, 95% busy.
+    let end = vec![cpu(90, 5, 5, 0, 0)];
+    assert_eq!(cpu_usage_over(&start, &end, Some(1.5))[0].busy, 95.0);
+    // A CPU online for a tenth of the window: its ticks, not the window.
+    let end = vec![cpu(1, 0, 9, 0, 0)];
+    assert_eq!(cpu_usage_over(&start, &end, Some(100.0))[0].busy, 10.0);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! time, and measure again when the whole machine stopped running the test or
 //! other processes took a share of its CPUs.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -61,15 +62,15 @@ pub const STEAL_LIMIT_PCT: f64 = 5.0;
 /// milliseconds without stalling it.
 pub const OTHER_LOAD_LIMIT_PCT: f64 = 25.0;
 
-/// Every process's parent and CPU time (user + system, ns), by pid.
-///
-/// Per-process times, not /proc/stat's busy ticks: on a tickless kernel
-/// those over-count a CPU that sleeps and wakes often (ticks run only while
-/// it is busy); here a 1000 req/s run showed 3.9 s busy in 2 s on 2 CPUs.
-fn processes() -> std::collections::HashMap<u32, (u32, u64)> {
+fn tick_ns() -> u64 {
     // SAFETY: sysconf only reads a configuration value.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let mut all = std::collections::HashMap::new();
+    1_000_000_000 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}
+
+/// Every process's parent and CPU time (its own user + system and that of
+/// the children it reaped, ns), by pid.
+fn processes() -> HashMap<u32, (u32, u64)> {
+    let mut all = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return all;
     };
@@ -85,20 +86,20 @@ fn processes() -> std::collections::HashMap<u32, (u32, u64)> {
             continue;
         };
         // After the command name (which may hold spaces and parens): state,
-        // ppid, ..., utime and stime (the 14th and 15th fields).
+        // ppid, ..., utime, stime, cutime, cstime (the 14th to 17th fields).
         let Some((_, rest)) = stat.rsplit_once(')') else {
             continue;
         };
         let f: Vec<&str> = rest.split_whitespace().collect();
         let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        let cpu_ns = (num(11) + num(12)) * 1_000_000_000 / hz;
+        let cpu_ns = (num(11) + num(12) + num(13) + num(14)) * tick_ns();
         all.insert(pid, (num(1) as u32, cpu_ns));
     }
     all
 }
 
 /// Whether `pid` is this process or one of its descendants.
-fn ours(pid: u32, all: &std::collections::HashMap<u32, (u32, u64)>) -> bool {
+fn ours(pid: u32, all: &HashMap<u32, (u32, u64)>) -> bool {
     let me = std::process::id();
     let mut p = pid;
     for _ in 0..64 {
@@ -106,6 +107,7 @@ fn ours(pid: u32, all: &std::collections::HashMap<u32, (u32, u64)>) -> bool {
             return true;
         }
         match all.get(&p) {
+            Some(&(parent, _)) if parent == me => return true,
             Some(&(parent, _)) if parent > 1 => p = parent,
             _ => return false,
         }
@@ -113,33 +115,91 @@ fn ours(pid: u32, all: &std::collections::HashMap<u32, (u32, u64)>) -> bool {
     false
 }
 
-/// CPU time used by processes other than this test and its descendants.
+/// CPU time of this process and of the children it reaped, ns.
+fn own_rusage_ns() -> u64 {
+    let mut total = 0;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: getrusage fills the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut ru) } == 0 {
+            for tv in [ru.ru_utime, ru.ru_stime] {
+                total += tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
+            }
+        }
+    }
+    total
+}
+
+/// All CPUs' idle and iowait time (ns), from /proc/stat's first line: the
+/// kernel measures these exactly, where its busy columns are tick samples
+/// that, on a tickless kernel, miss or add busy time on CPUs that sleep and
+/// wake often (here a 1000 req/s run showed 3.9 s busy in 2 s on 2 CPUs).
+fn idle_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let f: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    Some((f.get(3)? + f.get(4)?) * tick_ns())
+}
+
+/// CPU time used by anything other than this test and its descendants: the
+/// machine's busy time (all CPUs' time less idle and iowait) less our own.
+/// Steal while a CPU runs counts as others too (the host's load); steal
+/// while it sleeps is inside idle.
 struct LoadMeter {
-    start: std::collections::HashMap<u32, (u32, u64)>,
+    idle: Option<u64>,
+    own: u64,
+    tree: HashMap<u32, (u32, u64)>,
     at: Instant,
 }
 
 impl LoadMeter {
     fn start() -> LoadMeter {
+        let all = processes();
+        let tree = all
+            .iter()
+            .filter(|&(&pid, _)| pid != std::process::id() && ours(pid, &all))
+            .map(|(&pid, &v)| (pid, v))
+            .collect();
         LoadMeter {
-            start: processes(),
+            idle: idle_ns(),
+            own: own_rusage_ns(),
+            tree,
             at: Instant::now(),
         }
     }
 
-    /// Percent of all CPUs' time that other processes used since `start`
-    /// (those that ended meanwhile are not seen).
+    /// Percent of all CPUs' time that others used since `start`.
     fn others_pct(&self) -> f64 {
         let wall = self.at.elapsed().as_nanos() as u64;
-        let end = processes();
-        let others: u64 = end
-            .iter()
-            .filter(|&(&pid, _)| !ours(pid, &end))
-            .map(|(pid, &(_, ns))| ns.saturating_sub(self.start.get(pid).map_or(0, |s| s.1)))
-            .sum();
+        let (Some(i0), Some(i1)) = (self.idle, idle_ns()) else {
+            return 0.0;
+        };
         // SAFETY: sysconf only reads a configuration value.
         let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u64;
-        100.0 * others as f64 / (wall * cpus).max(1) as f64
+        let busy = (wall * cpus).saturating_sub(i1.saturating_sub(i0));
+        // Ours: this process and the children it reaped, plus descendants
+        // alive at the end; a descendant alive at the start and reaped since
+        // is in the reaped children's time whole, so its time before the
+        // start comes off.
+        let all = processes();
+        let mut own = own_rusage_ns().saturating_sub(self.own) as i128;
+        for (&pid, &(_, ns)) in all.iter() {
+            if pid != std::process::id() && ours(pid, &all) {
+                own += i128::from(ns.saturating_sub(self.tree.get(&pid).map_or(0, |s| s.1)));
+            }
+        }
+        for (pid, &(_, ns)) in &self.tree {
+            if !all.contains_key(pid) {
+                own -= i128::from(ns);
+            }
+        }
+        let others = (i128::from(busy) - own.max(0)).max(0) as f64;
+        100.0 * others / (wall * cpus).max(1) as f64
     }
 }
 
