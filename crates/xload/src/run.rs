@@ -346,7 +346,8 @@ pub fn execute(
 }
 
 fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_probe::VerdictInput {
-    let generator_cpus: Vec<usize> = if o.workers.iter().all(|w| w.cpu.is_some()) {
+    let pinned = o.workers.iter().all(|w| w.cpu.is_some());
+    let generator_cpus: Vec<usize> = if pinned {
         o.workers.iter().filter_map(|w| w.cpu).collect()
     } else {
         xload_engine::pin::allowed_cpus().unwrap_or_default()
@@ -358,7 +359,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
     xload_probe::VerdictInput {
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
-        workers_pinned: o.workers.iter().all(|w| w.cpu.is_some()),
+        workers_pinned: pinned,
         connections: p.plan.connections,
         no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0)
             .then(|| r.connects as f64 / r.duration_s),

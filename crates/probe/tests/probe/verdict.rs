@@ -549,16 +549,8 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
     // cpu0 is 100% busy, mostly softirq from someone else's packets; the pinned
     // worker on it used 2% of a CPU.
     let (mut start, mut end) = window(2, &[(0, 2, 32, 66, 0)]);
-    let worker = |ut, st| ThreadTimes {
-        tid: 7,
-        comm: "xload-w0".into(),
-        state: 'S',
-        utime_ticks: ut,
-        stime_ticks: st,
-        last_cpu: 0,
-    };
-    start.threads = vec![worker(100, 100)];
-    end.threads = vec![worker(101, 102)];
+    start.threads = vec![worker_on_cpu0(100, 100)];
+    end.threads = vec![worker_on_cpu0(101, 102)];
     let input = VerdictInput {
         generator_cpus: vec![0],
         worker_tids: vec![7],
@@ -574,7 +566,7 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
         s.reasons[0]
     );
     // A worker that is the load gets no such remark.
-    end.threads = vec![worker(130, 160)];
+    end.threads = vec![worker_on_cpu0(130, 160)];
     let (_, mut end2) = window(2, &[(0, 30, 60, 10, 0)]);
     end2.threads = end.threads.clone();
     let s = summarize(&start, &end2, &input, &budget());
@@ -713,16 +705,8 @@ fn a_pinned_worker_makes_its_cpu_at_least_as_busy_as_it_was() {
     // a vCPU that sleeps and wakes often); the worker pinned to it used 97
     // ticks of CPU time in the 100-tick window.
     let (mut start, mut end) = window(2, &[(0, 3, 2, 0, 30)]);
-    let worker = |ut, st| ThreadTimes {
-        tid: 7,
-        comm: "xload-w0".into(),
-        state: 'S',
-        utime_ticks: ut,
-        stime_ticks: st,
-        last_cpu: 0,
-    };
-    start.threads = vec![worker(100, 100)];
-    end.threads = vec![worker(130, 167)];
+    start.threads = vec![worker_on_cpu0(100, 100)];
+    end.threads = vec![worker_on_cpu0(130, 167)];
     let pinned = VerdictInput {
         generator_cpus: vec![0],
         worker_tids: vec![7],
@@ -747,4 +731,16 @@ fn a_pinned_worker_makes_its_cpu_at_least_as_busy_as_it_was() {
     };
     let s = summarize(&start, &end, &unpinned, &budget());
     assert_eq!(s.cpus[0].busy, 5.0, "{:?}", s.cpus[0]);
+}
+
+/// Worker thread 7 on cpu0 with these user and system ticks so far.
+fn worker_on_cpu0(utime_ticks: u64, stime_ticks: u64) -> ThreadTimes {
+    ThreadTimes {
+        tid: 7,
+        comm: "xload-w0".into(),
+        state: 'S',
+        utime_ticks,
+        stime_ticks,
+        last_cpu: 0,
+    }
 }

@@ -130,19 +130,25 @@ fn own_rusage_ns() -> u64 {
     total
 }
 
-/// All CPUs' idle and iowait time (ns), from /proc/stat's first line: the
-/// kernel measures these exactly, where its busy columns are tick samples
-/// that, on a tickless kernel, miss or add busy time on CPUs that sleep and
-/// wake often (here a 1000 req/s run showed 3.9 s busy in 2 s on 2 CPUs).
-fn idle_ns() -> Option<u64> {
+/// The fields of /proc/stat's first line (all CPUs), in clock ticks.
+fn all_cpus_ticks() -> Option<Vec<u64>> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let f: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
+    Some(
+        stat.lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|f| f.parse().ok())
+            .collect(),
+    )
+}
+
+/// All CPUs' idle and iowait time (ns): the kernel measures these exactly,
+/// where its busy columns are tick samples that, on a tickless kernel, miss
+/// or add busy time on CPUs that sleep and wake often (here a 1000 req/s run
+/// showed 3.9 s busy in 2 s on 2 CPUs).
+fn idle_ns() -> Option<u64> {
+    let f = all_cpus_ticks()?;
     Some((f.get(3)? + f.get(4)?) * tick_ns())
 }
 
@@ -205,15 +211,8 @@ impl LoadMeter {
 
 /// (steal ticks, all ticks) over all CPUs, from /proc/stat's first line.
 fn steal_ticks() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    Some((*fields.get(7)?, fields.iter().take(8).sum()))
+    let f = all_cpus_ticks()?;
+    Some((*f.get(7)?, f.iter().take(8).sum()))
 }
 
 thread_local! {
