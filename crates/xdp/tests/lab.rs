@@ -93,7 +93,10 @@ fn assert_accounting(r: &TxReport) {
     assert_eq!(
         r.sent,
         c.matched_packets + r.interface.delta.tx_dropped + rx.interface.delta.rx_dropped,
-        "sent vs XDP-matched + interface drops"
+        "sent vs XDP-matched + interface drops (matched {}, sender tx_dropped {}, receiver rx_dropped {}; counters {c:?}, xsk {x:?})",
+        c.matched_packets,
+        r.interface.delta.tx_dropped,
+        rx.interface.delta.rx_dropped
     );
     // XDP/socket layer: matched frames were read from a ring or dropped
     // with a reason.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::fs::{trim_value, Fs, FsError};
 use crate::host::ProcInfo;
 use crate::knob::{compare, with_banned_cpulist, Comparison, Current, Stage, Target, Wanted};
-use crate::plan::{observe_one, Item, Plan};
+use crate::plan::{is_writable, observe_one, Item, Plan};
 use crate::report::{KnobLine, Verdict};
 use crate::snapshot::{now_ms, Entry, Original, Snapshot, State, Store, SCHEMA};
 
@@ -324,6 +324,26 @@ pub fn apply(
         }
     }
 
+    if !failed {
+        // 4b. A knob that meant its value before the writes may not after
+        // them: one write can set others (`conf.all.forwarding` sets every
+        // device's). Such a knob is saved in the snapshot and written too,
+        // then everything is read back again; a profile whose knobs set
+        // each other cannot hold and is undone.
+        if let Err(msg) = rewrite_reset(
+            fs,
+            services,
+            store,
+            plan,
+            &mut snap,
+            &mut verdicts,
+            &mut written,
+        ) {
+            outcome.error = Some(msg);
+            failed = true;
+        }
+    }
+
     if failed {
         // 5a. Undo in reverse order, the failed knob too when it was written.
         let mut undo_failures = Vec::new();
@@ -398,6 +418,90 @@ pub fn apply(
         })
         .collect();
     Ok(outcome)
+}
+
+/// Step 4b of [`apply`]: writes the knobs that meant their value at plan
+/// time and no longer do after the profile's writes, each saved in the
+/// snapshot first, then reads every written knob back. An error names the
+/// knob that does not hold (the caller undoes every write).
+fn rewrite_reset(
+    fs: &dyn Fs,
+    services: &dyn Services,
+    store: &Store,
+    plan: &Plan,
+    snap: &mut Snapshot,
+    verdicts: &mut [(Verdict, String, Option<String>)],
+    written: &mut Vec<usize>,
+) -> Result<(), String> {
+    let reset: Vec<usize> = plan
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(i, item)| {
+            verdicts[*i].0 == Verdict::Ok
+                && is_writable(&item.desired.target)
+                && !compare(&item.desired, &observe_one(fs, &item.desired)).matches
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if reset.is_empty() {
+        return Ok(());
+    }
+    let first_new = snap.entries.len();
+    for &i in &reset {
+        let item = &plan.items[i];
+        let original = original_of(item).map_err(|e| format!("{}: {e}", item.desired.knob))?;
+        snap.entries.push(Entry {
+            knob: item.desired.knob.clone(),
+            stage: item.desired.stage,
+            original,
+        });
+    }
+    store
+        .save(snap)
+        .map_err(|e| format!("could not save the snapshot: {e}"))?;
+    for (n, &i) in reset.iter().enumerate() {
+        let item = &plan.items[i];
+        let now = compare(&item.desired, &observe_one(fs, &item.desired)).actual;
+        match write_knob(fs, services, item) {
+            Ok(WriteResult::Written) => {
+                written.push(first_new + n);
+                verdicts[i] = (
+                    Verdict::Written,
+                    format!("another write of this profile changed it to `{now}`; written again"),
+                    None,
+                );
+            }
+            Ok(WriteResult::FixedByKernel(e)) => {
+                let msg = format!(
+                    "another write of this profile changed it to `{now}`, and the kernel refuses to move it back ({})",
+                    e.errno_name()
+                );
+                verdicts[i] = (
+                    Verdict::Failed,
+                    msg.clone(),
+                    Some(e.errno_name().to_string()),
+                );
+                return Err(format!("{}: {msg}", item.desired.knob));
+            }
+            Err(e) => {
+                verdicts[i] = (Verdict::Failed, e.message.clone(), e.errno.clone());
+                return Err(format!("{}: {}", item.desired.knob, e.message));
+            }
+        }
+    }
+    for (i, item) in plan.items.iter().enumerate() {
+        if verdicts[i].0 != Verdict::Written {
+            continue;
+        }
+        if let Err(msg) = read_back(fs, item) {
+            let msg =
+                format!("{msg}: knobs of this profile set each other, so they cannot all hold");
+            verdicts[i] = (Verdict::Failed, msg.clone(), None);
+            return Err(format!("{}: {msg}", item.desired.knob));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a written knob back: its comparison when it means what the
@@ -784,6 +888,122 @@ mod tests {
         fn list(&self, d: &str) -> Result<Vec<String>, FsError> {
             self.inner.list(d)
         }
+    }
+
+    /// An Fs where writing `conf.all.forwarding` also sets `conf.va0.forwarding`,
+    /// as the kernel does for every device.
+    struct ForwardingFs {
+        inner: RootFs,
+    }
+
+    const ALL_FWD: &str = "/proc/sys/net/ipv4/conf/all/forwarding";
+    const DEV_FWD: &str = "/proc/sys/net/ipv4/conf/va0/forwarding";
+
+    impl Fs for ForwardingFs {
+        fn read(&self, p: &str) -> Result<String, FsError> {
+            self.inner.read(p)
+        }
+        fn write(&self, p: &str, v: &str) -> Result<(), FsError> {
+            self.inner.write(p, v)?;
+            if p == ALL_FWD {
+                self.inner.write(DEV_FWD, v)?;
+            }
+            Ok(())
+        }
+        fn replace_file(&self, p: &str, c: &str) -> Result<(), FsError> {
+            self.inner.replace_file(p, c)
+        }
+        fn remove(&self, p: &str) -> Result<(), FsError> {
+            self.inner.remove(p)
+        }
+        fn exists(&self, p: &str) -> bool {
+            self.inner.exists(p)
+        }
+        fn list(&self, d: &str) -> Result<Vec<String>, FsError> {
+            self.inner.list(d)
+        }
+    }
+
+    const FORWARDING: &[(&str, &str)] = &[
+        ("net.ipv4.conf.all.forwarding", "0"),
+        ("net.ipv4.conf.va0.forwarding", "0"),
+    ];
+
+    #[test]
+    fn a_knob_that_meant_its_value_and_is_reset_by_a_later_write_is_written_again() {
+        let host = fake_host("apply-reset", 2, FORWARDING, &[]);
+        let fs = ForwardingFs {
+            inner: RootFs::new(host.path()),
+        };
+        let store = Store::new(host.path().join("state"));
+        let text = "[sysctl]\n\"net.ipv4.conf.va0.forwarding\" = 0\n\"net.ipv4.conf.all.forwarding\" = 1\n";
+        let plan = plan_for(&fs, text, &host);
+        assert_eq!(
+            plan.changes().count(),
+            1,
+            "only all.forwarding differs at plan time"
+        );
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None);
+        assert_eq!(out.exit_code(), 0);
+        assert_eq!(host.get(ALL_FWD), "1\n");
+        assert_eq!(
+            host.get(DEV_FWD),
+            "0\n",
+            "the device's value the profile wants"
+        );
+        let dev = out.lines.iter().find(|l| l.knob.contains("va0")).unwrap();
+        assert_eq!(dev.verdict, Verdict::Written, "{dev:?}");
+        assert!(dev.reason.contains("changed it to `1`"), "{}", dev.reason);
+        // The snapshot holds the device knob too, so rollback puts back 0/0.
+        let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+        assert_eq!(snap.entries.len(), 2);
+        // Verified right after: nothing has drifted, and a second apply writes nothing.
+        let again = plan_for(&fs, text, &host);
+        assert_eq!(again.changes().count(), 0);
+    }
+
+    #[test]
+    fn knobs_that_set_each_other_fail_and_are_undone() {
+        // Two names of one setting (as `net.ipv4.ip_forward` and
+        // `net.ipv4.conf.all.forwarding`) wanted at two values cannot hold.
+        let host = fake_host("apply-conflict", 2, FORWARDING, &[]);
+        struct Both(RootFs);
+        impl Fs for Both {
+            fn read(&self, p: &str) -> Result<String, FsError> {
+                self.0.read(p)
+            }
+            fn write(&self, _: &str, v: &str) -> Result<(), FsError> {
+                // The two names are one setting.
+                self.0.write(ALL_FWD, v)?;
+                self.0.write(DEV_FWD, v)
+            }
+            fn replace_file(&self, p: &str, c: &str) -> Result<(), FsError> {
+                self.0.replace_file(p, c)
+            }
+            fn remove(&self, p: &str) -> Result<(), FsError> {
+                self.0.remove(p)
+            }
+            fn exists(&self, p: &str) -> bool {
+                self.0.exists(p)
+            }
+            fn list(&self, d: &str) -> Result<Vec<String>, FsError> {
+                self.0.list(d)
+            }
+        }
+        let fs = Both(RootFs::new(host.path()));
+        let store = Store::new(host.path().join("state"));
+        let text = "[sysctl]\n\"net.ipv4.conf.va0.forwarding\" = 0\n\"net.ipv4.conf.all.forwarding\" = 1\n";
+        let plan = plan_for(&fs, text, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.exit_code(), 1);
+        let err = out.error.clone().unwrap();
+        assert!(err.contains("set each other"), "{err}");
+        assert!(err.contains("every write was undone"), "{err}");
+        assert_eq!(host.get(ALL_FWD), "0\n");
+        assert_eq!(host.get(DEV_FWD), "0\n");
+        let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
+        assert_eq!(snap.state, State::Undone);
     }
 
     struct NoServices;

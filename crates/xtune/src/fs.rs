@@ -112,6 +112,10 @@ pub trait Fs {
     fn read_link(&self, _path: &str) -> Option<String> {
         None
     }
+    /// True when the path is a directory (following symlinks).
+    fn is_dir(&self, _path: &str) -> bool {
+        false
+    }
     /// True when the file exists and nobody may write it (mode without any
     /// write bit, as the kernel shows a sysctl it keeps read-only).
     fn read_only(&self, _path: &str) -> bool {
@@ -187,6 +191,10 @@ impl Fs for RootFs {
 
     fn exists(&self, path: &str) -> bool {
         self.resolve(path).exists()
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        self.resolve(path).is_dir()
     }
 
     fn list(&self, dir: &str) -> Result<Vec<String>, FsError> {

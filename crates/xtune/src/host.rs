@@ -47,6 +47,9 @@ pub struct Topology {
     /// Of those, the ones the kernel shows read-only here (in a network
     /// namespace: `net.core.rmem_max` and others it only lets the host set).
     pub readonly_sysctls: BTreeSet<String>,
+    /// Profile sysctl names that are directories of /proc/sys (a group such
+    /// as `net.ipv4.conf.eth0`), not settings.
+    pub sysctl_groups: BTreeSet<String>,
     /// `fs.nr_open`, the ceiling of any nofile limit.
     pub nr_open: Option<u64>,
     /// xtune's own RLIMIT_NOFILE (soft, hard), what a shell started alike gets.
@@ -110,10 +113,13 @@ impl Topology {
             .unwrap_or_default();
         let mut present_sysctls = BTreeSet::new();
         let mut readonly_sysctls = BTreeSet::new();
+        let mut sysctl_groups = BTreeSet::new();
         let mut names: Vec<&str> = profile.sysctl.iter().map(|(k, _)| k.as_str()).collect();
         names.push("net.core.rps_sock_flow_entries");
         for name in names {
-            if fs.exists(&sysctl_path(name)) {
+            if fs.is_dir(&sysctl_path(name)) {
+                sysctl_groups.insert(name.to_string());
+            } else if fs.exists(&sysctl_path(name)) {
                 present_sysctls.insert(name.to_string());
                 if fs.read_only(&sysctl_path(name)) {
                     readonly_sysctls.insert(name.to_string());
@@ -146,6 +152,7 @@ impl Topology {
             irqbalance,
             irqbalance_config,
             present_sysctls,
+            sysctl_groups,
             readonly_sysctls,
             nr_open,
             nofile: own_nofile(),
@@ -417,6 +424,29 @@ mod tests {
         let topo = Topology::read(&fs, &Profile::default());
         assert_eq!(topo.devices["eth1"].irqs, vec![50, 51]);
         assert!(!topo.devices["eth1"].hardware);
+    }
+
+    #[test]
+    fn a_sysctl_name_that_is_a_directory_is_a_group_not_a_setting() {
+        let t = fake_host(
+            "host-group",
+            2,
+            &[("net.ipv4.conf.va0.forwarding", "0")],
+            &[],
+        );
+        let fs = RootFs::new(t.path());
+        let p = Profile::from_text(
+            "[sysctl]\n\"net.ipv4.conf.va0\" = 1\n\"net.ipv4.conf.va0.forwarding\" = 1\n",
+            "p",
+            t.path(),
+        )
+        .unwrap();
+        let topo = Topology::read(&fs, &p);
+        assert!(topo.sysctl_groups.contains("net.ipv4.conf.va0"));
+        assert!(!topo.present_sysctls.contains("net.ipv4.conf.va0"));
+        assert!(topo
+            .present_sysctls
+            .contains("net.ipv4.conf.va0.forwarding"));
     }
 
     #[test]

@@ -166,6 +166,14 @@ pub enum PlanError {
         /// Path looked for.
         path: String,
     },
+    /// A sysctl name that is a group (a directory of /proc/sys), not a setting.
+    #[error("sysctl {key} is a group of settings, not one ({path} is a directory): name one of its entries")]
+    SysctlGroup {
+        /// Dotted name.
+        key: String,
+        /// The directory.
+        path: String,
+    },
     /// Global knobs asked for inside a network namespace.
     #[error("refusing to apply host-wide settings inside network namespace `{netns}`: {} (they are not per namespace on this kernel; apply them on the host, or pass --skip-global to leave them out)", knobs.join(", "))]
     GlobalInNetns {
@@ -610,6 +618,12 @@ fn sysctl_desired(
     stage: Stage,
 ) -> Result<Desired, PlanError> {
     let path = sysctl_path(key);
+    if topo.sysctl_groups.contains(key) {
+        return Err(PlanError::SysctlGroup {
+            key: key.to_string(),
+            path,
+        });
+    }
     if !topo.present_sysctls.contains(key) {
         return Err(PlanError::UnknownSysctl {
             key: key.to_string(),
@@ -1258,6 +1272,18 @@ mod tests {
         };
         let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
         assert!(matches!(e, PlanError::UnknownSysctl { .. }));
+        assert_eq!(e.exit_code(), 1);
+        let mut t = t;
+        t.sysctl_groups.insert("net.ipv4.conf.lo".into());
+        let p = Profile {
+            sysctl: vec![("net.ipv4.conf.lo".into(), SysctlValue::Int(1))],
+            ..Profile::default()
+        };
+        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "sysctl net.ipv4.conf.lo is a group of settings, not one (/proc/sys/net/ipv4/conf/lo is a directory): name one of its entries"
+        );
         assert_eq!(e.exit_code(), 1);
     }
 

@@ -264,7 +264,7 @@ fn run(cli: Cli) -> i32 {
         let mut keys: Vec<&str> = p.sysctl.iter().map(|(k, _)| k.as_str()).collect();
         keys.push(RPS_SOCK_FLOW_ENTRIES);
         for k in keys.into_iter().filter(|k| k.starts_with("net.")) {
-            if ctx.fs.exists(&sysctl_path(k)) {
+            if ctx.fs.exists(&sysctl_path(k)) && !ctx.fs.is_dir(&sysctl_path(k)) {
                 host_net_sysctls.insert(k.to_string());
             }
         }
