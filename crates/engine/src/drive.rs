@@ -33,6 +33,21 @@ pub(crate) trait Transport<'p> {
     /// Tells connection `i`'s codec that the peer closed; returns the error to count.
     fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind>;
 
+    /// Connections of this worker.
+    fn conns(&self) -> usize;
+
+    /// Sets the quota of `-n` once the measured window has opened.
+    #[inline]
+    fn open_window_quota(&mut self) {
+        if self.ctx().window_opening() {
+            let mut in_flight = 0u64;
+            for i in 0..self.conns() {
+                in_flight += self.exchange(i).pending.len() as u64;
+            }
+            self.ctx().open_window_quota(in_flight);
+        }
+    }
+
     /// Queues `n` requests, sent at `sent`, on connection `i`.
     #[inline]
     fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
@@ -65,6 +80,7 @@ pub(crate) trait Transport<'p> {
     #[inline]
     fn ready(&mut self, i: usize, now: u64) {
         if self.ctx().open_loop {
+            self.ctx().connection_ready(now);
             self.idle().push(i as u32);
         } else {
             self.send_batch(i, now);

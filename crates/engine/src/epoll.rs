@@ -131,6 +131,9 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn is_open(&self, i: usize) -> bool {
         self.conns[i].state == State::Open
     }
+    fn conns(&self) -> usize {
+        self.conns.len()
+    }
     fn idle(&mut self) -> &mut Vec<u32> {
         &mut self.idle
     }
@@ -172,6 +175,7 @@ impl Driver<'_, '_> {
             if !self.ctx.on_time(now) {
                 break;
             }
+            self.open_window_quota();
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + sweep_ns;

@@ -63,7 +63,12 @@ impl Schedule {
             dropped: 0,
             queued_at_window: 0,
         };
-        s.next_ns += s.gap();
+        // A uniform schedule sends at its start, then every gap: a window
+        // of D seconds intends rate × D sends. A Poisson one starts a gap
+        // in (memoryless: the same mean count).
+        if arrival == Arrival::Poisson {
+            s.next_ns += s.gap();
+        }
         s
     }
 
@@ -80,6 +85,22 @@ impl Schedule {
                 -u.ln() * self.mean_gap_ns
             }
         }
+    }
+
+    /// Starts the schedule again at `now_ns`, as if made then: the loop
+    /// could not send before (no connection was open yet), so what came due
+    /// before is not intended, and not late.
+    pub fn rebase(&mut self, now_ns: u64) {
+        self.base_ns = now_ns;
+        self.next_ns = 0.0;
+        if self.arrival == Arrival::Poisson {
+            self.next_ns += self.gap();
+        }
+        self.queue.clear();
+        self.tokens = self.burst;
+        self.refilled_ns = now_ns;
+        self.dropped = 0;
+        self.queued_at_window = 0;
     }
 
     /// Moves every intended time that is due at `now_ns` into the queue and
@@ -167,7 +188,8 @@ mod tests {
     fn uniform_schedule_emits_rate_times_seconds() {
         let mut s = Schedule::new(1000.0, Arrival::Uniform, 10_000, 0, 1);
         let mut sent = 0;
-        for ms in 1..=1000u64 {
+        // The window [0, 1 s): sends at 0, 1, ..., 999 ms.
+        for ms in 0..1000u64 {
             s.advance(ms * 1_000_000);
             while s.take().is_some() {
                 sent += 1;
@@ -175,6 +197,25 @@ mod tests {
         }
         assert_eq!(sent, 1000);
         assert_eq!(s.dropped, 0);
+    }
+
+    #[test]
+    fn rebase_starts_over_without_late_or_dropped_sends() {
+        let mut s = Schedule::new(1000.0, Arrival::Uniform, 5, 0, 1);
+        s.advance(100_000_000); // 100 ms without a connection
+        assert_eq!(s.dropped, 96);
+        s.rebase(100_000_000);
+        assert_eq!((s.queued(), s.dropped), (0, 0));
+        s.advance(100_000_000);
+        assert_eq!(
+            s.take(),
+            Some(100_000_000),
+            "the first send is due at the new start"
+        );
+        s.advance(100_500_000);
+        assert_eq!(s.take(), None);
+        s.advance(101_000_000);
+        assert_eq!(s.take(), Some(101_000_000));
     }
 
     #[test]
@@ -188,9 +229,9 @@ mod tests {
     #[test]
     fn queue_is_capped_and_drops_are_counted() {
         let mut s = Schedule::new(1000.0, Arrival::Uniform, 5, 0, 1);
-        s.advance(100_000_000); // 100 due, nobody takes them
+        s.advance(100_000_000); // 101 due (0 to 100 ms), nobody takes them
         assert_eq!(s.queued(), 5);
-        assert_eq!(s.dropped, 95);
+        assert_eq!(s.dropped, 96);
     }
 
     #[test]
@@ -246,11 +287,12 @@ mod tests {
 
     #[test]
     fn sends_still_queued_at_the_end_count_as_dropped_if_the_window_intended_them() {
-        // 1000/s, 2 queued before the window, 5 more intended in it, none sent.
+        // 1000/s, 2 queued before the window (0 and 1 ms), 5 more intended
+        // in it ([2 ms, 7 ms): its end is not), none sent.
         let mut s = Schedule::new(1000.0, Arrival::Uniform, 100, 0, 1);
-        s.advance(2_000_000);
+        s.advance(2_000_000 - 1);
         s.start_window();
-        s.advance(7_000_000);
+        s.advance(7_000_000 - 1);
         assert_eq!(s.queued(), 7);
         s.finish();
         assert_eq!(s.dropped, 5, "the window's 5, not the warm-up's 2");
@@ -265,7 +307,9 @@ mod tests {
 
     #[test]
     fn wake_time_points_at_the_next_due_send() {
-        let s = Schedule::new(1000.0, Arrival::Uniform, 10, 5_000_000, 1);
+        let mut s = Schedule::new(1000.0, Arrival::Uniform, 10, 5_000_000, 1);
+        assert_eq!(s.wake_ns(), 5_000_000, "the first send is due at the start");
+        s.advance(5_000_000);
         assert_eq!(s.wake_ns(), 6_000_000);
     }
 }

@@ -95,8 +95,16 @@ pub(crate) struct Ctx<'a> {
     tick_seq: u64,
     index: usize,
     ticks: Option<Sender<Tick>>,
-    /// Requests this worker may still send (None: unlimited).
+    /// Requests this worker may still send in the measured window (None:
+    /// unlimited). The warm-up sends without using it.
     quota: Option<u64>,
+    /// Open loop: the schedule has started (a connection was ready).
+    sched_started: bool,
+    /// This worker's share of `-n`.
+    quota_total: Option<u64>,
+    /// The measured window just opened: the quota is yet to be set from
+    /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
+    window_opened: bool,
     pub sched: Option<Schedule>,
     pub open_loop: bool,
 }
@@ -111,12 +119,14 @@ impl<'a> Ctx<'a> {
         if !self.measuring && now >= self.measure_ns {
             self.rec.reset();
             self.measuring = true;
+            self.window_opened = true;
             // The window is [measure_ns, end_ns] even if this loop noticed late.
             self.measured_from_ns = self.measure_ns;
             self.next_tick_ns = self.measure_ns + self.tick_ns;
             if let Some(s) = self.sched.as_mut() {
-                // Sends due before the window belong to the warm-up.
-                s.advance(self.measure_ns);
+                // Sends due before the window belong to the warm-up; one due
+                // at its first instant is the window's.
+                s.advance(self.measure_ns.saturating_sub(1));
                 s.start_window();
             }
         }
@@ -172,9 +182,52 @@ impl<'a> Ctx<'a> {
         t
     }
 
-    /// How many of `want` requests may be sent now (closed loop).
+    /// Once, when the measured window has opened: the window's quota is the
+    /// worker's share of `-n` less the warm-up's requests still in flight
+    /// (`in_flight`), which will be answered, and counted, in the window.
+    pub fn open_window_quota(&mut self, in_flight: u64) {
+        self.window_opened = false;
+        if let Some(total) = self.quota_total {
+            self.quota = Some(total.saturating_sub(in_flight));
+        }
+    }
+
+    /// Open loop: a connection is ready to send. The first time, the
+    /// schedule starts here rather than at the run's start (thread, ring and
+    /// connection setup take milliseconds: sends intended then could only
+    /// leave late), and a measured window already open starts here too
+    /// (its rate is over the time it could send).
+    #[inline]
+    pub fn connection_ready(&mut self, now: u64) {
+        if self.sched_started {
+            return;
+        }
+        self.sched_started = true;
+        if let Some(s) = self.sched.as_mut() {
+            s.rebase(now);
+            if self.measuring {
+                // The time series keeps its seconds on the window's start
+                // (its first row is short by the setup), so its last row
+                // still ends with the window.
+                s.start_window();
+                self.measured_from_ns = self.measured_from_ns.max(now);
+            }
+        }
+    }
+
+    /// The measured window has opened and its quota is not set yet.
+    #[inline]
+    pub fn window_opening(&self) -> bool {
+        self.window_opened
+    }
+
+    /// How many of `want` requests may be sent now (closed loop): all of
+    /// them during the warm-up, else what the quota allows.
     #[inline]
     pub fn allow(&mut self, want: usize) -> usize {
+        if !self.measuring {
+            return want;
+        }
         match self.quota.as_mut() {
             None => want,
             Some(q) => {
@@ -188,6 +241,9 @@ impl<'a> Ctx<'a> {
     /// Gives back quota for `n` requests that were sent but never answered nor
     /// counted as failed (their connection ended): they will be sent again.
     pub fn refund(&mut self, n: usize) {
+        if !self.measuring {
+            return;
+        }
         if let Some(q) = self.quota.as_mut() {
             *q += n as u64;
         }
@@ -205,7 +261,7 @@ impl<'a> Ctx<'a> {
             return None;
         }
         let t = self.sched.as_mut()?.take()?;
-        if let Some(q) = self.quota.as_mut() {
+        if let Some(q) = self.quota.as_mut().filter(|_| self.measuring) {
             *q -= 1;
         }
         Some(t)
@@ -326,6 +382,9 @@ pub fn run_observed(
                     index,
                     ticks,
                     quota: plan.quota_of(index),
+                    quota_total: plan.quota_of(index),
+                    window_opened: false,
+                    sched_started: false,
                     sched,
                     open_loop,
                 };

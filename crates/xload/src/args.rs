@@ -27,8 +27,10 @@ pub struct CommonArgs {
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
-    /// Stop after N requests have completed: answered or failed (with -d, whichever comes first).
-    /// Requests left unanswered by a connection the server closed are sent again.
+    /// Stop after N requests have completed in the measured window: answered or failed (with -d,
+    /// whichever comes first). A --warmup runs its full length first and does not count; the
+    /// requests it left in flight count when answered. Requests left unanswered by a connection
+    /// the server closed are sent again.
     #[arg(short = 'n', long = "requests", value_parser = parse_count_u64)]
     pub requests: Option<u64>,
 

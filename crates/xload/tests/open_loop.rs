@@ -632,6 +632,44 @@ fn a_rate_far_beyond_capacity_still_runs_on_time_and_accounts_for_every_send() {
     );
 }
 
+/// A uniform schedule sends at its start and then every gap, so a window of
+/// D seconds at R/s intends R × D sends, however low R × D is; and the
+/// schedule starts once a connection is open, so the setup (thread, ring,
+/// connect) makes no send late. Before: the first send came a gap after the
+/// start (`--rate 2 -t 2 -d 2s` sent 2 of 4; `--rate 0.5 -d 2s` none, exit 1),
+/// and a schedule started before the connections were up made its first
+/// sends late by the setup's milliseconds.
+#[test]
+fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
+    let _serial = serial();
+    let server = TestServer::start(Behavior::Ok { body_len: 16 });
+    for (rate, threads, conns, dur, want) in [
+        ("2", "2", "2", "2s", 4),
+        ("0.5", "1", "1", "2s", 1),
+        ("20", "1", "2", "1s", 20),
+    ] {
+        let r = measure(&args(&[
+            &server.url("/"),
+            "--rate",
+            rate,
+            "-t",
+            threads,
+            "-c",
+            conns,
+            "-d",
+            dur,
+        ]));
+        let s = summary(&r);
+        assert_eq!(r.requests, want, "--rate {rate} -t {threads} -d {dur}: {s}");
+        assert_eq!(r.dropped, Some(0), "{s}");
+        assert_eq!(
+            r.late_sends,
+            Some(0),
+            "--rate {rate} -t {threads} -d {dur}: {s}"
+        );
+    }
+}
+
 #[test]
 fn a_request_quota_in_an_open_loop_drops_nothing() {
     let _serial = serial();

@@ -157,6 +157,33 @@ fn exact_count_with_n(engine: &str, pipeline: u64) {
     );
 }
 
+/// `-n N --warmup`: the warm-up runs its full length without using the
+/// quota, then exactly N responses are measured; the server answered the
+/// warm-up's too.
+fn exact_count_with_n_after_a_warmup(engine: &str) {
+    const N: u64 = 2000;
+    let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
+    let (n, c) = (N.to_string(), CONNECTIONS.to_string());
+    let Some(out) = run(
+        &server.url("/"),
+        &["-n", &n, "-c", &c, "--warmup", "300ms"],
+        Some(engine),
+    ) else {
+        return;
+    };
+    out.assert_clean();
+    assert_eq!(out.requests(), N, "{}", out.show());
+    assert_eq!(out.u64_at("/status/200"), N, "{}", out.show());
+    // Before: the warm-up used the quota up (2000 answers in ~20 ms) and
+    // the window measured nothing.
+    assert!(
+        server.served() > N,
+        "the warm-up was answered too: {} in all\n{}",
+        server.served(),
+        out.show()
+    );
+}
+
 /// `-d`: what xload counted ≤ what the server wrote ≤ that plus the
 /// responses in flight at the end (connections × pipeline).
 fn duration_run_reconciles(engine: &str, pipeline: u64) {
@@ -562,6 +589,7 @@ macro_rules! both_engines {
 both_engines!(
     exact_count_with_n_pipeline_1,
     exact_count_with_n_pipeline_8,
+    exact_count_with_n_after_a_warmup,
     duration_run_reconciles_pipeline_1,
     duration_run_reconciles_pipeline_8,
     head_requests_complete,
