@@ -89,18 +89,39 @@ pub(crate) trait Transport<'p> {
 
     /// Open loop: hands sends that are due to idle connections.
     fn dispatch(&mut self, now: u64) {
-        while let Some(&i) = self.idle().last() {
+        loop {
+            let Some(&i) = self.idle().last() else {
+                // Every connection is busy: what is due waits for one.
+                self.ctx().no_free_connection(now);
+                break;
+            };
             let i = i as usize;
             if !self.is_open(i) || !self.exchange(i).pending.is_empty() {
                 self.idle().pop();
                 continue;
             }
-            let Some(intended) = self.ctx().take_scheduled() else {
+            let waited = {
+                let ctx = self.ctx();
+                let intended = ctx.take_scheduled();
+                let waited = intended.is_some_and(|t| ctx.waited_for_connection(t, LATE_NS));
+                if intended.is_none() {
+                    // A connection is free and nothing may leave yet.
+                    ctx.free_connection();
+                }
+                intended.map(|t| (t, waited))
+            };
+            let Some((intended, waited)) = waited else {
                 break;
             };
             self.idle().pop();
+            let rec = &mut self.ctx().rec;
+            rec.record_send();
             if now.saturating_sub(intended) > LATE_NS {
-                self.ctx().rec.record_late_send();
+                if waited {
+                    rec.record_late_send_waiting();
+                } else {
+                    rec.record_late_send();
+                }
             }
             self.send(
                 i,

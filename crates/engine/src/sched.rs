@@ -139,6 +139,12 @@ impl Schedule {
         self.queue.pop_front()
     }
 
+    /// Sends are due and wait (for a connection or a token).
+    #[inline]
+    pub fn has_queued(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
     /// Sends waiting for a connection or a token.
     #[cfg(test)]
     pub fn queued(&self) -> usize {

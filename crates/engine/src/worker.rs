@@ -100,6 +100,9 @@ pub(crate) struct Ctx<'a> {
     quota: Option<u64>,
     /// Open loop: the schedule has started (a connection was ready).
     sched_started: bool,
+    /// Open loop: since when due sends have waited with every connection
+    /// busy (None: a connection was free when last looked).
+    no_connection_since: Option<u64>,
     /// This worker's share of `-n`.
     quota_total: Option<u64>,
     /// The measured window just opened: the quota is yet to be set from
@@ -213,6 +216,35 @@ impl<'a> Ctx<'a> {
                 self.measured_from_ns = self.measured_from_ns.max(now);
             }
         }
+    }
+
+    /// Open loop: due sends wait and no connection is free.
+    #[inline]
+    pub fn no_free_connection(&mut self, now: u64) {
+        if self.no_connection_since.is_none() && self.sched.as_ref().is_some_and(|s| s.has_queued())
+        {
+            self.no_connection_since = Some(now);
+        }
+    }
+
+    /// Open loop: a connection is free and nothing may leave on it now.
+    /// Once no send waits (caught up), the wait for connections is over;
+    /// sends still held by the catch-up pacing after such a wait are part
+    /// of it.
+    #[inline]
+    pub fn free_connection(&mut self) {
+        if !self.sched.as_ref().is_some_and(|s| s.has_queued()) {
+            self.no_connection_since = None;
+        }
+    }
+
+    /// Open loop: whether a send intended at `intended` and leaving late
+    /// waited for a connection: every connection was already busy before it
+    /// became late (else this loop itself was behind).
+    #[inline]
+    pub fn waited_for_connection(&self, intended: u64, late_ns: u64) -> bool {
+        self.no_connection_since
+            .is_some_and(|t| t <= intended.saturating_add(late_ns))
     }
 
     /// The measured window has opened and its quota is not set yet.
@@ -385,6 +417,7 @@ pub fn run_observed(
                     quota_total: plan.quota_of(index),
                     window_opened: false,
                     sched_started: false,
+                    no_connection_since: None,
                     sched,
                     open_loop,
                 };

@@ -24,6 +24,9 @@ pub const FD_NEAR_LIMIT_FRACTION: f64 = 0.9;
 pub const SCHEDULE_LAG_P99_LIMIT_US: u64 = 1_000;
 /// Open loop: a larger fraction of late sends means the client fell behind.
 pub const LATE_SEND_RATIO_LIMIT: f64 = 0.01;
+/// Fewer late sends than this (a scheduling hiccup or two in a short, slow
+/// run) are no verdict on the client, whatever their share.
+pub const LATE_SENDS_MIN: u64 = 5;
 /// Seconds a closed connection holds its local port in TIME_WAIT (Linux TCP_TIMEWAIT_LEN).
 pub const TIME_WAIT_S: f64 = 60.0;
 /// How many IRQs the summaries list, busiest first.
@@ -292,8 +295,15 @@ pub struct VerdictInput {
     pub no_keepalive_conn_per_s: Option<f64>,
     /// Open loop: p99 of (actual send − intended send), µs.
     pub schedule_lag_p99_us: Option<u64>,
-    /// Open loop: fraction of sends later than their slot allows (0..1).
+    /// Open loop: fraction of sends later than their slot allows (0..1),
+    /// leaving out those that waited for a free connection.
     pub late_send_ratio: Option<f64>,
+    /// Open loop: how many sends were late, leaving out those that waited for
+    /// a free connection (a handful is a hiccup, not a verdict).
+    pub late_sends: Option<u64>,
+    /// Open loop: fraction of sends late because every connection was busy
+    /// when they came due (0..1): the server's pace, not this client's.
+    pub late_waiting_ratio: Option<f64>,
     /// io_uring completion-queue overflows.
     pub cq_overflows: u64,
     /// Socket/connect failures for lack of descriptors (EMFILE, ENFILE).
@@ -495,10 +505,17 @@ pub fn summarize(
         }
     }
 
-    // Open-loop schedule.
+    // Open-loop schedule. Sends that waited for a free connection are the
+    // server's latency × the connections at work, not this client: when
+    // they are over the limit, the lag's p99 is theirs and says nothing of
+    // the client (its own late sends are judged below).
+    let waits_dominate = input
+        .late_waiting_ratio
+        .is_some_and(|r| r > LATE_SEND_RATIO_LIMIT);
+    let enough_late = input.late_sends.is_none_or(|n| n >= LATE_SENDS_MIN);
     if let Some(lag_us) = input
         .schedule_lag_p99_us
-        .filter(|l| *l > SCHEDULE_LAG_P99_LIMIT_US)
+        .filter(|l| *l > SCHEDULE_LAG_P99_LIMIT_US && !waits_dominate && enough_late)
     {
         findings.push(Finding {
             short: format!("schedule lag p99 {:.1} ms", lag_us as f64 / 1000.0),
@@ -510,7 +527,10 @@ pub fn summarize(
             ),
         });
     }
-    if let Some(late) = input.late_send_ratio.filter(|r| *r > LATE_SEND_RATIO_LIMIT) {
+    if let Some(late) = input
+        .late_send_ratio
+        .filter(|r| *r > LATE_SEND_RATIO_LIMIT && enough_late)
+    {
         findings.push(Finding {
             short: format!("late sends {:.1}%", late * 100.0),
             reason: format!(
@@ -519,6 +539,19 @@ pub fn summarize(
                 LATE_SEND_RATIO_LIMIT * 100.0
             ),
         });
+    }
+
+    if let Some(w) = input
+        .late_waiting_ratio
+        .filter(|r| *r > LATE_SEND_RATIO_LIMIT)
+    {
+        notes.push(format!(
+            "open loop: {:.1}% of sends left late because all {} connections had a request in \
+             flight: the server's latency × the connections held the rate back, not this client \
+             (more connections, -c, keep the rate)",
+            w * 100.0,
+            input.connections
+        ));
     }
 
     // io_uring.
@@ -544,7 +577,8 @@ pub fn summarize(
         ));
     }
     let tcp = tcp_deltas(&start.tcp, &end.tcp);
-    notes.extend(tcp_notes(&tcp));
+    // Closing its connections at the end, the generator may reset each once.
+    notes.extend(tcp_notes(&tcp, input.connections as i64));
 
     let judged_max = judged
         .iter()
@@ -636,7 +670,7 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
             ),
         });
     }
-    let notes = tcp_notes(&tcp)
+    let notes = tcp_notes(&tcp, 0)
         .into_iter()
         .filter(|n| !n.starts_with("ListenOverflows"))
         .collect();
@@ -791,7 +825,9 @@ fn verdict_line(who: &str, findings: &[Finding], max: Option<&CpuUsage>) -> Stri
     }
 }
 
-fn tcp_notes(tcp: &BTreeMap<String, i64>) -> Vec<String> {
+/// Notes on the TCP counters' changes; `own_resets` resets are the
+/// generator's own (closing its connections at the end of the run).
+fn tcp_notes(tcp: &BTreeMap<String, i64>, own_resets: i64) -> Vec<String> {
     let get = |k: &str| tcp.get(k).copied().unwrap_or(0);
     let mut notes = Vec::new();
     if get("ListenOverflows") > 0 || get("ListenDrops") > 0 {
@@ -810,7 +846,7 @@ fn tcp_notes(tcp: &BTreeMap<String, i64>) -> Vec<String> {
             get("TCPSynRetrans")
         ));
     }
-    if get("AttemptFails") > 0 || get("EstabResets") > 0 {
+    if get("AttemptFails") > 0 || get("EstabResets") > own_resets {
         notes.push(format!(
             "AttemptFails +{}, EstabResets +{}: connections were refused or reset",
             get("AttemptFails"),

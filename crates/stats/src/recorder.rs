@@ -45,6 +45,11 @@ pub(crate) struct OpenLoop {
     /// How late each send left versus its intended time.
     pub(crate) schedule_lag_us: Histogram<u64>,
     pub(crate) late_sends: u64,
+    /// Of the late sends, those that waited for a free connection (every
+    /// connection had a request in flight when they came due).
+    pub(crate) late_waiting: u64,
+    /// Sends that left (each intended send leaves or is dropped).
+    pub(crate) sends: u64,
     pub(crate) dropped: u64,
 }
 
@@ -54,6 +59,8 @@ impl OpenLoop {
             latency_uncorrected_us: new_latency_histogram(),
             schedule_lag_us: new_latency_histogram(),
             late_sends: 0,
+            late_waiting: 0,
+            sends: 0,
             dropped: 0,
         }
     }
@@ -235,6 +242,21 @@ impl Recorder {
         self.open_loop_mut().late_sends += 1;
     }
 
+    /// Open loop: a send left after its intended time because it waited for
+    /// a free connection (a late send, counted apart as well).
+    #[inline]
+    pub fn record_late_send_waiting(&mut self) {
+        let ol = self.open_loop_mut();
+        ol.late_sends += 1;
+        ol.late_waiting += 1;
+    }
+
+    /// Open loop: a send left (late or not).
+    #[inline]
+    pub fn record_send(&mut self) {
+        self.open_loop_mut().sends += 1;
+    }
+
     /// A connection was opened (connections per second without keep-alive).
     #[inline]
     pub fn record_connect(&mut self) {
@@ -279,6 +301,16 @@ impl Recorder {
     /// Open loop: late sends (0 in closed loop).
     pub fn late_sends(&self) -> u64 {
         self.open_loop.as_ref().map_or(0, |o| o.late_sends)
+    }
+
+    /// Open loop: late sends that waited for a free connection (0 in closed loop).
+    pub fn late_waiting(&self) -> u64 {
+        self.open_loop.as_ref().map_or(0, |o| o.late_waiting)
+    }
+
+    /// Open loop: sends that left (0 in closed loop).
+    pub fn sends(&self) -> u64 {
+        self.open_loop.as_ref().map_or(0, |o| o.sends)
     }
 
     /// Open loop: dropped sends (0 in closed loop).
@@ -341,6 +373,8 @@ impl Recorder {
             ol.latency_uncorrected_us.reset();
             ol.schedule_lag_us.reset();
             ol.late_sends = 0;
+            ol.late_waiting = 0;
+            ol.sends = 0;
             ol.dropped = 0;
         }
         self.mark = IntervalMark::default();
@@ -383,6 +417,8 @@ impl Recorder {
             );
             add_into(&mut mine.schedule_lag_us, &theirs.schedule_lag_us);
             mine.late_sends += theirs.late_sends;
+            mine.late_waiting += theirs.late_waiting;
+            mine.sends += theirs.sends;
             mine.dropped += theirs.dropped;
         }
         self.mark.requests += other.mark.requests;

@@ -225,6 +225,14 @@ pub struct Report {
     pub histogram_schedule_lag: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_sends: Option<u64>,
+    /// Open loop: of the late sends, those that waited for a free
+    /// connection (every connection had a request in flight): the server's
+    /// latency × the connections held the rate back, not this client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_waiting_for_connection: Option<u64>,
+    /// Open loop: sends that left in the window (intended = sends + dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
     /// io_uring closed loop: what the batched waits brought (filled by the
@@ -327,6 +335,8 @@ impl Report {
             schedule_lag_us: open.map(|o| LatencySummary::from_histogram(&o.schedule_lag_us)),
             histogram_schedule_lag: open.map(|o| histogram_string(&o.schedule_lag_us)),
             late_sends: open_loop.then(|| rec.late_sends()),
+            late_waiting_for_connection: open_loop.then(|| rec.late_waiting()),
+            sends: open_loop.then(|| rec.sends()),
             dropped: open_loop.then(|| rec.dropped()),
             batching: None,
             interrupted: false,
@@ -482,6 +492,8 @@ impl Report {
             schedule_lag_us: None,
             histogram_schedule_lag: None,
             late_sends: None,
+            late_waiting_for_connection: None,
+            sends: None,
             dropped: None,
             batching: None,
             interrupted: false,
@@ -545,6 +557,11 @@ impl Report {
             out.errors_total += r.errors_total;
             out.rate_target = add_opt(out.rate_target, r.rate_target);
             out.late_sends = add_opt(out.late_sends, r.late_sends);
+            out.late_waiting_for_connection = add_opt(
+                out.late_waiting_for_connection,
+                r.late_waiting_for_connection,
+            );
+            out.sends = add_opt(out.sends, r.sends);
             out.dropped = add_opt(out.dropped, r.dropped);
             out.batching = Batching::merge(out.batching, r.batching);
             out.interrupted |= r.interrupted;

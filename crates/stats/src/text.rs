@@ -181,8 +181,17 @@ impl Report {
                 &mut out,
                 "Sends",
                 &format!(
-                    "late {}  dropped {}",
+                    "{}late {}{}  dropped {}",
+                    self.sends
+                        .map(|n| format!("{} sent  ", fmt_count(n)))
+                        .unwrap_or_default(),
                     fmt_count(self.late_sends.unwrap_or(0)),
+                    match self.late_waiting_for_connection {
+                        Some(w) if w > 0 => {
+                            format!(" ({} waiting for a free connection)", fmt_count(w))
+                        }
+                        _ => String::new(),
+                    },
                     fmt_count(self.dropped.unwrap_or(0))
                 ),
             );
@@ -330,8 +339,18 @@ impl Report {
             return Vec::new();
         };
         if let Some(v) = client.get("verdict").and_then(|v| v.as_str()) {
-            // The probe's verdict is the whole line ("client: ...").
-            return vec![v.to_string()];
+            // The probe's verdict is the whole line ("client: ..."), then
+            // its notes: what it saw that is not this client's limit.
+            let mut lines = vec![v.to_string()];
+            if let Some(notes) = client.get("notes").and_then(|n| n.as_array()) {
+                lines.extend(
+                    notes
+                        .iter()
+                        .filter_map(|n| n.as_str())
+                        .map(|n| format!("  note: {n}")),
+                );
+            }
+            return lines;
         }
         client
             .get("per_report")

@@ -128,7 +128,10 @@ fn open_loop_shows_corrected_and_uncorrected_latency_rate_sends_and_lag() {
     for i in 0..5_000u64 {
         let lag_us = if i < 100 { 20_000 } else { 3 };
         rec.record_response_open_loop(500 + lag_us, 500, lag_us, 200, 100);
-        if lag_us > 1_000 {
+        rec.record_send();
+        if i < 40 {
+            rec.record_late_send_waiting();
+        } else if lag_us > 1_000 {
             rec.record_late_send();
         }
     }
@@ -154,7 +157,7 @@ fn open_loop_shows_corrected_and_uncorrected_latency_rate_sends_and_lag() {
     );
     assert_eq!(
         line(&text, "Sends").trim(),
-        "Sends       late 100  dropped 7"
+        "Sends       5,000 sent  late 100 (40 waiting for a free connection)  dropped 7"
     );
     assert_eq!(
         line(&text, "Sched. lag").trim(),

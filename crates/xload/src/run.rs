@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -219,13 +219,40 @@ pub fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
     )))
 }
 
-/// Fails fast, within the connect timeout, when nothing answers at the target;
-/// otherwise points the plan at the first address that accepts (a name such as
-/// `localhost` may answer on ::1 only).
-pub fn check_reachable(p: &mut Prepared) -> Result<(), Failure> {
+/// Fails fast, within the connect timeout (or the run's length, if shorter),
+/// when nothing answers at the target, and at once on Ctrl-C; otherwise points
+/// the plan at the first address that accepts (a name such as `localhost` may
+/// answer on ::1 only).
+pub fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failure> {
+    let mut timeout = p.plan.connect_timeout;
+    if let Some(d) = p.plan.duration {
+        timeout = timeout.min(p.plan.warmup + d).max(Duration::from_millis(1));
+    }
     let mut last = None;
     for &addr in &p.addrs {
-        match TcpStream::connect_timeout(&addr, p.plan.connect_timeout) {
+        // The connect blocks in a thread of its own so that Ctrl-C is seen
+        // while it waits (a listener whose accept queue is full never answers).
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(TcpStream::connect_timeout(&addr, timeout));
+        });
+        let result = loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(r) => break r,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Failure::Run(format!(
+                            "interrupted while connecting to {} ({addr}): nothing was measured",
+                            p.target
+                        )));
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    break Err(std::io::Error::other("the connect thread ended"))
+                }
+            }
+        };
+        match result {
             Ok(_) => {
                 p.plan.addr = addr;
                 return Ok(());
@@ -352,10 +379,14 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
     } else {
         xload_engine::pin::allowed_cpus().unwrap_or_default()
     };
-    let late_ratio = match (r.late_sends, r.requests) {
-        (Some(l), n) if n > 0 => Some(l as f64 / n as f64),
+    // Shares of the sends that left (each late send is one of them).
+    let waiting = r.late_waiting_for_connection.unwrap_or(0);
+    let share = |n: u64| match r.sends {
+        Some(s) if s > 0 => Some(n as f64 / s as f64),
         _ => None,
     };
+    let late_ratio = r.late_sends.and_then(|l| share(l.saturating_sub(waiting)));
+    let late_waiting_ratio = r.late_sends.and_then(|_| share(waiting));
     xload_probe::VerdictInput {
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
@@ -365,6 +396,8 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
             .then(|| r.connects as f64 / r.duration_s),
         schedule_lag_p99_us: r.schedule_lag_us.as_ref().map(|s| s.p99),
         late_send_ratio: late_ratio,
+        late_sends: r.late_sends.map(|l| l.saturating_sub(waiting)),
+        late_waiting_ratio,
         cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),
         fd_errors: r.errors.get("fd_limit").copied().unwrap_or(0),
         port_errors: r.errors.get("no_ephemeral_port").copied().unwrap_or(0),
@@ -378,7 +411,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
     let mut p = prepare(url, a, ra.connections, ra.rate)?;
     check_outputs(a)?;
     ensure_fd_limit(p.plan.connections)?;
-    check_reachable(&mut p)?;
+    check_reachable(&mut p, &stop)?;
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let m = execute(&p, stop, show)?;
     let report = &m.report;

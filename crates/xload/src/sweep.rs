@@ -435,7 +435,7 @@ pub fn run_steps(
                 Mode::Rate => fixed_conns,
             };
             ensure_fd_limit(most_conns.max(1))?;
-            check_reachable(&mut p)?;
+            check_reachable(&mut p, stop)?;
             addr = Some(p.plan.addr);
         }
         if let Some(a) = addr {

@@ -554,6 +554,73 @@ fn full_accept_queue_is_connect_timeout(engine: &str) {
     drop(listener);
 }
 
+/// A listener whose accept queue is already full: xload's first connect
+/// waits. Ctrl-C ends that wait at once, and a short run is not held for the
+/// whole connect timeout. Before: 9.5 s to exit after Ctrl-C
+/// (`--connect-timeout 10s`), and `-d 1s --connect-timeout 5s` took 5 s.
+#[test]
+fn a_first_connect_that_waits_yields_to_ctrl_c_and_to_the_run_length() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    // SAFETY: listen(2) on a socket we own; no memory is passed.
+    let rc = unsafe { libc::listen(listener.as_raw_fd(), 0) };
+    assert_eq!(rc, 0, "listen: {}", std::io::Error::last_os_error());
+    let addr = listener.local_addr().expect("addr");
+    // The one queued connection backlog 0 leaves room for.
+    let _queued = std::net::TcpStream::connect(addr).expect("fill the accept queue");
+    let url = format!("http://{addr}/");
+
+    let child = spawn_xload([
+        url.as_str(),
+        "-c",
+        "1",
+        "-d",
+        "20s",
+        "--connect-timeout",
+        "10s",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    let signalled = Instant::now();
+    child.interrupt();
+    let out = child.wait_timeout(Duration::from_secs(8));
+    assert!(!out.timed_out, "still connecting 8 s after Ctrl-C");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(2),
+        "{:?} from Ctrl-C to exit\n{}",
+        signalled.elapsed(),
+        out.stderr
+    );
+    assert_eq!(
+        exit_code(out.status),
+        1,
+        "nothing measured: exit 1\n{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("interrupted while connecting"),
+        "{}",
+        out.stderr
+    );
+
+    let (status, _, stderr, elapsed) = run_xload_with_timeout(
+        [
+            url.as_str(),
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "--connect-timeout",
+            "5s",
+        ],
+        Duration::from_secs(8),
+    );
+    assert!(
+        elapsed < Duration::from_millis(2500),
+        "a 1 s run waited {elapsed:?} for its first connect\n{stderr}"
+    );
+    assert_eq!(exit_code(status), 1, "{stderr}");
+    drop(listener);
+}
+
 /// Ctrl-C a second into a 10 s run: the report covers what was measured,
 /// the exit is 0 and prompt.
 fn ctrl_c_prints_the_report_and_exits_0(engine: &str) {

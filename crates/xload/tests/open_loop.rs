@@ -670,6 +670,52 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
     }
 }
 
+/// A rate the server cannot take at this many connections: the late sends
+/// waited for a free connection, the report says so, and the verdict does
+/// not blame the client. Before: "client: SATURATED — schedule lag p99
+/// 331 ms, late sends 99.3%" with both CPUs under 10% busy, and the late
+/// share was over sends answered, up to 105%.
+#[test]
+fn sends_late_for_want_of_a_connection_are_the_servers_pace_not_the_clients() {
+    let _serial = serial();
+    let server = TestServer::start(Behavior::Delay {
+        delay: Duration::from_millis(50),
+    });
+    let r = measure(&args(&[
+        &server.url("/"),
+        "--rate",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+    ]));
+    let s = summary(&r);
+    let sends = r.sends.expect("open loop reports its sends");
+    let late = r.late_sends.unwrap_or(0);
+    let waiting = r.late_waiting_for_connection.unwrap_or(0);
+    // Two connections at 50 ms: about 40 sends of the 200 intended.
+    assert!((30..=45).contains(&sends), "{s}");
+    // Intended = sent + dropped: 200/s over the second less the setup
+    // before the first connection was open (the schedule starts then).
+    let intended = sends + r.dropped.unwrap_or(0);
+    assert!((195..=200).contains(&intended), "intended {intended}: {s}");
+    assert!(late <= sends, "{s}");
+    assert!(
+        waiting + 2 >= late && waiting >= 30,
+        "waiting {waiting} of late {late}: {s}"
+    );
+    let client = r.client.as_ref().expect("client section");
+    assert_eq!(client["saturated"], false, "{client}");
+    let notes = client["notes"].to_string();
+    assert!(
+        notes.contains("because all 2 connections had a request in flight"),
+        "{notes}"
+    );
+}
+
 #[test]
 fn a_request_quota_in_an_open_loop_drops_nothing() {
     let _serial = serial();

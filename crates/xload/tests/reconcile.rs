@@ -719,7 +719,8 @@ fn json_report_counts_request_bytes_sent() {
     );
 }
 
-/// The text report names the rate in req/s and ends with the client verdict.
+/// The text report names the rate in req/s and ends with the client verdict
+/// (then its notes, if any).
 #[test]
 fn text_report_shows_req_per_s_and_ends_with_client_verdict() {
     let server = TestServer::start(Behavior::Ok { body_len: BODY_LEN });
@@ -731,7 +732,7 @@ fn text_report_shows_req_per_s_and_ends_with_client_verdict() {
         .stdout
         .lines()
         .rev()
-        .find(|line| !line.trim().is_empty())
+        .find(|line| !line.trim().is_empty() && !line.starts_with("  note: "))
         .unwrap_or_default();
     assert!(
         last.starts_with("client:"),

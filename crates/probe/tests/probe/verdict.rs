@@ -230,6 +230,58 @@ fn steal_and_run_side_limits_each_saturate_the_client() {
     assert!(!judge(1, &[(0, 10, 5, 0, 0)], &fine).saturated);
 }
 
+/// Sends late because every connection was busy are the server's pace: a
+/// note, not client saturation, and the lag they make is not the client's.
+#[test]
+fn sends_that_waited_for_a_connection_do_not_saturate_the_client() {
+    let waiting = VerdictInput {
+        connections: 64,
+        schedule_lag_p99_us: Some(305_000),
+        late_send_ratio: Some(0.005),
+        late_waiting_ratio: Some(0.90),
+        ..Default::default()
+    };
+    let s = judge(1, &[(0, 10, 5, 0, 0)], &waiting);
+    assert!(!s.saturated, "{}", s.verdict);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("90.0% of sends left late because all 64 connections")),
+        "{:?}",
+        s.notes
+    );
+    // The client's own late sends over the limit still count.
+    let both = VerdictInput {
+        late_send_ratio: Some(0.03),
+        ..waiting.clone()
+    };
+    let s = judge(1, &[(0, 10, 5, 0, 0)], &both);
+    assert_eq!(
+        s.verdict,
+        "client: SATURATED — late sends 3.0%: results understate the server"
+    );
+    // A handful of late sends is no verdict, whatever its share.
+    let two = VerdictInput {
+        late_send_ratio: Some(0.05),
+        late_sends: Some(2),
+        ..waiting.clone()
+    };
+    assert!(!judge(1, &[(0, 10, 5, 0, 0)], &two).saturated);
+    let five = VerdictInput {
+        late_sends: Some(5),
+        ..two
+    };
+    assert!(judge(1, &[(0, 10, 5, 0, 0)], &five).saturated);
+    // With few waits, the lag is the client's again.
+    let few = VerdictInput {
+        late_waiting_ratio: Some(0.002),
+        ..waiting
+    };
+    assert!(judge(1, &[(0, 10, 5, 0, 0)], &few)
+        .verdict
+        .contains("schedule lag p99 305.0 ms"));
+}
+
 #[test]
 fn fds_near_the_soft_limit_saturate_the_client() {
     let (start, mut end) = window(1, &[(0, 10, 5, 0, 0)]);
