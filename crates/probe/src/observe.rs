@@ -130,15 +130,15 @@ pub fn observe(
     if !args.json {
         writeln!(
             out,
-            "observing {} CPUs every {:?} for {:?} (usr includes nice; soft = softirq)",
+            "observing {} CPUs every {:?} for {:?} (usr includes nice; soft = softirq; iowt = iowait, idle waiting for I/O)",
             first.cpus.len(),
             args.interval,
             args.for_duration
         )?;
         writeln!(
             out,
-            "{:>7}  {:<6}{:>6}{:>6}{:>6}{:>6}{:>11}",
-            "t", "cpu", "usr", "sys", "soft", "idle", "NET_RX/s"
+            "{:>7}  {:<6}{:>6}{:>6}{:>6}{:>6}{:>6}{:>11}",
+            "t", "cpu", "usr", "sys", "soft", "iowt", "idle", "NET_RX/s"
         )?;
     }
     let mut intervals = Vec::new();
@@ -224,11 +224,12 @@ fn print_interval(out: &mut dyn Write, iv: &ObserveInterval) -> std::io::Result<
         let rx = per_s(iv.net_rx.get(c.cpu).copied().unwrap_or(0), iv.window_s);
         writeln!(
             out,
-            "{t:>7}  {:<6}{:>6.1}{:>6.1}{:>6.1}{:>6.1}{:>11.0}",
+            "{t:>7}  {:<6}{:>6.1}{:>6.1}{:>6.1}{:>6.1}{:>6.1}{:>11.0}",
             format!("cpu{}", c.cpu),
             c.usr + c.nice,
             c.sys,
             c.softirq,
+            c.iowait,
             c.idle,
             rx
         )?;
@@ -262,7 +263,7 @@ fn print_summary(out: &mut dyn Write, report: &ObserveReport) -> std::io::Result
     for c in &s.cpus {
         writeln!(
             out,
-            "  cpu{:<3} usr {:>5.1}%  sys {:>5.1}%  irq {:>4.1}%  soft {:>5.1}%  steal {:>4.1}%  idle {:>5.1}%  \
+            "  cpu{:<3} usr {:>5.1}%  sys {:>5.1}%  irq {:>4.1}%  soft {:>5.1}%  steal {:>4.1}%  iowait {:>5.1}%  idle {:>5.1}%  \
              NET_RX {}  NET_TX {}",
             c.cpu,
             c.usr + c.nice,
@@ -270,6 +271,7 @@ fn print_summary(out: &mut dyn Write, report: &ObserveReport) -> std::io::Result
             c.irq,
             c.softirq,
             c.steal,
+            c.iowait,
             c.idle,
             s.net_rx.get(c.cpu).copied().unwrap_or(0),
             s.net_tx.get(c.cpu).copied().unwrap_or(0),

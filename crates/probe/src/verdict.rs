@@ -344,12 +344,21 @@ pub struct ClientSummary {
     pub fd_soft: u64,
     /// Whether the client was a limit.
     pub saturated: bool,
+    /// Whether the window allowed a verdict: false when it was too short
+    /// for CPU figures and nothing else was found (`saturated` is then
+    /// false for want of evidence, not a finding).
+    #[serde(default = "yes")]
+    pub judged: bool,
     /// Why, one sentence per saturated resource with its evidence.
     pub reasons: Vec<String>,
     /// Evidence that does not make the client saturated but deserves a look.
     pub notes: Vec<String>,
     /// The one line for the text report.
     pub verdict: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A saturated resource: the short form for the verdict line and the full reason.
@@ -584,7 +593,8 @@ pub fn summarize(
         .iter()
         .copied()
         .max_by(|a, b| a.busy.total_cmp(&b.busy));
-    let verdict = if too_short_for_cpu && findings.is_empty() {
+    let judged = !(too_short_for_cpu && findings.is_empty());
+    let verdict = if !judged {
         format!(
             "client: not judged ({:.0} ms window, too short for CPU figures)",
             window_s * 1000.0
@@ -619,6 +629,7 @@ pub fn summarize(
         fds_open: end.fds_open,
         fd_soft: budget.fd_soft,
         saturated: !findings.is_empty(),
+        judged,
         reasons: findings.iter().map(|f| f.reason.clone()).collect(),
         notes,
         verdict,

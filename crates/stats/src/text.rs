@@ -67,7 +67,7 @@ impl Report {
                 &mut out,
                 "Stopped",
                 &format!(
-                    "early, by a signal (Ctrl-C): the figures cover the {} measured",
+                    "early, by a signal (Ctrl-C or SIGTERM): the figures cover the {} measured",
                     fmt_seconds(self.duration_s)
                 ),
             );

@@ -430,6 +430,15 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
         let csv = crate::progress::csv(&report.timeseries);
         write_out(&path.to_string_lossy(), csv.trim_end())?;
     }
+    if report.requests == 0 && m.interrupted {
+        // Stopped by the user before any answer was measured: nothing failed.
+        if p.plan.warmup > Duration::ZERO && report.duration_s < 0.001 {
+            eprintln!("xload: stopped during the warm-up, before the measured window began: nothing was measured");
+        } else {
+            eprintln!("xload: stopped before any response was measured");
+        }
+        return Ok(0);
+    }
     if report.requests == 0 {
         let why = if report.errors_total > 0 {
             let mut v: Vec<_> = report

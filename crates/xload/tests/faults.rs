@@ -621,6 +621,43 @@ fn a_first_connect_that_waits_yields_to_ctrl_c_and_to_the_run_length() {
     drop(listener);
 }
 
+/// Ctrl-C during the warm-up: nothing was measured and nothing failed, so
+/// the exit is 0 with a message that says so. Before: "no response from
+/// URL" and exit 1, while the server was answering.
+#[test]
+fn ctrl_c_during_the_warmup_says_nothing_was_measured_and_exits_0() {
+    let server = TestServer::start(Behavior::Ok { body_len: 10 });
+    let child = spawn_xload([
+        server.url("/").as_str(),
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "10s",
+    ]);
+    assert!(
+        eventually(|| server.served() > 10),
+        "no warm-up load reached the server"
+    );
+    child.interrupt();
+    let out = child.wait_timeout(Duration::from_secs(10));
+    assert!(!out.timed_out, "no exit after Ctrl-C");
+    assert_eq!(exit_code(out.status), 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("stopped during the warm-up"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("no response"), "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("Stopped     early, by a signal (Ctrl-C or SIGTERM)"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// Ctrl-C a second into a 10 s run: the report covers what was measured,
 /// the exit is 0 and prompt.
 fn ctrl_c_prints_the_report_and_exits_0(engine: &str) {

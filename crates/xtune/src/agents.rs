@@ -52,9 +52,12 @@ impl Agents {
                 .unwrap_or_default()
         });
         let mut sysctl_d = Vec::new();
+        // sysctl.d(5): of files with one name, only the one in the first
+        // directory applies (and /lib is often /usr/lib by a symlink).
+        let mut seen = std::collections::BTreeSet::new();
         for dir in SYSCTL_D_DIRS {
             for name in fs.list(dir).unwrap_or_default() {
-                if name.ends_with(".conf") {
+                if name.ends_with(".conf") && seen.insert(name.clone()) {
                     let path = format!("{dir}/{name}");
                     if let Ok(text) = fs.read(&path) {
                         sysctl_d.extend(parse_sysctl_conf(&path, &text));
@@ -200,5 +203,27 @@ mod tests {
         let i = a.explain("irq:40").unwrap();
         assert!(i.contains("irqbalance is running (pid 55)"), "{i}");
         assert_eq!(a.explain("rps:eth0:rx-0"), None);
+    }
+
+    #[test]
+    fn a_sysctl_d_name_in_two_directories_is_the_first_one_only() {
+        let t = fake_host("agents-shadow", 2, &[], &[]);
+        t.put(
+            "/usr/lib/sysctl.d/50-pid-max.conf",
+            "kernel.pid_max = 4194304\n",
+        );
+        // /lib is /usr/lib on merged-/usr systems: the same file again.
+        t.put(
+            "/lib/sysctl.d/50-pid-max.conf",
+            "kernel.pid_max = 4194304\n",
+        );
+        // An /etc file of the same name overrides the vendor one.
+        t.put("/etc/sysctl.d/50-pid-max.conf", "kernel.pid_max = 65536\n");
+        let a = Agents::scan(&RootFs::new(t.path()));
+        let s = a.explain("sysctl:kernel.pid_max").unwrap();
+        assert_eq!(
+            s,
+            "/etc/sysctl.d/50-pid-max.conf:1 sets kernel.pid_max = 65536 (re-applied at boot by systemd-sysctl / sysctl --system)"
+        );
     }
 }

@@ -462,9 +462,24 @@ fn display_name(p: &Path) -> String {
 }
 
 fn parse_toml(path: &Path, text: &str) -> Result<Table, ProfileError> {
-    text.parse::<Table>().map_err(|e| ProfileError::Syntax {
-        path: path.to_path_buf(),
-        message: e.to_string().trim().replace('\n', " "),
+    text.parse::<Table>().map_err(|e| {
+        // One line: where, then what (the parser's own text draws the line
+        // with a caret over several lines).
+        let what = e.message().trim().replace('\n', "; ");
+        let message = match e.span() {
+            Some(span) => {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                format!("line {line}, column {column} (`{source}`): {what}")
+            }
+            None => what,
+        };
+        ProfileError::Syntax {
+            path: path.to_path_buf(),
+            message,
+        }
     })
 }
 
@@ -817,6 +832,14 @@ fn flatten_sysctl(
             }
         };
         check_sysctl_name(cx, &key, &name)?;
+        if out.iter().any(|(k, _)| *k == name) {
+            // TOML refuses a key given twice; a dotted and a quoted spelling
+            // of one sysctl get past it and would silently keep the last.
+            return Err(cx.bad(
+                &key,
+                "given twice in this file (once as a dotted key, once quoted): keep one".into(),
+            ));
+        }
         upsert(out, name, value);
     }
     Ok(())
@@ -1141,6 +1164,10 @@ server = { host = "srv1", profile = "server.toml" }
             ),
             ("[sysctl]\nnet.core.somaxconn = 1.5\n", "found float"),
             (
+                "[sysctl]\nnet.core.somaxconn = 1111\n\"net.core.somaxconn\" = 2222\n",
+                "given twice in this file",
+            ),
+            (
                 "[sysctl]\n\"net.ipv4.tcp_rmem\" = [1, \"2\"]\n",
                 "found string",
             ),
@@ -1161,7 +1188,10 @@ server = { host = "srv1", profile = "server.toml" }
             ("[sysctl]\nsomaxconn = 3\n", "not a sysctl name"),
             ("[rps]\n\"a/b\" = \"all\"\n", "not a network device name"),
             ("extends = 3\n", "`extends` must be"),
-            ("[sysctl\n", "TOML syntax error"),
+            (
+                "[sysctl\n",
+                "TOML syntax error: line 1, column 8 (`[sysctl`): unclosed table",
+            ),
         ];
         for (text, want) in cases {
             let p = write(&dir, "t.toml", text);

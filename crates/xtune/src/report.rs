@@ -72,16 +72,16 @@ pub struct KnobLine {
     /// Verdict.
     pub verdict: Verdict,
     /// Why, in words.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(default)]
     pub reason: String,
     /// Agent that probably rewrote it (verify).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub agent: Option<String>,
     /// errno of a failed write (`EINVAL`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub errno: Option<String>,
     /// File behind the knob.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub path: Option<String>,
 }
 

@@ -243,6 +243,7 @@ fn sends_that_waited_for_a_connection_do_not_saturate_the_client() {
     };
     let s = judge(1, &[(0, 10, 5, 0, 0)], &waiting);
     assert!(!s.saturated, "{}", s.verdict);
+    assert!(s.judged, "a window long enough for CPU figures is judged");
     assert!(
         s.notes
             .iter()
@@ -643,6 +644,7 @@ fn a_window_of_a_few_ticks_gets_no_cpu_verdict() {
     let end = sample(t0 + Duration::from_millis(10), end_cpus);
     let s = summarize(&start, &end, &VerdictInput::default(), &budget());
     assert!(!s.saturated, "{:?}", s.reasons);
+    assert!(!s.judged, "no verdict, not a negative one");
     assert_eq!(
         s.verdict,
         "client: not judged (10 ms window, too short for CPU figures)"
