@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use xload_stats::{Report, TextOptions};
+use xload_stats::{Report, ReportError, TextOptions};
 
 use crate::run::write_out;
 use crate::Failure;
@@ -24,15 +24,34 @@ pub struct MergeArgs {
 }
 
 pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
+    if let Some(path) = a.json.as_deref().filter(|p| *p != "-") {
+        crate::run::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
+    }
     let mut reports = Vec::new();
     for p in &a.reports {
+        // An input that cannot be read is a bad argument, as for --body-file.
         let text = std::fs::read_to_string(p)
-            .map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
+            .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         let r =
             Report::from_json(&text).map_err(|e| Failure::Run(format!("{}: {e}", p.display())))?;
         reports.push(r);
     }
-    let merged = Report::merge(&reports).map_err(|e| Failure::Run(format!("merge: {e}")))?;
+    let name = |i: usize| {
+        a.reports
+            .get(i)
+            .map_or_else(|| format!("report {i}"), |p| p.display().to_string())
+    };
+    let merged = Report::merge(&reports).map_err(|e| {
+        Failure::Run(match e {
+            ReportError::InReport { index, source, .. } => format!("{}: {source}", name(index)),
+            ReportError::MixedLoops { open, closed, .. } => format!(
+                "{} is open loop (--rate) and {} closed loop: their latencies measure different things; merge each kind on its own",
+                name(open),
+                name(closed)
+            ),
+            other => format!("merge: {other}"),
+        })
+    })?;
     let text = merged.render_text(&TextOptions {
         latency_table: a.latency,
     });

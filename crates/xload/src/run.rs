@@ -488,7 +488,7 @@ pub fn check_outputs(a: &CommonArgs) -> Result<(), Failure> {
 }
 
 /// Whether `path` can be written: the file if it exists, else its directory.
-fn writable(path: &str) -> Result<(), String> {
+pub(crate) fn writable(path: &str) -> Result<(), String> {
     use std::ffi::CString;
     let p = std::path::Path::new(path);
     if p.is_dir() {

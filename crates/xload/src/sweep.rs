@@ -469,7 +469,8 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
         .iter()
         .map(|g| parse_gate(g))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(Failure::Usage)?;
+        // The parser speaks of --fail-if, whose syntax --slo shares.
+        .map_err(|e| Failure::Usage(e.replacen("--fail-if", "--slo", 1)))?;
     crate::run::check_outputs(&s.common)?;
     if s.common.latency {
         return Err(Failure::Usage(

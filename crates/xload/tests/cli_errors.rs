@@ -251,6 +251,23 @@ fn bad_fail_if_expressions_exit_2_before_connecting() {
     ]);
 }
 
+/// A bad `--slo` is named as such (its syntax is --fail-if's).
+#[test]
+fn a_bad_slo_is_named_as_the_slo() {
+    let out = xload(&[
+        "sweep",
+        "http://127.0.0.1:1/",
+        "--rate",
+        "100..200",
+        "--find-max",
+        "--slo",
+        "bogus",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.show());
+    assert!(out.stderr.contains("--slo \"bogus\""), "{}", out.show());
+    assert!(!out.stderr.contains("--fail-if"), "{}", out.show());
+}
+
 #[test]
 fn bad_headers_and_bodies_exit_2_before_connecting() {
     assert_usage_errors(&[

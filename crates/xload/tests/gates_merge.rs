@@ -440,7 +440,10 @@ fn merge_of_a_file_that_is_not_a_report_exits_1_naming_it() {
     for bad in [&text, &other_json, &sweep_doc, &missing] {
         let bad_arg = bad.display().to_string();
         let (code, stdout, stderr) = xload(&["merge", &good.display().to_string(), &bad_arg]);
-        assert_eq!(code, 1, "merge with {bad_arg}: {stdout}{stderr}");
+        // An input that cannot be read is a bad argument (2), one that is
+        // no report cannot be merged (1).
+        let want = if bad == &missing { 2 } else { 1 };
+        assert_eq!(code, want, "merge with {bad_arg}: {stdout}{stderr}");
         assert!(
             stderr.contains(&bad_arg),
             "the message names the file {bad_arg}: {stderr}"
@@ -505,10 +508,24 @@ fn merge_refuses_open_and_closed_loop_reports_together() {
     ]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
-        stderr.contains("open loop") && stderr.contains("closed loop"),
-        "{stderr}"
+        stderr.contains(&format!("{} is open loop", open.display()))
+            && stderr.contains(&format!("{} closed loop", closed.display())),
+        "the message names the files: {stderr}"
     );
     assert!(!stdout.contains("req/s"), "no merged report: {stdout}");
+    // An output that cannot be written is found before anything is merged.
+    let (code, stdout, stderr) = xload(&[
+        "merge",
+        &closed.display().to_string(),
+        "--json",
+        "/nonexistent-dir/x.json",
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--json /nonexistent-dir/x.json"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("req/s"), "nothing printed first: {stdout}");
 }
 
 #[test]
