@@ -20,6 +20,9 @@ pub struct Tick {
     /// Tick number within the measured window, from 0.
     pub seq: u64,
     pub interval: Interval,
+    /// How long the interval lasted, ns: the tick, or less for the last one
+    /// of a window that ended between ticks (`-d 2500ms`, `-n`, Ctrl-C).
+    pub len_ns: u64,
 }
 
 /// What one worker did, besides its recorder.
@@ -157,6 +160,11 @@ impl<'a> Ctx<'a> {
 
     /// Publishes the counters of the tick that just ended.
     fn tick(&mut self) {
+        self.publish(self.tick_ns);
+    }
+
+    /// Publishes the interval since the last tick, `len_ns` long.
+    fn publish(&mut self, len_ns: u64) {
         self.next_tick_ns += self.tick_ns;
         let interval = self.rec.take_interval();
         if let Some(tx) = &self.ticks {
@@ -164,6 +172,7 @@ impl<'a> Ctx<'a> {
                 worker: self.index,
                 seq: self.tick_seq,
                 interval,
+                len_ns,
             });
         }
         self.tick_seq += 1;
@@ -302,10 +311,17 @@ impl<'a> Ctx<'a> {
     /// Marks the end of the run.
     pub fn finish(&mut self, now: u64) {
         self.measured_to_ns = now.min(self.end_ns);
-        // The window usually ends exactly on a tick boundary: publish that last
-        // tick (a partial one, after Ctrl-C, is left out of the time series).
+        // The window often ends on a tick boundary: publish that last tick.
+        // One that ends between ticks publishes the part it measured, with
+        // its length, so the series covers the whole window.
         if self.measuring && now >= self.next_tick_ns {
             self.tick();
+        } else if self.measuring {
+            let tick_start = self.next_tick_ns.saturating_sub(self.tick_ns);
+            let len = self.measured_to_ns.saturating_sub(tick_start);
+            if len > 0 {
+                self.publish(len);
+            }
         }
         if !self.measuring {
             // Stopped during warm-up: nothing was measured.

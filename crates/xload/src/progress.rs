@@ -27,17 +27,22 @@ impl Progress {
     }
 }
 
+/// A tick being merged: how many workers sent it, their merged counts, and
+/// the longest of their lengths (a last, partial tick may differ by worker).
+type Open = (usize, Interval, u64);
+
 fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec<IntervalRow> {
-    let mut open: BTreeMap<u64, (usize, Interval)> = BTreeMap::new();
+    let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut total_requests = 0u64;
     let mut total_errors = 0u64;
     let mut printed = false;
     for t in rx {
         let entry = open.entry(t.seq);
-        let e = entry.or_insert_with(|| (0, Interval::new()));
+        let e = entry.or_insert_with(|| (0, Interval::new(), 0));
         e.0 += 1;
         e.1.merge(&t.interval);
+        e.2 = e.2.max(t.len_ns);
         if e.0 < workers {
             continue;
         }
@@ -46,8 +51,8 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec
             if seq > t.seq {
                 break;
             }
-            let (_, (_, iv)) = open.pop_first().expect("non-empty");
-            let row = row(seq, &iv, tick_s);
+            let (_, (_, iv, len_ns)) = open.pop_first().expect("non-empty");
+            let row = row(seq, &iv, tick_s, len_ns);
             total_requests += iv.requests;
             total_errors += iv.errors;
             if live {
@@ -68,15 +73,33 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec
             rows.push(row);
         }
     }
-    // Ticks that not every worker reached are partial: leave them out of the series.
+    // Ticks that not every worker reached: the last ones of workers that
+    // stopped at different times (-n), each with what was measured in it.
+    for (seq, (_, iv, len_ns)) in open {
+        rows.push(row(seq, &iv, tick_s, len_ns));
+    }
     if printed {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     rows
 }
 
-fn row(seq: u64, iv: &Interval, tick_s: f64) -> IntervalRow {
-    IntervalRow::from_interval(((seq + 1) as f64 * tick_s).round() as u64, iv, tick_s)
+/// The row of tick `seq`, `len_ns` long (a tick, or less for a last,
+/// partial one: its rate is over its own length, and it is labelled with
+/// the second it ends in).
+fn row(seq: u64, iv: &Interval, tick_s: f64, len_ns: u64) -> IntervalRow {
+    let len_s = if len_ns > 0 {
+        len_ns as f64 / 1e9
+    } else {
+        tick_s
+    };
+    let end_s = seq as f64 * tick_s + len_s.min(tick_s);
+    let second = if len_s >= tick_s * 0.999 {
+        end_s.round()
+    } else {
+        end_s.ceil()
+    };
+    IntervalRow::from_interval(second as u64, iv, len_s.min(tick_s))
 }
 
 fn fmt_us(us: u64) -> String {

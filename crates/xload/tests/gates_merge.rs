@@ -633,6 +633,41 @@ fn run_csv_has_a_row_for_every_second_of_the_measured_window() {
     );
 }
 
+/// A window that ends between seconds (`-d 1500ms`) or within its first
+/// second (`-n`) has a last row for the part it measured, whose rate is over
+/// that part. Before: `-d 2500ms` lost its last half second (143,845
+/// responses, rows adding up to 111,078), and runs under 1 s had no rows.
+#[test]
+fn a_window_that_ends_between_seconds_keeps_its_last_part_in_the_series() {
+    let server = ok_server();
+    let dir = TempDir::new("csv-partial");
+    let json = dir.join("run.json");
+    let r = run_to(
+        &server.url("/"),
+        &["--rate", "400", "-c", "4", "-d", "1500ms"],
+        &json,
+    );
+    let seconds: Vec<u64> = r.timeseries.iter().map(|t| t.second).collect();
+    assert_eq!(seconds, vec![1, 2], "{:?}", r.timeseries);
+    let in_rows: u64 = r.timeseries.iter().map(|t| t.requests).sum();
+    assert!(
+        r.requests - in_rows <= 4,
+        "rows hold {in_rows} of {}: {:?}",
+        r.requests,
+        r.timeseries
+    );
+    // The half second's rate is over its half second: about 400/s.
+    let last = &r.timeseries[1];
+    assert!(
+        (last.rps - 400.0).abs() <= 40.0,
+        "last row {last:?} (about 200 responses in 0.5 s)"
+    );
+    let r = run_to(&server.url("/"), &["-n", "300", "-c", "2"], &json);
+    assert_eq!(r.timeseries.len(), 1, "{:?}", r.timeseries);
+    assert_eq!(r.timeseries[0].second, 1);
+    assert_eq!(r.timeseries[0].requests, 300, "{:?}", r.timeseries);
+}
+
 #[test]
 fn sweep_csv_has_a_row_for_every_second_of_every_step() {
     let server = ok_server();
