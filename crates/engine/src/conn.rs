@@ -219,7 +219,6 @@ fn record(
         rec.record_response_open_loop(
             ns_to_us(now_ns.saturating_sub(sent.intended_ns)),
             ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
-            ns_to_us(sent.sent_ns.saturating_sub(sent.intended_ns)),
             status,
             wire_bytes,
         );

@@ -115,7 +115,7 @@ pub(crate) trait Transport<'p> {
             };
             self.idle().pop();
             let rec = &mut self.ctx().rec;
-            rec.record_send();
+            rec.record_send(now.max(intended).saturating_sub(intended) / 1_000);
             if now.saturating_sub(intended) > LATE_NS {
                 if waited {
                     rec.record_late_send_waiting();

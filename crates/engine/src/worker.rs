@@ -492,8 +492,12 @@ pub fn run_observed(
             Some(r) => r.merge(&rec),
             None => recorder = Some(rec),
         }
-        from = from.min(f);
-        to = to.max(t);
+        // A worker stopped before its window opened measured nothing: its
+        // (empty) window does not stretch the run's.
+        if t > f {
+            from = from.min(f);
+            to = to.max(t);
+        }
         workers.push(info);
     }
     let recorder = recorder.ok_or("no workers")?;

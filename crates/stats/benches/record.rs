@@ -38,7 +38,6 @@ fn record(c: &mut Criterion) {
             rec.record_response_open_loop(
                 black_box(v + 3),
                 black_box(v),
-                black_box(3),
                 black_box(200),
                 black_box(180),
             );

@@ -38,7 +38,8 @@ fn main() {
     let mut rec = Recorder::new_open_loop();
     for i in 0..50_000u64 {
         let lag = if i % 500 == 0 { 1_200 } else { i % 5 };
-        rec.record_response_open_loop(400 + lag + i % 100, 400 + i % 100, lag, 200, 156);
+        rec.record_send(lag);
+        rec.record_response_open_loop(400 + lag + i % 100, 400 + i % 100, 200, 156);
         if lag > 10 {
             rec.record_late_send();
         }

@@ -165,21 +165,20 @@ impl Recorder {
     }
 
     /// One complete response in open loop: latency from the intended send
-    /// time (`corrected_us`, the main figure), from the actual send
-    /// (`uncorrected_us`), and how late the send left (`schedule_lag_us`).
+    /// time (`corrected_us`, the main figure) and from the actual send
+    /// (`uncorrected_us`). How late its send left was recorded by
+    /// [`Recorder::record_send`].
     #[inline]
     pub fn record_response_open_loop(
         &mut self,
         corrected_us: u64,
         uncorrected_us: u64,
-        schedule_lag_us: u64,
         status: u16,
         wire_bytes: u64,
     ) {
         self.record_response(corrected_us, status, wire_bytes);
         let ol = self.open_loop_mut();
         ol.latency_uncorrected_us.saturating_record(uncorrected_us);
-        ol.schedule_lag_us.saturating_record(schedule_lag_us);
     }
 
     /// One failed request or connection attempt.
@@ -251,10 +250,13 @@ impl Recorder {
         ol.late_waiting += 1;
     }
 
-    /// Open loop: a send left (late or not).
+    /// Open loop: a send left, `schedule_lag_us` after its intended time
+    /// (every send, answered or not, is in the lag's distribution).
     #[inline]
-    pub fn record_send(&mut self) {
-        self.open_loop_mut().sends += 1;
+    pub fn record_send(&mut self, schedule_lag_us: u64) {
+        let ol = self.open_loop_mut();
+        ol.sends += 1;
+        ol.schedule_lag_us.saturating_record(schedule_lag_us);
     }
 
     /// A connection was opened (connections per second without keep-alive).

@@ -49,8 +49,9 @@ impl Report {
             if self.threads == 1 { "" } else { "s" }
         ));
         setup.push(format!(
-            "{} connections",
-            fmt_count(self.connections as u64)
+            "{} connection{}",
+            fmt_count(self.connections as u64),
+            if self.connections == 1 { "" } else { "s" }
         ));
         if self.pipeline > 1 {
             setup.push(format!("pipeline {}", self.pipeline));

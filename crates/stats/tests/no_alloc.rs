@@ -58,7 +58,8 @@ fn record_path_does_not_allocate_after_first_occurrence_of_each_cause() {
     for i in 0..200_000u64 {
         let latency_us = (i * 7919) % 5_000_000;
         closed.record_response(latency_us, 200 + (i % 4) as u16, 180);
-        open.record_response_open_loop(latency_us + 5, latency_us, 5, 200, 180);
+        open.record_send(5);
+        open.record_response_open_loop(latency_us + 5, latency_us, 200, 180);
         closed.add_bytes_sent(60);
         if i % 97 == 0 {
             for r in [&mut closed, &mut open] {

@@ -32,10 +32,10 @@ fn feed(r: &mut Recorder, rng: &mut Rng, n: usize, open_loop: bool) {
                 if open_loop {
                     let corrected = rng.latency_us();
                     let lag = rng.next() % 500;
+                    r.record_send(lag);
                     r.record_response_open_loop(
                         corrected,
                         corrected.saturating_sub(lag),
-                        lag,
                         status,
                         wire,
                     );
@@ -220,8 +220,11 @@ fn parse_errors_count_as_parse_with_a_per_cause_breakdown() {
 fn open_loop_records_uncorrected_latency_lag_late_and_dropped() {
     let mut r = Recorder::new_open_loop();
     assert!(r.is_open_loop());
-    r.record_response_open_loop(5_000, 300, 4_700, 200, 100);
+    r.record_send(4_700);
+    r.record_response_open_loop(5_000, 300, 200, 100);
     r.record_late_send();
+    // A send that got no answer is in the lag's distribution too.
+    r.record_send(9_000);
     r.record_dropped(3);
     assert_eq!(r.requests(), 1);
     let h = r.latency_histogram();
@@ -229,7 +232,9 @@ fn open_loop_records_uncorrected_latency_lag_late_and_dropped() {
     let u = r.latency_uncorrected_histogram().expect("open loop");
     assert!(u.equivalent(u.max(), 300));
     let lag = r.schedule_lag_histogram().expect("open loop");
-    assert!(lag.equivalent(lag.max(), 4_700));
+    assert_eq!(lag.len(), 2);
+    assert!(lag.equivalent(lag.max(), 9_000));
+    assert_eq!(r.sends(), 2);
     assert_eq!(r.late_sends(), 1);
     assert_eq!(r.dropped(), 3);
     assert!(!Recorder::new().is_open_loop());

@@ -37,7 +37,8 @@ fn busy_recorder(seed: u64, n: u64, open_loop: bool) -> Recorder {
         let status = if i % 17 == 0 { 503 } else { 200 };
         if open_loop {
             let lag = (x >> 20) % 300;
-            r.record_response_open_loop(latency_us + lag, latency_us, lag, status, 180);
+            r.record_send(lag);
+            r.record_response_open_loop(latency_us + lag, latency_us, status, 180);
         } else {
             r.record_response(latency_us, status, 180);
         }

@@ -127,8 +127,8 @@ fn open_loop_shows_corrected_and_uncorrected_latency_rate_sends_and_lag() {
     let mut rec = Recorder::new_open_loop();
     for i in 0..5_000u64 {
         let lag_us = if i < 100 { 20_000 } else { 3 };
-        rec.record_response_open_loop(500 + lag_us, 500, lag_us, 200, 100);
-        rec.record_send();
+        rec.record_send(lag_us);
+        rec.record_response_open_loop(500 + lag_us, 500, 200, 100);
         if i < 40 {
             rec.record_late_send_waiting();
         } else if lag_us > 1_000 {
