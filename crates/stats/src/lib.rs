@@ -20,7 +20,8 @@
 //! `errors_other` (`"errno_ENOBUFS"` -> count), `latency_us.{stdev,p75,p95,
 //! p9999}`; open loop: `rate_target`, `latency_uncorrected_us`,
 //! `histogram_uncorrected`, `schedule_lag_us`, `histogram_schedule_lag`,
-//! `late_sends`, `dropped`; io_uring closed loop: `batching` (`waits`,
+//! `sends`, `late_sends`, `late_waiting_for_connection`, `dropped`; io_uring
+//! closed loop: `batching` (`waits`,
 //! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); then
 //! `client` (opaque, from the probe) and
 //! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
