@@ -432,6 +432,14 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
         xstats.add(&r.xdp_statistics);
     }
     let delta = data.link_after.stats.since(&data.link_before.stats);
+    if !interrupted && delta.tx_packets == 0 && delta.tx_dropped > 0 {
+        // Copy mode completes frames the device then drops: "sent" would be a
+        // count of nothing.
+        return Err(PpsError::NothingSent(format!(
+            "the device took none of the {sent} frames (tx_packets +0, tx_dropped +{}): is {}'s carrier up (its peer up, a cable in)?",
+            delta.tx_dropped, cfg.dev
+        )));
+    }
     let per_queue: Vec<TxQueueReport> = data
         .results
         .iter()
@@ -472,6 +480,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             .map(|q| q.thread_cpu_pct)
             .fold(0.0, f64::max),
         tx_dropped: delta.tx_dropped,
+        sent,
         rx: rx_report
             .as_ref()
             .filter(|_| zero_loss.is_none())

@@ -214,6 +214,9 @@ pub struct VerdictInput {
     /// Thread CPU time over wall time (max over the sender threads).
     pub tx_thread_cpu_pct: f64,
     pub tx_dropped: u64,
+    /// Frames the sockets completed (AF_XDP copy mode completes a frame the
+    /// device then drops, so this is not what reached the wire).
+    pub sent: u64,
     /// Receiver facts, when known.
     pub rx: Option<RxFacts>,
 }
@@ -290,6 +293,21 @@ pub fn verdict(v: &VerdictInput) -> Verdict {
                 reasons,
             };
         }
+    }
+    // The sending device dropped what the sockets completed (no carrier, a
+    // full device queue): the rate and the count are not what left.
+    if v.tx_dropped > 0 && v.tx_dropped.saturating_mul(100) >= v.sent.max(1) {
+        reasons.push(format!(
+            "tx_dropped {} on the sender: the device dropped {:.1}% of the {} frames the sockets completed",
+            v.tx_dropped,
+            v.tx_dropped as f64 * 100.0 / v.sent.max(1) as f64,
+            v.sent
+        ));
+        return Verdict {
+            limit: "device-drops",
+            summary: "the sending device dropped frames it was given (is its carrier up? is its queue full?): fewer left than the rate says".into(),
+            reasons,
+        };
     }
     if let Some(target) = v.rate_target {
         if v.tx_pps >= target * 0.98 {
@@ -776,6 +794,28 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(drops.limit, "device-drops");
+        // The rate was met, but the sending device dropped what it was given.
+        let tx_drops = verdict(&VerdictInput {
+            rate_target: Some(1000.0),
+            tx_pps: 1000.0,
+            sent: 1000,
+            tx_dropped: 400,
+            ..Default::default()
+        });
+        assert_eq!(tx_drops.limit, "device-drops");
+        assert!(
+            tx_drops.reasons[0].contains("40.0% of the 1000 frames"),
+            "{:?}",
+            tx_drops.reasons
+        );
+        let few = verdict(&VerdictInput {
+            rate_target: Some(1000.0),
+            tx_pps: 1000.0,
+            sent: 1000,
+            tx_dropped: 3,
+            ..Default::default()
+        });
+        assert_eq!(few.limit, "rate-target", "under 1% is no verdict");
     }
 
     #[test]

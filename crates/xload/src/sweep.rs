@@ -52,7 +52,7 @@ pub struct SweepArgs {
     #[arg(long = "tolerance", default_value_t = 0.03)]
     pub tolerance: f64,
 
-    /// Most trials of the bisection.
+    /// Most trials of the bisection, after the two that probe the bracket's top and bottom.
     #[arg(long = "max-trials", default_value_t = 10)]
     pub max_trials: usize,
 

@@ -356,6 +356,44 @@ fn interface_down_exits_1() {
     assert!(stderr(&o).contains("is down"), "{}", stderr(&o));
 }
 
+/// The sender's link is up but its peer is down (no carrier): copy-mode
+/// AF_XDP completes every frame and the device drops them all. Before:
+/// "sent 50024 frames: 50.0 kpps", "the --rate target was met", exit 0.
+#[test]
+fn no_carrier_is_nothing_sent_not_a_rate_met() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    lab.ip(&lab.ns_rx, &["link", "set", &lab.dev_rx, "down"])
+        .unwrap();
+    let mac = lab.mac_rx.to_string();
+    let o = xload_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--dst-mac",
+            &mac,
+            "-d",
+            "1s",
+            "--rate",
+            "20k",
+        ],
+        Duration::from_secs(10),
+    );
+    let err = stderr(&o);
+    if o.status.code() == Some(0) && String::from_utf8_lossy(&o.stdout).contains("tx_packets 0") {
+        panic!(
+            "exit 0 with nothing on the wire:\n{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("carrier"), "{err}");
+}
+
 #[test]
 fn without_privileges_exit_1_says_what_is_needed() {
     need_root!();
