@@ -25,7 +25,9 @@ pub struct ServeArgs {
     #[arg(long = "cpus", value_parser = crate::args::parse_cpus)]
     pub cpus: Option<crate::args::CpuList>,
 
-    /// Hold every response this long (a timer, not a sleeping thread).
+    /// Hold every response this long (a timer, not a sleeping thread). A client that closes its
+    /// side (half-close included) before its held answers are due loses them, as a proxy drops
+    /// the request of a client that went away; /stats counts them as "abandoned".
     #[arg(long = "delay", value_parser = parse_duration)]
     pub delay: Option<Duration>,
 

@@ -368,7 +368,29 @@ fn a_closed_connections_held_answers_give_their_slots_back() {
         waited < Duration::from_millis(1000),
         "waited {waited:?} behind a closed connection"
     );
-    assert_eq!(srv.stats()["in_flight"], 0);
+    let stats = srv.stats();
+    assert_eq!(stats["in_flight"], 0);
+    // The 6 answers the client left behind are counted, not lost silently.
+    assert_eq!(stats["abandoned"], 6, "{stats}");
+}
+
+/// A client that half-closes after its request while the answer is held:
+/// the answer is dropped as documented, and /stats says so (before, the
+/// loss showed nowhere).
+#[test]
+fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
+    let srv = Serve::start(&["--cpus", "0", "--delay", "20ms"]);
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let got = read_to_close(&mut s);
+    assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
+    let stats = srv.stats();
+    assert_eq!(stats["abandoned"], 1, "{stats}");
+    assert_eq!(
+        stats["requests"], 0,
+        "nothing was answered (/stats counts itself once sent): {stats}"
+    );
 }
 
 #[test]

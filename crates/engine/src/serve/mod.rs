@@ -54,6 +54,9 @@ pub struct WorkerCounters {
     pub bad_requests: AtomicU64,
     /// Answers held by --delay/--pool right now.
     pub in_flight: AtomicU64,
+    /// Answers never sent because the client closed its side while they
+    /// were held or queued (--delay, --pool).
+    pub abandoned: AtomicU64,
 }
 
 /// The responder's counters, readable from any thread.
@@ -87,14 +90,22 @@ impl ServeStats {
             .map(|w| w.in_flight.load(Ordering::Relaxed))
             .sum()
     }
+    /// Answers dropped because their client closed its side first.
+    pub fn abandoned(&self) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| w.abandoned.load(Ordering::Relaxed))
+            .sum()
+    }
     /// The `/stats` document.
     pub fn json(&self) -> String {
         format!(
-            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"workers\":{}}}",
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"workers\":{}}}",
             self.requests(),
             self.in_flight(),
             self.connections(),
             self.bad_requests(),
+            self.abandoned(),
             self.workers.len()
         )
     }
@@ -285,6 +296,15 @@ enum Owed {
 }
 
 impl Owed {
+    /// Answers of this entry still held (or queued) and not sendable.
+    fn held_answers(&self) -> u64 {
+        match *self {
+            Owed::Ok { n, ready } => u64::from(n - ready.min(n)),
+            Owed::OkClose { ready: false } | Owed::Head { ready: false, .. } => 1,
+            _ => 0,
+        }
+    }
+
     /// An answer still held by --delay (or queued for a --pool slot).
     fn is_held(&self) -> bool {
         matches!(
@@ -916,7 +936,15 @@ impl Responder {
         let gen = c.gen;
         c.gen = next_gen(c.gen);
         let held = c.owed.iter().any(Owed::is_held);
+        let lost: u64 = c.owed.iter().map(Owed::held_answers).sum();
         c.owed.clear();
+        if lost > 0 {
+            let cnt = &self.stats.workers[self.worker];
+            cnt.abandoned.store(
+                cnt.abandoned.load(Ordering::Relaxed) + lost,
+                Ordering::Relaxed,
+            );
+        }
         if held {
             self.forget_held(i as u32, gen);
         }
