@@ -95,10 +95,12 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
     crate::outln!(
-        "xload serve: {} requests on {} connections ({} bad) in {:.1}s",
+        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned) in {:.1}s",
         stats.requests(),
         stats.connections(),
+        if stats.connections() == 1 { "" } else { "s" },
         stats.bad_requests(),
+        stats.abandoned(),
         started.elapsed().as_secs_f64()
     );
     Ok(0)

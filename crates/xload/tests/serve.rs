@@ -393,6 +393,36 @@ fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
     );
 }
 
+/// A large body costs memory in proportion: the prebuilt batches of answers
+/// stay near 1 MiB unless one answer is larger. Before, each worker built
+/// two batches of 64 answers: 4.3 GB resident for --body-size 16 MiB, and
+/// an abort for 64 MiB.
+#[test]
+fn a_large_body_is_answered_without_a_batch_of_copies() {
+    const BODY: usize = 16 << 20;
+    let srv = Serve::start(&["--cpus", "0", "--body-size", &BODY.to_string()]);
+    let mut s = srv.connect();
+    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(2)).unwrap();
+    let mut got = 0usize;
+    let mut chunk = vec![0u8; 1 << 20];
+    while got < 2 * BODY {
+        let n = s.read(&mut chunk).expect("read");
+        assert!(n > 0, "closed after {got} bytes");
+        got += n;
+    }
+    let pid = srv.child.as_ref().expect("running").pid();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS");
+    assert!(
+        rss_kb < 512 * 1024,
+        "{rss_kb} kB resident for a 16 MiB body"
+    );
+}
+
 #[test]
 fn expect_100_continue_is_answered_before_the_body() {
     let srv = Serve::start(&["--cpus", "0"]);

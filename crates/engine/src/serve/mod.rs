@@ -269,6 +269,8 @@ const MAX_SLOTS: u32 = 4096;
 
 /// Pipelined answers sent in one go, at most.
 const MAX_BATCH: usize = 64;
+/// Bytes a prebuilt batch of answers may take (at least one answer).
+const BATCH_BYTES: usize = 1 << 20;
 
 /// What a connection owes, in request order.
 #[derive(Debug)]
@@ -369,9 +371,12 @@ struct Responder {
     stats: Arc<ServeStats>,
     conns: Vec<SConn>,
     free: Vec<u32>,
-    /// MAX_BATCH keep-alive answers back to back.
+    /// `batch_n` keep-alive answers back to back.
     ok_batch: Box<[u8]>,
     ok_len: usize,
+    /// Answers in a prebuilt batch: MAX_BATCH, fewer for large bodies (the
+    /// batches stay within about BATCH_BYTES unless one answer is larger).
+    batch_n: usize,
     /// The same with `Connection: keep-alive`, for HTTP/1.0 keep-alive clients.
     ok_ka_batch: Box<[u8]>,
     ok_ka_len: usize,
@@ -415,10 +420,13 @@ impl Responder {
         let bufs = BufRing::new(4096, 4096, 0).map_err(|e| format!("buffer ring: {e}"))?;
         bufs.register(&ring)
             .map_err(|e| format!("register buffer ring: {e}"))?;
+        // 64 answers of a 16 MiB body were 1 GiB per batch and per worker.
+        // (The head is under 128 bytes.)
+        let batch_n = (BATCH_BYTES / (body_size + 128)).clamp(1, MAX_BATCH);
         let batch_of = |connection: &str| {
             let one = ok_response(body_size, connection);
             let len = one.len();
-            let batch: Vec<u8> = one.iter().copied().cycle().take(len * MAX_BATCH).collect();
+            let batch: Vec<u8> = one.iter().copied().cycle().take(len * batch_n).collect();
             (batch.into_boxed_slice(), len)
         };
         // Connection i's socket goes in slot i: sends and receives then skip
@@ -443,6 +451,7 @@ impl Responder {
             free: Vec::new(),
             ok_batch,
             ok_len,
+            batch_n,
             ok_ka_batch,
             ok_ka_len,
             ok_close: ok_response(body_size, "Connection: close\r\n").into_boxed_slice(),
@@ -829,7 +838,7 @@ impl Responder {
         // Fast path: only plain answers ready at the front.
         if let Some(Owed::Ok { n, ready }) = c.owed.front_mut() {
             if *ready > 0 {
-                let k = (*ready as usize).min(MAX_BATCH);
+                let k = (*ready as usize).min(self.batch_n);
                 *ready -= k as u32;
                 *n -= k as u32;
                 if *n == 0 {
