@@ -446,6 +446,11 @@ pub fn run_steps(
             std::thread::sleep(cooldown);
         }
         let m = execute(&p, Arc::clone(stop), false)?;
+        if m.interrupted && m.report.requests == 0 {
+            // Stopped before this step measured anything (in its warm-up):
+            // no row, no point at zero on the plot, no step in the analysis.
+            return Ok((steps, true));
+        }
         out.line(&row(mode, load, &m.report));
         steps.push((load, m.report));
         if m.interrupted || stop.load(Ordering::Relaxed) {

@@ -508,3 +508,40 @@ fn demo_sweeps_the_embedded_responder_and_reconciles() {
         "{stdout}"
     );
 }
+
+/// Ctrl-C while a step is still in its warm-up: that step measured nothing
+/// and is left out (before: a row of 0 req/s and 0 µs, a point at zero on the
+/// plot that read as the server collapsing, and a step in the analysis).
+#[test]
+fn a_step_stopped_in_its_warmup_is_left_out() {
+    let _serial = serial();
+    let server = TestServer::start(Behavior::Ok { body_len: 16 });
+    let dir = TempDir::new("sweep-intr");
+    let json = dir.join("sweep.json");
+    let child = support::spawn_xload([
+        "sweep",
+        server.url("/").as_str(),
+        "-c",
+        "1,2,4",
+        "-d",
+        "200ms",
+        "--warmup",
+        "2s",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    // Step 1 ends near 2.2 s; step 2 is in its warm-up until about 4.2 s.
+    thread::sleep(Duration::from_millis(3200));
+    child.interrupt();
+    let out = child.wait_timeout(Duration::from_secs(15));
+    assert!(!out.timed_out, "no exit after Ctrl-C");
+    let doc = read_json(&json);
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 1, "only the measured step: {doc}");
+    assert!(steps[0]["requests"].as_u64().unwrap_or(0) > 0, "{doc}");
+    assert!(
+        !out.stdout.lines().any(|l| l.trim_start().starts_with("2 ")),
+        "no row for the unmeasured step:\n{}",
+        out.stdout
+    );
+}
