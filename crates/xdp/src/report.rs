@@ -70,7 +70,8 @@ pub struct InterfaceReport {
 pub struct Verdict {
     /// One of: `rate-target`, `scheduling`, `line-rate`, `generator-cpu`,
     /// `tx-backpressure`, `receiver-ring-full`, `receiver-cpu`,
-    /// `device-drops`, `loss`, `sender`, `undetermined`.
+    /// `device-drops`, `receiver-queues` (standalone receiver), `loss`, `sender`,
+    /// `undetermined`.
     pub limit: &'static str,
     pub summary: String,
     pub reasons: Vec<String>,
@@ -416,6 +417,30 @@ pub fn rx_verdict(rx: &RxFacts, rx_pps: f64) -> Verdict {
         return Verdict {
             limit: "device-drops",
             summary: "the receiving device dropped frames".into(),
+            reasons,
+        };
+    }
+    // Frames this host's own XDP program matched and then could not hand to
+    // a socket, or dropped on purpose: lost here, not upstream.
+    if rx.redirect_failed > 0 {
+        reasons.push(format!(
+            "{} frames arrived on a queue without an AF_XDP socket (the XDP program could not redirect them)",
+            rx.redirect_failed
+        ));
+        return Verdict {
+            limit: "receiver-queues",
+            summary: "frames reached this host on queues no socket was bound to (bind every RX queue, or steer the flows)".into(),
+            reasons,
+        };
+    }
+    if rx.injected_drops > 0 && rx.injected_drops >= rx.lost {
+        reasons.push(format!(
+            "{} frames dropped on purpose by the test-mode XDP program",
+            rx.injected_drops
+        ));
+        return Verdict {
+            limit: "loss",
+            summary: "loss came from the test-mode drop injection".into(),
             reasons,
         };
     }
@@ -816,6 +841,31 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(few.limit, "rate-target", "under 1% is no verdict");
+    }
+
+    #[test]
+    fn receiver_verdict_does_not_blame_upstream_for_its_own_drops() {
+        let v = rx_verdict(
+            &RxFacts {
+                lost: 15005,
+                delivered: 5001,
+                redirect_failed: 15005,
+                ..Default::default()
+            },
+            5000.0,
+        );
+        assert_eq!(v.limit, "receiver-queues", "{v:?}");
+        let v = rx_verdict(
+            &RxFacts {
+                lost: 981,
+                delivered: 9019,
+                injected_drops: 981,
+                ..Default::default()
+            },
+            9000.0,
+        );
+        assert_eq!(v.limit, "loss");
+        assert!(v.summary.contains("drop injection"), "{v:?}");
     }
 
     #[test]
