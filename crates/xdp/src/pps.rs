@@ -543,6 +543,8 @@ fn start_peer(p: &PeerConfig, dst_port: u16) -> Result<Receiver, PpsError> {
             bind_mode: BindMode::Auto,
             force_generic: p.force_generic,
             verify_checksums: true,
+            // Started before the sender: a flow's lost first frames count.
+            from_first_seen: false,
         }
     };
     let r = netdev::in_netns(p.netns.as_deref(), || -> Result<Receiver, PpsError> {
@@ -795,6 +797,8 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
         bind_mode: cfg.bind_mode,
         force_generic: cfg.force_generic,
         verify_checksums: cfg.verify_checksums,
+        // Standalone: the sender may have started first.
+        from_first_seen: true,
     })?;
     // The active window (first to last frame). In xsk mode the queue
     // threads time the batches they read; count mode has no threads, so its

@@ -401,7 +401,15 @@ pub fn verdict(v: &VerdictInput) -> Verdict {
 /// Verdict of a standalone receiver.
 pub fn rx_verdict(rx: &RxFacts, rx_pps: f64) -> Verdict {
     let mut reasons = Vec::new();
-    if rx.ring_full > 0 || rx.xsk_dropped > 0 {
+    let socket_drops = rx.ring_full + rx.xsk_dropped;
+    if socket_drops > 0 && socket_drops.saturating_mul(1000) < rx.delivered {
+        // A handful (under 0.1%), typically while the socket's rings were
+        // first filled: no drain problem.
+        reasons.push(format!(
+            "{} frames dropped with the RX ring full, {} without fill buffers: under 0.1%, not a drain limit",
+            rx.ring_full, rx.xsk_dropped
+        ));
+    } else if socket_drops > 0 {
         reasons.push(format!(
             "{} frames dropped with the RX ring full, {} without fill buffers",
             rx.ring_full, rx.xsk_dropped
@@ -422,7 +430,14 @@ pub fn rx_verdict(rx: &RxFacts, rx_pps: f64) -> Verdict {
     }
     // Frames this host's own XDP program matched and then could not hand to
     // a socket, or dropped on purpose: lost here, not upstream.
-    if rx.redirect_failed > 0 {
+    if rx.redirect_failed > 0 && rx.redirect_failed.saturating_mul(100) < rx.delivered {
+        // Under 1%: the socket was not ready yet while traffic was already
+        // flowing (a receiver started after its sender), no lasting limit.
+        reasons.push(format!(
+            "{} frames could not be redirected to a socket (under 1%: while the socket started)",
+            rx.redirect_failed
+        ));
+    } else if rx.redirect_failed > 0 {
         reasons.push(format!(
             "{} frames arrived on a queue without an AF_XDP socket (the XDP program could not redirect them)",
             rx.redirect_failed
@@ -844,6 +859,24 @@ mod tests {
     }
 
     #[test]
+    fn a_few_socket_drops_are_no_drain_verdict() {
+        let few = RxFacts {
+            delivered: 20_007,
+            xsk_dropped: 10,
+            ..Default::default()
+        };
+        let v = rx_verdict(&few, 20_000.0);
+        assert_eq!(v.limit, "sender", "{v:?}");
+        assert!(v.reasons[0].contains("under 0.1%"), "{v:?}");
+        let many = RxFacts {
+            delivered: 20_007,
+            xsk_dropped: 100,
+            ..Default::default()
+        };
+        assert_eq!(rx_verdict(&many, 20_000.0).limit, "receiver-ring-full");
+    }
+
+    #[test]
     fn receiver_verdict_does_not_blame_upstream_for_its_own_drops() {
         let v = rx_verdict(
             &RxFacts {
@@ -855,6 +888,17 @@ mod tests {
             5000.0,
         );
         assert_eq!(v.limit, "receiver-queues", "{v:?}");
+        // A startup transient (a receiver started after its sender) is no limit.
+        let v = rx_verdict(
+            &RxFacts {
+                delivered: 20_007,
+                redirect_failed: 134,
+                xsk_dropped: 10,
+                ..Default::default()
+            },
+            20_000.0,
+        );
+        assert_eq!(v.limit, "sender", "{v:?}");
         let v = rx_verdict(
             &RxFacts {
                 lost: 981,

@@ -49,6 +49,9 @@ pub struct RxPlan {
     pub force_generic: bool,
     /// Verify IPv4 header and UDP checksums of every frame.
     pub verify_checksums: bool,
+    /// Count each flow from the first number seen (a standalone receiver
+    /// started after its sender), not from 0 (a receiver started first).
+    pub from_first_seen: bool,
 }
 
 /// Live counters one worker publishes for the sender's loss search.
@@ -245,9 +248,10 @@ impl Receiver {
                 rx.live.push(live.clone());
                 let stop = stop.clone();
                 let verify = plan.verify_checksums;
+                let from_first = plan.from_first_seen;
                 let h = thread::Builder::new()
                     .name(format!("xload-rx{q}"))
-                    .spawn(move || rx_thread(sock, q, cpu, verify, &stop, &live))
+                    .spawn(move || rx_thread(sock, q, cpu, verify, from_first, &stop, &live))
                     .map_err(RxError::Spawn)?;
                 rx.workers.push(h);
             }
@@ -384,6 +388,7 @@ fn rx_thread(
     queue: u32,
     cpu: Option<usize>,
     verify: bool,
+    from_first_seen: bool,
     stop: &AtomicBool,
     live: &RxLive,
 ) -> RxQueueResult {
@@ -399,7 +404,11 @@ fn rx_thread(
         cpu_ns: 0,
         thread_cpu_pct: 0.0,
         xdp_statistics: XdpStatistics::default(),
-        tracker: SeqTracker::new(),
+        tracker: if from_first_seen {
+            SeqTracker::from_first_seen()
+        } else {
+            SeqTracker::new()
+        },
         latency_ns: Histogram::new_with_bounds(1, 3_600_000_000_000, 3).ok(),
         first_rx_ns: None,
         last_rx_ns: None,

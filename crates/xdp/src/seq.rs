@@ -222,6 +222,8 @@ pub struct SeqTracker {
     flows: HashMap<u32, FlowState, BuildHasherDefault<KeyHasher>>,
     untracked: u64,
     delivered: u64,
+    /// A new flow starts at the first number seen, not at 0.
+    from_first: bool,
 }
 
 impl SeqTracker {
@@ -230,6 +232,16 @@ impl SeqTracker {
 
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A tracker for a receiver that may start after its sender: each flow
+    /// is counted from the first number it sees (numbers before it were sent
+    /// before this receiver listened, not lost).
+    pub fn from_first_seen() -> Self {
+        SeqTracker {
+            from_first: true,
+            ..Self::default()
+        }
     }
 
     /// Records one received frame.
@@ -246,6 +258,9 @@ impl SeqTracker {
             return;
         }
         let mut f = FlowState::new();
+        if self.from_first {
+            f.top = seq;
+        }
         f.record(seq);
         self.delivered += 1;
         self.flows.insert(key, f);
@@ -317,6 +332,24 @@ mod tests {
             t.record(1, s);
         }
         t.totals()
+    }
+
+    #[test]
+    fn a_receiver_started_late_counts_from_the_first_number_it_sees() {
+        let mut late = SeqTracker::from_first_seen();
+        let mut first = SeqTracker::new();
+        for s in (16_756..36_723).filter(|s| s % 1000 != 7) {
+            late.record(3, s);
+            first.record(3, s);
+        }
+        let (l, f) = (late.totals(), first.totals());
+        assert_eq!(
+            (l.lost, l.reordered, l.duplicated),
+            (20, 0, 0),
+            "only the gaps it saw"
+        );
+        assert_eq!(f.lost, 16_756 + 20, "from 0, everything before counts");
+        assert_eq!(l.delivered, f.delivered);
     }
 
     #[test]
