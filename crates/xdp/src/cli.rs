@@ -179,7 +179,7 @@ pub struct PpsArgs {
     #[arg(long, requires = "rx_dev")]
     pub find_zero_loss: bool,
     /// Trial window of the zero-loss search.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s")]
+    #[arg(long, value_name = "DUR", value_parser = run_duration_arg, default_value = "1s")]
     pub trial: Duration,
     /// Stop the search when the bracket is narrower than this percentage.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]

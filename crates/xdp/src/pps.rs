@@ -121,7 +121,9 @@ impl PpsError {
     /// 2 for bad arguments, 1 for everything that stopped the run.
     pub fn exit_code(&self) -> i32 {
         match self {
-            PpsError::BadArgs(_) => 2,
+            // A device without a MAC needs the option that gives one: an
+            // argument missing, as on the receiving side (--dst-mac).
+            PpsError::BadArgs(_) | PpsError::NoMac { .. } => 2,
             _ => 1,
         }
     }

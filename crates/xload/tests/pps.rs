@@ -210,6 +210,7 @@ fn malformed_arguments_exit_2_with_the_reason() {
     ];
     for (extra, says) in [
         (&["-d", "0s"][..], "above zero"),
+        (&["--trial", "0s"][..], "above zero"),
         (&["--cpus", "4000"][..], "not available"),
         (
             &["--src-port", "65535", "--flows", "2"][..],
@@ -392,6 +393,55 @@ fn no_carrier_is_nothing_sent_not_a_rate_met() {
     }
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("carrier"), "{err}");
+}
+
+/// A sending device without a MAC (a tun) needs --src-mac: a missing
+/// argument, exit 2, as a receiving device without one needs --dst-mac.
+#[test]
+fn a_sender_without_a_mac_is_a_missing_argument() {
+    need_root!();
+    struct Ns(&'static str);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", self.0]).status();
+        }
+    }
+    let ns = Ns("xload-tun-nomac");
+    let _ = Command::new("ip")
+        .args(["netns", "del", ns.0])
+        .stderr(Stdio::null())
+        .status();
+    for args in [
+        &["netns", "add", ns.0][..],
+        &["-n", ns.0, "tuntap", "add", "xtn0", "mode", "tun"][..],
+        &["-n", ns.0, "link", "set", "xtn0", "up"][..],
+    ] {
+        assert!(
+            Command::new("ip")
+                .args(args)
+                .status()
+                .expect("ip")
+                .success(),
+            "ip {args:?}"
+        );
+    }
+    let o = xload_in(
+        Some(ns.0),
+        &[
+            "pps",
+            "--dev",
+            "xtn0",
+            "--dst-ip",
+            "10.0.0.2",
+            "--dst-mac",
+            "02:00:00:00:00:01",
+            "-d",
+            "1s",
+        ],
+        Duration::from_secs(10),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pass --src-mac"), "{}", stderr(&o));
 }
 
 #[test]
