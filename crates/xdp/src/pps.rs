@@ -450,7 +450,10 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             TxQueueReport {
                 result: r.clone(),
                 pps: r.sent as f64 * 1e9 / wall,
-                thread_cpu_pct: r.cpu_ns as f64 * 100.0 / wall,
+                // The thread's CPU time covers the drain after sending too:
+                // over the send time alone it read up to 800% after an
+                // early Ctrl-C.
+                thread_cpu_pct: r.cpu_ns as f64 * 100.0 / r.wall_ns.max(r.send_ns).max(1) as f64,
                 rate_wait_pct: r.rate_wait_ns as f64 * 100.0 / wall,
             }
         })

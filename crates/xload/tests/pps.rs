@@ -547,6 +547,11 @@ fn one_command_run_reports_json_and_detaches_on_normal_exit() {
     );
     assert!(j["verdict"]["limit"].is_string());
     assert!(rx["xdp_statistics"]["rx_ring_full"].is_u64());
+    // A thread's CPU share is over its own lifetime: at most 100%.
+    for q in j["per_queue"].as_array().expect("per_queue") {
+        let pct = q["thread_cpu_pct"].as_f64().expect("thread_cpu_pct");
+        assert!((0.0..=100.5).contains(&pct), "thread CPU {pct}%: {q}");
+    }
     assert!(j["interface"]["delta"]["tx_packets"].is_u64());
     assert_detached(&lab);
 }
