@@ -100,29 +100,24 @@ pub(crate) trait Transport<'p> {
                 self.idle().pop();
                 continue;
             }
-            let waited = {
-                let ctx = self.ctx();
-                let intended = ctx.take_scheduled();
-                let waited = intended.is_some_and(|t| ctx.waited_for_connection(t, LATE_NS));
-                if intended.is_none() {
-                    // A connection is free and nothing may leave yet.
-                    ctx.free_connection();
-                }
-                intended.map(|t| (t, waited))
-            };
-            let Some((intended, waited)) = waited else {
+            let ctx = self.ctx();
+            let Some(intended) = ctx.take_scheduled() else {
+                // A connection is free and nothing may leave yet.
+                ctx.free_connection();
                 break;
             };
-            self.idle().pop();
-            let rec = &mut self.ctx().rec;
-            rec.record_send(now.max(intended).saturating_sub(intended) / 1_000);
-            if now.saturating_sub(intended) > LATE_NS {
+            let waited = ctx.waited_for_connection(intended, LATE_NS);
+            let lag_ns = now.saturating_sub(intended);
+            let rec = &mut ctx.rec;
+            rec.record_send(lag_ns / 1_000);
+            if lag_ns > LATE_NS {
                 if waited {
                     rec.record_late_send_waiting();
                 } else {
                     rec.record_late_send();
                 }
             }
+            self.idle().pop();
             self.send(
                 i,
                 1,

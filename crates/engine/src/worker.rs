@@ -106,8 +106,6 @@ pub(crate) struct Ctx<'a> {
     /// Open loop: since when due sends have waited with every connection
     /// busy (None: a connection was free when last looked).
     no_connection_since: Option<u64>,
-    /// This worker's share of `-n`.
-    quota_total: Option<u64>,
     /// The measured window just opened: the quota is yet to be set from
     /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
     window_opened: bool,
@@ -199,7 +197,7 @@ impl<'a> Ctx<'a> {
     /// (`in_flight`), which will be answered, and counted, in the window.
     pub fn open_window_quota(&mut self, in_flight: u64) {
         self.window_opened = false;
-        if let Some(total) = self.quota_total {
+        if let Some(total) = self.plan.quota_of(self.index) {
             self.quota = Some(total.saturating_sub(in_flight));
         }
     }
@@ -314,11 +312,12 @@ impl<'a> Ctx<'a> {
         // The window often ends on a tick boundary: publish that last tick.
         // One that ends between ticks publishes the part it measured, with
         // its length, so the series covers the whole window.
-        if self.measuring && now >= self.next_tick_ns {
-            self.tick();
-        } else if self.measuring {
+        if self.measuring {
             let tick_start = self.next_tick_ns.saturating_sub(self.tick_ns);
-            let len = self.measured_to_ns.saturating_sub(tick_start);
+            let len = self
+                .measured_to_ns
+                .saturating_sub(tick_start)
+                .min(self.tick_ns);
             if len > 0 {
                 self.publish(len);
             }
@@ -430,7 +429,6 @@ pub fn run_observed(
                     index,
                     ticks,
                     quota: plan.quota_of(index),
-                    quota_total: plan.quota_of(index),
                     window_opened: false,
                     sched_started: false,
                     no_connection_since: None,

@@ -88,18 +88,14 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec
 /// partial one: its rate is over its own length, and it is labelled with
 /// the second it ends in).
 fn row(seq: u64, iv: &Interval, tick_s: f64, len_ns: u64) -> IntervalRow {
-    let len_s = if len_ns > 0 {
-        len_ns as f64 / 1e9
-    } else {
-        tick_s
-    };
-    let end_s = seq as f64 * tick_s + len_s.min(tick_s);
+    let len_s = (len_ns as f64 / 1e9).min(tick_s);
+    let end_s = seq as f64 * tick_s + len_s;
     let second = if len_s >= tick_s * 0.999 {
         end_s.round()
     } else {
         end_s.ceil()
     };
-    IntervalRow::from_interval(second as u64, iv, len_s.min(tick_s))
+    IntervalRow::from_interval(second as u64, iv, len_s)
 }
 
 fn fmt_us(us: u64) -> String {

@@ -400,33 +400,15 @@ fn no_carrier_is_nothing_sent_not_a_rate_met() {
 #[test]
 fn a_sender_without_a_mac_is_a_missing_argument() {
     need_root!();
-    struct Ns(&'static str);
-    impl Drop for Ns {
-        fn drop(&mut self) {
-            let _ = Command::new("ip").args(["netns", "del", self.0]).status();
-        }
-    }
-    let ns = Ns("xload-tun-nomac");
-    let _ = Command::new("ip")
-        .args(["netns", "del", ns.0])
-        .stderr(Stdio::null())
-        .status();
+    let lab = VethLab::new(1, false).unwrap();
     for args in [
-        &["netns", "add", ns.0][..],
-        &["-n", ns.0, "tuntap", "add", "xtn0", "mode", "tun"][..],
-        &["-n", ns.0, "link", "set", "xtn0", "up"][..],
+        &["tuntap", "add", "xtn0", "mode", "tun"][..],
+        &["link", "set", "xtn0", "up"][..],
     ] {
-        assert!(
-            Command::new("ip")
-                .args(args)
-                .status()
-                .expect("ip")
-                .success(),
-            "ip {args:?}"
-        );
+        lab.ip(&lab.ns_tx, args).unwrap();
     }
     let o = xload_in(
-        Some(ns.0),
+        Some(&lab.ns_tx),
         &[
             "pps",
             "--dev",

@@ -303,34 +303,10 @@ pub fn apply(
                 }
             }
         }
-        // 4. Read everything back once more: a later write may undo an
-        // earlier one (a knob that resets another, an agent between writes).
-        for (i, item) in plan.items.iter().enumerate() {
-            if verdicts[i].0 != Verdict::Written {
-                continue;
-            }
-            match read_back(fs, item) {
-                Err(msg) => {
-                    outcome.error = Some(format!("{}: {msg}", item.desired.knob));
-                    verdicts[i] = (Verdict::Failed, msg, None);
-                    failed = true;
-                    break;
-                }
-                Ok(c) if !c.reason.is_empty() && !c.reason.starts_with("same elements") => {
-                    verdicts[i].1 = c.reason;
-                }
-                Ok(_) => {}
-            }
-        }
-    }
-
-    if !failed {
-        // 4b. A knob that meant its value before the writes may not after
+        // 4a. A knob that meant its value before the writes may not after
         // them: one write can set others (`conf.all.forwarding` sets every
-        // device's). Such a knob is saved in the snapshot and written too,
-        // then everything is read back again; a profile whose knobs set
-        // each other cannot hold and is undone.
-        if let Err(msg) = rewrite_reset(
+        // device's). Such a knob is saved in the snapshot and written too.
+        let rewrote = match rewrite_reset(
             fs,
             services,
             store,
@@ -339,8 +315,39 @@ pub fn apply(
             &mut verdicts,
             &mut written,
         ) {
-            outcome.error = Some(msg);
-            failed = true;
+            Ok(rewrote) => rewrote,
+            Err(msg) => {
+                outcome.error = Some(msg);
+                failed = true;
+                false
+            }
+        };
+        // 4. Read everything back once more: a later write may undo an
+        // earlier one (a knob that resets another, an agent between writes);
+        // after 4a, a profile whose knobs set each other cannot hold.
+        if !failed {
+            for (i, item) in plan.items.iter().enumerate() {
+                if verdicts[i].0 != Verdict::Written {
+                    continue;
+                }
+                match read_back(fs, item) {
+                    Err(mut msg) => {
+                        if rewrote {
+                            msg.push_str(
+                                ": knobs of this profile set each other, so they cannot all hold",
+                            );
+                        }
+                        outcome.error = Some(format!("{}: {msg}", item.desired.knob));
+                        verdicts[i] = (Verdict::Failed, msg, None);
+                        failed = true;
+                        break;
+                    }
+                    Ok(c) if !c.reason.is_empty() && !c.reason.starts_with("same elements") => {
+                        verdicts[i].1 = c.reason;
+                    }
+                    Ok(_) => {}
+                }
+            }
         }
     }
 
@@ -420,10 +427,11 @@ pub fn apply(
     Ok(outcome)
 }
 
-/// Step 4b of [`apply`]: writes the knobs that meant their value at plan
+/// Step 4a of [`apply`]: writes the knobs that meant their value at plan
 /// time and no longer do after the profile's writes, each saved in the
-/// snapshot first, then reads every written knob back. An error names the
-/// knob that does not hold (the caller undoes every write).
+/// snapshot first; step 4 then reads every written knob back. Returns
+/// whether any was written; an error names the knob that could not be (the
+/// caller undoes every write).
 fn rewrite_reset(
     fs: &dyn Fs,
     services: &dyn Services,
@@ -432,7 +440,7 @@ fn rewrite_reset(
     snap: &mut Snapshot,
     verdicts: &mut [(Verdict, String, Option<String>)],
     written: &mut Vec<usize>,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let reset: Vec<usize> = plan
         .items
         .iter()
@@ -445,7 +453,7 @@ fn rewrite_reset(
         .map(|(i, _)| i)
         .collect();
     if reset.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let first_new = snap.entries.len();
     for &i in &reset {
@@ -490,18 +498,7 @@ fn rewrite_reset(
             }
         }
     }
-    for (i, item) in plan.items.iter().enumerate() {
-        if verdicts[i].0 != Verdict::Written {
-            continue;
-        }
-        if let Err(msg) = read_back(fs, item) {
-            let msg =
-                format!("{msg}: knobs of this profile set each other, so they cannot all hold");
-            verdicts[i] = (Verdict::Failed, msg.clone(), None);
-            return Err(format!("{}: {msg}", item.desired.knob));
-        }
-    }
-    Ok(())
+    Ok(true)
 }
 
 /// Reads a written knob back: its comparison when it means what the
@@ -891,9 +888,11 @@ mod tests {
     }
 
     /// An Fs where writing `conf.all.forwarding` also sets `conf.va0.forwarding`,
-    /// as the kernel does for every device.
+    /// as the kernel does for every device; with `same`, the two names are one
+    /// setting (as `net.ipv4.ip_forward` and `conf.all.forwarding`).
     struct ForwardingFs {
         inner: RootFs,
+        same: bool,
     }
 
     const ALL_FWD: &str = "/proc/sys/net/ipv4/conf/all/forwarding";
@@ -905,8 +904,9 @@ mod tests {
         }
         fn write(&self, p: &str, v: &str) -> Result<(), FsError> {
             self.inner.write(p, v)?;
-            if p == ALL_FWD {
-                self.inner.write(DEV_FWD, v)?;
+            if p == ALL_FWD || self.same {
+                self.inner
+                    .write(if p == ALL_FWD { DEV_FWD } else { ALL_FWD }, v)?;
             }
             Ok(())
         }
@@ -934,6 +934,7 @@ mod tests {
         let host = fake_host("apply-reset", 2, FORWARDING, &[]);
         let fs = ForwardingFs {
             inner: RootFs::new(host.path()),
+            same: false,
         };
         let store = Store::new(host.path().join("state"));
         let text = "[sysctl]\n\"net.ipv4.conf.va0.forwarding\" = 0\n\"net.ipv4.conf.all.forwarding\" = 1\n";
@@ -968,30 +969,10 @@ mod tests {
         // Two names of one setting (as `net.ipv4.ip_forward` and
         // `net.ipv4.conf.all.forwarding`) wanted at two values cannot hold.
         let host = fake_host("apply-conflict", 2, FORWARDING, &[]);
-        struct Both(RootFs);
-        impl Fs for Both {
-            fn read(&self, p: &str) -> Result<String, FsError> {
-                self.0.read(p)
-            }
-            fn write(&self, _: &str, v: &str) -> Result<(), FsError> {
-                // The two names are one setting.
-                self.0.write(ALL_FWD, v)?;
-                self.0.write(DEV_FWD, v)
-            }
-            fn replace_file(&self, p: &str, c: &str) -> Result<(), FsError> {
-                self.0.replace_file(p, c)
-            }
-            fn remove(&self, p: &str) -> Result<(), FsError> {
-                self.0.remove(p)
-            }
-            fn exists(&self, p: &str) -> bool {
-                self.0.exists(p)
-            }
-            fn list(&self, d: &str) -> Result<Vec<String>, FsError> {
-                self.0.list(d)
-            }
-        }
-        let fs = Both(RootFs::new(host.path()));
+        let fs = ForwardingFs {
+            inner: RootFs::new(host.path()),
+            same: true,
+        };
         let store = Store::new(host.path().join("state"));
         let text = "[sysctl]\n\"net.ipv4.conf.va0.forwarding\" = 0\n\"net.ipv4.conf.all.forwarding\" = 1\n";
         let plan = plan_for(&fs, text, &host);

@@ -64,38 +64,36 @@ pub struct ServeStats {
     pub workers: Vec<WorkerCounters>,
 }
 
+/// Adds `n` to a counter only its worker writes (no read-modify-write needed).
+#[inline]
+fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}
+
 impl ServeStats {
+    /// One counter summed over the workers.
+    fn total(&self, counter: impl Fn(&WorkerCounters) -> &AtomicU64) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| counter(w).load(Ordering::Relaxed))
+            .sum()
+    }
     /// Requests answered (all workers).
     pub fn requests(&self) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| w.requests.load(Ordering::Relaxed))
-            .sum()
+        self.total(|w| &w.requests)
     }
     pub fn connections(&self) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| w.connections.load(Ordering::Relaxed))
-            .sum()
+        self.total(|w| &w.connections)
     }
     pub fn bad_requests(&self) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| w.bad_requests.load(Ordering::Relaxed))
-            .sum()
+        self.total(|w| &w.bad_requests)
     }
     pub fn in_flight(&self) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| w.in_flight.load(Ordering::Relaxed))
-            .sum()
+        self.total(|w| &w.in_flight)
     }
     /// Answers dropped because their client closed its side first.
     pub fn abandoned(&self) -> u64 {
-        self.workers
-            .iter()
-            .map(|w| w.abandoned.load(Ordering::Relaxed))
-            .sum()
+        self.total(|w| &w.abandoned)
     }
     /// The `/stats` document.
     pub fn json(&self) -> String {
@@ -614,11 +612,7 @@ impl Responder {
                     return;
                 }
                 let sent_ok = std::mem::take(&mut self.conns[i].sending_ok);
-                let c = self.counters();
-                c.requests.store(
-                    c.requests.load(Ordering::Relaxed) + sent_ok as u64,
-                    Ordering::Relaxed,
-                );
+                add(&self.counters().requests, u64::from(sent_ok));
                 self.flush(i);
             }
             _ => {}
@@ -661,11 +655,7 @@ impl Responder {
             self.slots[i] = fd;
             self.set_slot(i, &self.slots[i]);
         }
-        let cnt = self.counters();
-        cnt.connections.store(
-            cnt.connections.load(Ordering::Relaxed) + 1,
-            Ordering::Relaxed,
-        );
+        add(&self.counters().connections, 1);
         self.arm_recv(i);
     }
 
@@ -735,11 +725,7 @@ impl Responder {
         if res.is_err() && !ends {
             c.owed.push_back(Owed::Bad);
             c.closing = true;
-            let cnt = &self.stats.workers[self.worker];
-            cnt.bad_requests.store(
-                cnt.bad_requests.load(Ordering::Relaxed) + 1,
-                Ordering::Relaxed,
-            );
+            add(&self.stats.workers[self.worker].bad_requests, 1);
         }
         if ends {
             // Connection: close (or HTTP/1.0): answer what was asked, then close.
@@ -944,17 +930,11 @@ impl Responder {
         c.recv_armed = false;
         let gen = c.gen;
         c.gen = next_gen(c.gen);
-        let held = c.owed.iter().any(Owed::is_held);
+        // Answers still held or queued: never sent, their slots go back.
         let lost: u64 = c.owed.iter().map(Owed::held_answers).sum();
         c.owed.clear();
         if lost > 0 {
-            let cnt = &self.stats.workers[self.worker];
-            cnt.abandoned.store(
-                cnt.abandoned.load(Ordering::Relaxed) + lost,
-                Ordering::Relaxed,
-            );
-        }
-        if held {
+            add(&self.counters().abandoned, lost);
             self.forget_held(i as u32, gen);
         }
         let c = &mut self.conns[i];
