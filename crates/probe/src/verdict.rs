@@ -439,6 +439,10 @@ pub fn summarize(
                 .sum();
             let task = c.usr + c.nice + c.sys;
             if c.busy >= CPU_SATURATED_PCT && ours < 0.5 * task.max(1.0) {
+                // The verdict line says it too: "cpu1 100%" alone reads as
+                // this generator's own load.
+                f.short
+                    .push_str(&format!(" of which xload's workers {}%", floor(ours)));
                 f.reason.push_str(&format!(
                     "; xload's workers used only {}% of it: other processes or interrupts share this CPU \
                      (stop them or pin xload elsewhere)",

@@ -112,6 +112,7 @@ where
     };
     let caption = format!("xload sweep — {target}");
     let log_x = r.mode == Mode::Concurrency && xmax / xmin >= 8.0;
+    let whole_x = r.mode == Mode::Concurrency;
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
 
@@ -122,8 +123,8 @@ where
                 .configure_mesh()
                 .x_desc(xlabel)
                 .y_desc("throughput (req/s)")
-                .y_label_formatter(&|v| format!("{:.0}", v))
-                .x_label_formatter(&|v| format!("{:.0}", v))
+                .y_label_formatter(&|v| tick_label(*v, rps_max, false))
+                .x_label_formatter(&|v| tick_label(*v, xmax - xmin, whole_x))
                 .draw()?;
             chart
                 .configure_secondary_axes()
@@ -193,4 +194,53 @@ where
             .set_secondary_coord(xmin..xmax, 0.0..p99_max));
     }
     Ok(())
+}
+
+/// An axis label for a tick at `v` on an axis spanning `span`: as many
+/// decimals as the spacing of plotters' ticks (about ten to an axis) needs,
+/// so that a short range (a rate sweep of 1–2 req/s) does not read "1 1 1 …
+/// 2"; on an axis of connections, whole numbers only (a tick between two
+/// counts is left bare: 1.5 connections means nothing).
+fn tick_label(v: f64, span: f64, whole: bool) -> String {
+    if whole {
+        return if (v - v.round()).abs() < 1e-6 {
+            format!("{:.0}", v.round())
+        } else {
+            String::new()
+        };
+    }
+    let step = span / 10.0;
+    let decimals = if step >= 1.0 || step <= 0.0 || !step.is_finite() {
+        0
+    } else {
+        ((-step.log10()).ceil() as usize).min(6)
+    };
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick_label;
+
+    #[test]
+    fn short_ranges_get_distinct_tick_labels() {
+        // Connections 1..2: the ticks between are bare, not "1" again.
+        let conns: Vec<String> = (0..=10)
+            .map(|i| tick_label(1.0 + f64::from(i) / 10.0, 1.0, true))
+            .collect();
+        assert_eq!(conns[0], "1");
+        assert_eq!(conns[10], "2");
+        assert!(conns[1..10].iter().all(String::is_empty), "{conns:?}");
+        // A rate axis of 1..2 req/s: one decimal, every label distinct.
+        let rates: Vec<String> = (0..=10)
+            .map(|i| tick_label(1.0 + f64::from(i) / 10.0, 1.0, false))
+            .collect();
+        assert_eq!(rates[1], "1.1");
+        let mut uniq = rates.clone();
+        uniq.dedup();
+        assert_eq!(uniq.len(), rates.len(), "{rates:?}");
+        // Wide axes keep whole numbers.
+        assert_eq!(tick_label(25_000.0, 120_000.0, false), "25000");
+        assert_eq!(tick_label(64.0, 63.0, true), "64");
+    }
 }

@@ -207,6 +207,49 @@ pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usi
     })
 }
 
+/// The steps up to the knee, by load.
+fn curve_to(points: &[Point], knee: usize) -> Vec<Point> {
+    let mut curve: Vec<Point> = points[..=knee].to_vec();
+    curve.sort_by(|a, b| a.load.total_cmp(&b.load));
+    curve
+}
+
+/// The throughput the curve up to the knee gives at `load` (linear between
+/// steps, from zero below the first one; the knee's beyond it). A whole
+/// connection count rounded into the recommended range can fall outside it
+/// (one connection already giving 80% of the knee): this says what it gives.
+pub fn curve_rps_at(points: &[Point], knee: usize, load: f64) -> f64 {
+    let mut prev = (0.0, 0.0);
+    for p in curve_to(points, knee) {
+        if load <= p.load {
+            let span = p.load - prev.0;
+            let f = if span > 0.0 {
+                (load - prev.0) / span
+            } else {
+                1.0
+            };
+            return prev.1 + f.clamp(0.0, 1.0) * (p.rps - prev.1);
+        }
+        prev = (p.load, p.rps);
+    }
+    points[knee].rps
+}
+
+/// When no whole connection count lands in the recommended range (one
+/// connection already gives more than 70% of the knee), a note that says
+/// what the count named gives.
+fn range_note(points: &[Point], knee: usize, key: &str) -> Option<String> {
+    let [(low, _), (_, rps_high)] = recommended(points, knee, Mode::Concurrency);
+    let gives = curve_rps_at(points, knee, low);
+    (gives > rps_high * (1.0 + 1e-9)).then(|| {
+        format!(
+            "note: no whole {key} count lands in that range: {key} {low:.0}, the least in it, already gives \
+             {gives:.0} req/s ({:.0}% of the knee) on the measured curve",
+            100.0 * gives / points[knee].rps.max(1e-9)
+        )
+    })
+}
+
 /// The recommended operating range: 50–70% of the knee's throughput, and the
 /// loads that measured it on this sweep's own curve (linear between steps,
 /// from zero below the first one). The loads are not 50–70% of the knee's
@@ -214,8 +257,7 @@ pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usi
 /// before the knee's concurrency, so half the concurrency gives far more
 /// than half the throughput.
 pub fn recommended(points: &[Point], knee: usize, mode: Mode) -> [(f64, f64); 2] {
-    let mut curve: Vec<Point> = points[..=knee].to_vec();
-    curve.sort_by(|a, b| a.load.total_cmp(&b.load));
+    let curve = curve_to(points, knee);
     let k = points[knee];
     let load_for = |target: f64| {
         let mut prev = Point {
@@ -374,7 +416,9 @@ impl SweepResult {
             let [lo, hi] = recommended(&self.points(), k, self.mode);
             json!({ self.mode.key(): self.load_json(*load), "rps": r.rps, "p99_us": r.latency_us.p99,
                     "recommended": { self.mode.key(): [self.load_json(lo.0), self.load_json(hi.0)],
-                                     "rps": [lo.1, hi.1] } })
+                                     "rps": [lo.1, hi.1],
+                                     "curve_rps": [curve_rps_at(&self.points(), k, lo.0),
+                                                   curve_rps_at(&self.points(), k, hi.0)] } })
         });
         json!({
             "schema": "xload-sweep/1",
@@ -602,6 +646,12 @@ pub fn print_knee(r: &SweepResult, out: Sink) {
             out.line(&format!(
                 "recommended operating range: {rps_low:.0}–{rps_high:.0} req/s (50–70% of the knee), at {key} {at} (read off the measured curve)"
             ));
+            let note = (r.mode == Mode::Concurrency)
+                .then(|| range_note(&r.points(), k, key))
+                .flatten();
+            if let Some(note) = note {
+                out.line(&note);
+            }
             if client_cpu(rep).1 {
                 out.line(
                     "note: the client was SATURATED at the knee: it is the generator's limit, not the server's \
@@ -776,6 +826,28 @@ mod tests {
         // 100k between 2 (60k) and 4 (110k): 3.6, up to 4; 140k between 4
         // and 8: 6.4, down to 6 (7 would be past 70%).
         assert_eq!((lo, hi), (4.0, 6.0));
+        // What those loads give on the curve: inside the range.
+        assert_eq!(curve_rps_at(&p, 6, 4.0), 110_000.0);
+        assert_eq!(curve_rps_at(&p, 6, 6.0), 135_000.0);
+        // One connection already gives 80% of the knee: the range's whole
+        // count is 1 and the curve says it gives more than 70%.
+        let one = pts(&[
+            (1.0, 80_000.0, 40.0),
+            (2.0, 95_000.0, 60.0),
+            (4.0, 100_000.0, 200.0),
+        ]);
+        let [(lo, _), (hi, _)] = recommended(&one, 2, Mode::Concurrency);
+        assert_eq!((lo, hi), (1.0, 1.0));
+        assert_eq!(curve_rps_at(&one, 2, 1.0), 80_000.0);
+        assert_eq!(curve_rps_at(&one, 2, 0.5), 40_000.0);
+        let note = range_note(&one, 2, "concurrency").expect("a note");
+        assert!(
+            note.contains(
+                "concurrency 1, the least in it, already gives 80000 req/s (80% of the knee)"
+            ),
+            "{note}"
+        );
+        assert_eq!(range_note(&p, 6, "concurrency"), None);
         // Below the first step: from zero. Rates are not rounded.
         let r = pts(&[
             (1000.0, 1000.0, 100.0),

@@ -169,6 +169,16 @@ fn concurrency_sweep_plateaus_at_pool_capacity_with_the_knee_at_the_pool_size() 
         within(rec["rps"][1].as_f64().unwrap(), 0.7 * knee_rps, 0.001),
         "{knee}"
     );
+    // What the whole counts give on the measured curve: inside the range.
+    let curve: Vec<f64> = (0..2)
+        .map(|i| rec["curve_rps"][i].as_f64().expect("curve_rps"))
+        .collect();
+    assert!(
+        curve[0] >= 0.5 * knee_rps * 0.999
+            && curve[1] <= 0.7 * knee_rps * 1.001
+            && curve[0] <= curve[1],
+        "{knee}"
+    );
     assert!(
         run.stdout.contains("knee: concurrency 8"),
         "the table names the knee:\n{}",

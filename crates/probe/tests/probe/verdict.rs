@@ -618,6 +618,11 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
         "{}",
         s.reasons[0]
     );
+    assert!(
+        s.verdict.contains("of which xload's workers 3%"),
+        "the verdict line says whose load it is: {}",
+        s.verdict
+    );
     // A worker that is the load gets no such remark.
     end.threads = vec![worker_on_cpu0(130, 160)];
     let (_, mut end2) = window(2, &[(0, 30, 60, 10, 0)]);
@@ -629,6 +634,7 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
         "{}",
         s.reasons[0]
     );
+    assert!(!s.verdict.contains("of which"), "{}", s.verdict);
 }
 
 #[test]
