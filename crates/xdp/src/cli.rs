@@ -139,7 +139,8 @@ pub struct PpsArgs {
     /// TX queues, one pinned thread each (e.g. 0-3).
     #[arg(long, value_name = "LIST", value_parser = list_arg, default_value = "0")]
     pub queues: IdList,
-    /// CPUs for the queue threads, in queue order (default: allowed CPUs).
+    /// CPUs for the queue threads, in queue order, taken again from the first
+    /// when the queues outnumber them (default: allowed CPUs).
     #[arg(long, value_name = "LIST", value_parser = list_arg)]
     pub cpus: Option<IdList>,
     /// Run time (500ms, 10s, 2m).
@@ -204,7 +205,8 @@ pub struct PpsRxArgs {
     /// RX queues to bind (default: all).
     #[arg(long, value_name = "LIST", value_parser = list_arg)]
     pub queues: Option<IdList>,
-    /// CPUs for the queue threads, in queue order.
+    /// CPUs for the queue threads, in queue order, taken again from the first
+    /// when the queues outnumber them (default: allowed CPUs).
     #[arg(long, value_name = "LIST", value_parser = list_arg)]
     pub cpus: Option<IdList>,
     /// Run time (500ms, 10s, 2m).
@@ -249,15 +251,6 @@ impl PpsArgs {
         }
         check_cpus("--cpus", &self.cpus)?;
         check_cpus("--rx-cpus", &self.rx_cpus)?;
-        if let Some(c) = &self.cpus {
-            if c.0.len() < self.queues.0.len() && c.0.len() != 1 {
-                return Err(format!(
-                    "--cpus lists {} CPUs for {} queues",
-                    c.0.len(),
-                    self.queues.0.len()
-                ));
-            }
-        }
         let flows = self.flows.unwrap_or(self.queues.0.len() as u32);
         if flows == 0 || flows > 65_536 {
             return Err("--flows must be within 1..=65536".into());
@@ -314,15 +307,6 @@ impl PpsArgs {
 impl PpsRxArgs {
     pub fn to_config(&self) -> Result<PpsRxConfig, String> {
         check_cpus("--cpus", &self.cpus)?;
-        if let (Some(q), Some(c)) = (&self.queues, &self.cpus) {
-            if c.0.len() < q.0.len() && c.0.len() != 1 {
-                return Err(format!(
-                    "--cpus lists {} CPUs for {} queues",
-                    c.0.len(),
-                    q.0.len()
-                ));
-            }
-        }
         Ok(PpsRxConfig {
             dev: self.dev.clone(),
             queues: self.queues.as_ref().map(|q| q.0.clone()),

@@ -844,3 +844,19 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
         netdev::link_speed_mbps(&cfg.dev),
     ))
 }
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::cpus_for;
+
+    #[test]
+    fn queues_take_the_listed_cpus_in_turn() {
+        // Four queues on two CPUs: two each, in queue order.
+        assert_eq!(cpus_for(4, &Some(vec![0, 1]), false), vec![0, 1, 0, 1]);
+        assert_eq!(cpus_for(3, &Some(vec![1]), false), vec![1, 1, 1]);
+        // More CPUs than queues: the first ones.
+        assert_eq!(cpus_for(1, &Some(vec![1, 0]), false), vec![1]);
+        // A given list is not reversed; the default one is.
+        assert_eq!(cpus_for(2, &Some(vec![0, 1]), true), vec![0, 1]);
+    }
+}
