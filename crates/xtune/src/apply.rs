@@ -209,6 +209,7 @@ pub fn apply(
         entries,
         fixed_by_kernel: Vec::new(),
         state: State::Pending,
+        seq: store.next_seq(),
         rolled_back_unix_ms: None,
     };
     store.save(&snap)?;
@@ -402,10 +403,43 @@ pub fn apply(
                 snap.id
             ));
         }
+    } else if written.is_empty() {
+        // Nothing moved: every knob to change was a managed interrupt the
+        // kernel keeps where it put it. A snapshot of nothing would be one
+        // more for each apply (each tries again) and one more rollback
+        // that restores nothing before the real one.
+        // The first such apply keeps its snapshot, with nothing to restore
+        // (undone), as the record verify reads the managed IRQs from.
+        snap.state = State::Undone;
+        let known: Vec<String> = store
+            .list()
+            .0
+            .into_iter()
+            .filter(|s| s.target == snap.target && s.id != snap.id)
+            .flat_map(|s| s.fixed_by_kernel)
+            .collect();
+        if snap.fixed_by_kernel.iter().all(|k| known.contains(k)) {
+            outcome.snapshot = None;
+            outcome.notes.push(format!(
+                "nothing changed: the kernel keeps {} managed interrupt(s) where it put them; no snapshot kept",
+                snap.fixed_by_kernel.len()
+            ));
+        } else {
+            outcome.notes.push(format!(
+                "nothing changed: the kernel keeps {} managed interrupt(s) where it put them; snapshot {} records them, with nothing to restore",
+                snap.fixed_by_kernel.len(),
+                snap.id
+            ));
+        }
     } else {
         snap.state = State::Applied;
     }
-    if let Err(e) = store.save(&snap) {
+    let saved = if outcome.snapshot.is_none() {
+        store.remove(&snap.id)
+    } else {
+        store.save(&snap).map(|_| ())
+    };
+    if let Err(e) = saved {
         outcome
             .notes
             .push(format!("could not update the snapshot state: {e}"));
@@ -1123,6 +1157,23 @@ mod tests {
             assert_eq!(out.lines[1].verdict, Verdict::Written);
             let snap = store.load(out.snapshot.as_deref().unwrap()).unwrap();
             assert_eq!(snap.fixed_by_kernel, vec!["irq:40".to_string()]);
+            // Again: only the managed one is left to change and it does
+            // not move; no snapshot is kept for nothing.
+            let fs = FaultyFs {
+                inner: RootFs::new(host.path()),
+                fail_on: 1,
+                errno,
+                writes: RefCell::new(0),
+                keep: None,
+            };
+            let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
+            let again = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+            assert_eq!(again.error, None);
+            assert_eq!(again.snapshot, None, "{:?}", again.notes);
+            assert_eq!(again.lines[0].verdict, Verdict::FixedByKernel);
+            assert!(again.notes.iter().any(|n| n.contains("no snapshot kept")));
+            assert_eq!(store.list().0.len(), 1, "only the first apply's snapshot");
+            assert_eq!(store.latest_for("host").unwrap().id, snap.id);
             host.put("/proc/irq/41/smp_affinity", "3\n");
         }
     }

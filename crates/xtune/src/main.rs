@@ -20,7 +20,7 @@ use xtune::plan::{observe, Plan};
 use xtune::profile::Profile;
 use xtune::remote::{self, RemoteJob};
 use xtune::report::{KnobLine, Report, Verdict};
-use xtune::snapshot::{human_time, State, Store, DEFAULT_STATE_DIR};
+use xtune::snapshot::{human_time, Store, DEFAULT_STATE_DIR};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -255,6 +255,24 @@ fn run(cli: Cli) -> i32 {
         hostname: hostname(),
         json: cli.json,
         fs,
+    };
+
+    // One apply or rollback at a time per state dir, from reading the
+    // current values to the snapshot's last state.
+    let _lock = match &cli.cmd {
+        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => match ctx.store.lock() {
+            Ok(l) => Some(l),
+            Err(e) => {
+                return emit_error(
+                    &ctx,
+                    cli.cmd.name(),
+                    profile.as_ref(),
+                    &format!("cannot lock the state dir: {e}"),
+                    1,
+                )
+            }
+        },
+        _ => None,
     };
 
     // Which net.* sysctls the host has, read before entering the namespace:
@@ -515,6 +533,22 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
         hostname: ctx.hostname.clone(),
         profile: p.name.clone(),
     };
+    // A rollback after this apply would stop on an unreadable snapshot
+    // that may be this target's: refuse before writing anything.
+    if let Some(e) = ctx.store.unreadable_for(&ctx.target) {
+        return emit_error(
+            ctx,
+            "apply",
+            Some(p),
+            &format!(
+                "{e}; it may be a snapshot of {}, and a rollback after this apply would stop on it: move it out of {} first (nothing was written)",
+                ctx.target,
+                ctx.store.dir().display()
+            ),
+            1,
+        );
+    }
+    let pending = pending_notes(ctx);
     let mut r = new_report(ctx, "apply", Some(p));
     match apply::apply(&ctx.fs, &SystemServices, &ctx.store, &plan, &meta) {
         Ok(out) => {
@@ -525,7 +559,9 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
             r.error = out.error;
             r.notes = plan.notes;
             r.notes.extend(out.notes);
-            if r.snapshot.is_none() && r.ok {
+            r.notes.extend(pending);
+            let fixed = r.knobs.iter().any(|k| k.verdict == Verdict::FixedByKernel);
+            if r.snapshot.is_none() && r.ok && !fixed {
                 r.notes
                     .push("nothing to change: every knob already has its wanted meaning".into());
             }
@@ -535,6 +571,7 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
             r.exit_code = 1;
             r.error = Some(e.to_string());
             r.notes = plan.notes;
+            r.notes.extend(pending);
         }
     }
     r.count();
@@ -559,11 +596,13 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
         }
         None => first.clone(),
     };
-    // IRQs apply found fixed by the kernel (managed) are not drift.
+    // IRQs apply found fixed by the kernel (managed) are not drift: any
+    // snapshot of this target that recorded one (it stays managed when the
+    // snapshot is rolled back or was undone).
     let (snaps, _) = ctx.store.list();
     let fixed: BTreeSet<String> = snaps
         .iter()
-        .filter(|s| s.target == ctx.target && s.state == State::Applied)
+        .filter(|s| s.target == ctx.target)
         .flat_map(|s| s.fixed_by_kernel.iter().cloned())
         .collect();
     let agents = Agents::scan(&ctx.fs);
@@ -602,6 +641,7 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
         r.knobs.push(line);
     }
     r.notes = last.notes;
+    r.notes.extend(pending_notes(ctx));
     r.count();
     let drift = r
         .knobs
@@ -611,6 +651,22 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
     r.ok = drift == 0;
     r.exit_code = if drift == 0 { 0 } else { 3 };
     emit(ctx, r)
+}
+
+/// A note for each snapshot of this target left pending: an apply that
+/// did not finish (killed or crashed between its writes) may have left the
+/// target half-tuned; `xtune rollback` restores it.
+fn pending_notes(ctx: &Ctx) -> Vec<String> {
+    ctx.store
+        .pending_for(&ctx.target)
+        .iter()
+        .map(|s| {
+            format!(
+                "snapshot {} (profile {}) is still pending: an apply that did not finish (killed or crashed mid-write), or one running now; {} may be half-tuned: `xtune rollback` restores it",
+                s.id, s.profile, ctx.target
+            )
+        })
+        .collect()
 }
 
 fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {

@@ -2,8 +2,9 @@
 //! and fsync'd before the first write, so a crash mid-apply still leaves a way
 //! back. One JSON file per snapshot under the state dir (`/var/lib/xtune`).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -97,6 +98,12 @@ pub struct Snapshot {
     pub fixed_by_kernel: Vec<String>,
     /// Lifecycle state.
     pub state: State,
+    /// Order in the store: one more than the highest when saved (under the
+    /// store's lock), so the stack does not depend on the clock (a clock
+    /// stepped back between two applies would put them in the wrong order).
+    /// 0 in files written before it existed: those sort by time, first.
+    #[serde(default)]
+    pub seq: u64,
     /// When rolled back.
     #[serde(default)]
     pub rolled_back_unix_ms: Option<u64>,
@@ -165,6 +172,70 @@ impl Store {
         id
     }
 
+    /// Takes the store's lock: one apply or rollback at a time per state
+    /// dir, from reading the knobs' current values to the snapshot's last
+    /// state. Without it, two applies (two `--on` roles on one host, or two
+    /// shells) read the same originals, could take the same id, and a
+    /// rollback would leave one profile's values on the host. Waits for the
+    /// holder (saying so on stderr); released when the guard drops.
+    pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let _ = set_mode_0700(&self.dir);
+        let path = self.dir.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| StoreError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        let fd = file.as_raw_fd();
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(StoreError::Io { path, source: e });
+            }
+            eprintln!(
+                "xtune: another xtune is applying or rolling back with {}: waiting for it",
+                self.dir.display()
+            );
+            loop {
+                // SAFETY: as above.
+                if unsafe { libc::flock(fd, libc::LOCK_EX) } == 0 {
+                    break;
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(StoreError::Io { path, source: e });
+                }
+            }
+        }
+        Ok(StoreLock { _file: file })
+    }
+
+    /// The order number for a new snapshot (see [`Snapshot::seq`]); call it
+    /// under [`Store::lock`].
+    pub fn next_seq(&self) -> u64 {
+        self.list().0.iter().map(|s| s.seq).max().unwrap_or(0) + 1
+    }
+
+    /// Snapshots of `target` left pending: an apply that did not finish (it
+    /// crashed or was killed mid-write) or, without the lock, one in progress.
+    pub fn pending_for(&self, target: &str) -> Vec<Snapshot> {
+        self.list()
+            .0
+            .into_iter()
+            .filter(|s| s.target == target && s.state == State::Pending)
+            .collect()
+    }
+
     fn path_of(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
     }
@@ -186,6 +257,17 @@ impl Store {
             source,
         })?;
         Ok(path)
+    }
+
+    /// Deletes a snapshot file (one that holds nothing to restore).
+    pub fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.path_of(id);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(StoreError::Io { path, source: e })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Loads one snapshot by id (or file name).
@@ -227,7 +309,7 @@ impl Store {
                 Err(e) => errors.push(e),
             }
         }
-        snaps.sort_by(|a, b| (a.created_unix_ms, &a.id).cmp(&(b.created_unix_ms, &b.id)));
+        snaps.sort_by(|a, b| order(a).cmp(&order(b)));
         (snaps, errors)
     }
 
@@ -238,7 +320,7 @@ impl Store {
     /// changed without a word.
     pub fn latest_for(&self, target: &str) -> Result<Snapshot, StoreError> {
         let (snaps, errors) = self.list();
-        if let Some(e) = errors.into_iter().next() {
+        if let Some(e) = errors.into_iter().find(|e| may_be_of(e, target)) {
             return Err(StoreError::Blocked(format!(
                 "{e}; it may be this target's newest snapshot: move it out of {} (or roll back by id) to go on",
                 self.dir.display()
@@ -249,6 +331,13 @@ impl Store {
             .rev()
             .find(|s| s.target == target && s.state.restorable())
             .ok_or_else(|| StoreError::NothingToRollBack(target.to_string()))
+    }
+
+    /// An unreadable file of the store that may be a snapshot of `target`
+    /// (a file whose name says it is another target's cannot be): a
+    /// rollback of `target` stops on it.
+    pub fn unreadable_for(&self, target: &str) -> Option<StoreError> {
+        self.list().1.into_iter().find(|e| may_be_of(e, target))
     }
 
     /// Snapshots of the same target newer than `snap` that still have
@@ -262,10 +351,52 @@ impl Store {
                 s.target == snap.target
                     && s.id != snap.id
                     && s.state.restorable()
-                    && (s.created_unix_ms, &s.id) > (snap.created_unix_ms, &snap.id)
+                    && order(s) > order(snap)
             })
             .collect()
     }
+}
+
+/// Held while an apply or rollback runs: see [`Store::lock`].
+#[derive(Debug)]
+pub struct StoreLock {
+    _file: File,
+}
+
+/// A snapshot's place in the stack.
+fn order(s: &Snapshot) -> (u64, u64, &str) {
+    (s.seq, s.created_unix_ms, s.id.as_str())
+}
+
+/// Whether an unreadable file of the store may be a snapshot of `target`:
+/// its name (`YYYYMMDD-HHMMSS-mmm-TARGET[-N]`, see [`Store::new_id`]) says
+/// whose it is; a name of another form may be anyone's.
+fn may_be_of(e: &StoreError, target: &str) -> bool {
+    let (StoreError::Io { path, .. } | StoreError::Corrupt { path, .. }) = e else {
+        return true;
+    };
+    let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+        return true;
+    };
+    let stamped = stem.len() > 20
+        && stem.is_char_boundary(20)
+        && stem[..20].bytes().enumerate().all(|(i, b)| {
+            if matches!(i, 8 | 15 | 19) {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    if !stamped {
+        return true;
+    }
+    let rest = &stem[20..];
+    let ours = target.replace([':', '/'], "-");
+    rest == ours
+        || rest
+            .strip_prefix(&ours)
+            .and_then(|t| t.strip_prefix('-'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
@@ -378,6 +509,7 @@ mod tests {
             }],
             fixed_by_kernel: vec![],
             state,
+            seq: 0,
             rolled_back_unix_ms: None,
         }
     }
@@ -424,6 +556,69 @@ mod tests {
         let b = store.new_id("host", 5);
         assert_ne!(a.id, b);
         assert!(b.ends_with("-2"));
+    }
+
+    #[test]
+    fn the_stack_follows_the_order_saved_not_the_clock() {
+        // The clock stepped back between two applies: the second (seq 2)
+        // is the newer one all the same.
+        let t = TempDir::new("snap-seq");
+        let store = Store::new(t.path());
+        let mut a = snap(&store, "host", 9_000, State::Applied);
+        a.seq = store.next_seq();
+        store.save(&a).unwrap();
+        let mut b = snap(&store, "host", 1_000, State::Applied);
+        b.seq = store.next_seq();
+        assert_eq!((a.seq, b.seq), (1, 2));
+        store.save(&b).unwrap();
+        assert_eq!(store.latest_for("host").unwrap().id, b.id);
+        assert_eq!(store.newer_restorable(&a)[0].id, b.id);
+        assert!(store.newer_restorable(&b).is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_file_blocks_only_the_target_it_may_belong_to() {
+        let t = TempDir::new("snap-bad-other");
+        let store = Store::new(t.path());
+        let good = snap(&store, "netns:lab", 7, State::Applied);
+        store.save(&good).unwrap();
+        // Another target's, by its name: it does not block this one.
+        std::fs::write(t.path().join("20200101-000000-000-host.json"), "{").unwrap();
+        assert_eq!(store.latest_for("netns:lab").unwrap().id, good.id);
+        assert!(matches!(
+            store.latest_for("host"),
+            Err(StoreError::Blocked(_))
+        ));
+        // A name that may be this target's (its own, or a second one of the
+        // same millisecond), or one of no known form, blocks it.
+        for name in ["20200101-000000-000-netns-lab-2.json", "junk.json"] {
+            std::fs::write(t.path().join(name), "{").unwrap();
+            assert!(
+                matches!(store.latest_for("netns:lab"), Err(StoreError::Blocked(_))),
+                "{name}"
+            );
+            std::fs::remove_file(t.path().join(name)).unwrap();
+        }
+        // netns "lab-x" is another target.
+        std::fs::write(t.path().join("20200101-000000-000-netns-lab-x.json"), "{").unwrap();
+        assert_eq!(store.latest_for("netns:lab").unwrap().id, good.id);
+    }
+
+    #[test]
+    fn the_lock_is_exclusive_while_held() {
+        let t = TempDir::new("snap-lock");
+        let store = Store::new(t.path().join("state"));
+        let held = store.lock().unwrap();
+        let f = File::open(t.path().join("state/.lock")).unwrap();
+        // SAFETY: flock on a descriptor owned here.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(r, -1, "a second holder got the lock");
+        drop(held);
+        // SAFETY: as above.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(r, 0, "released when the guard dropped");
+        // The lock file is not a snapshot.
+        assert!(store.list().1.is_empty());
     }
 
     #[test]

@@ -948,6 +948,16 @@ fn rollback_keeps_the_stack_in_order_and_stops_at_an_unreadable_snapshot() {
     );
     assert!(stderr(&out).contains("move it out of"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&somaxconn).unwrap(), "9000\n");
+    // Nor an apply that a rollback could not undo past it.
+    let c = dir.file("c.toml", "[sysctl]\n\"net.core.somaxconn\" = 9100\n");
+    let out = run(&["apply", &c]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("nothing was written"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&somaxconn).unwrap(), "9000\n");
 
     // Repaired: the stack unwinds newest first, back to the original.
     std::fs::write(&file_b, &good).unwrap();
@@ -960,6 +970,104 @@ fn rollback_keeps_the_stack_in_order_and_stops_at_an_unreadable_snapshot() {
     assert_eq!(std::fs::read_to_string(&somaxconn).unwrap(), "4096\n");
     let out = run(&["rollback"]);
     assert_eq!(code(&out), 1, "nothing left: {}", stderr(&out));
+}
+
+#[test]
+fn parallel_applies_stack_and_roll_back_to_the_original() {
+    // Eight applies at once on one state dir (eight shells, or `--on` roles
+    // on one host): each gets its own snapshot, and eight rollbacks leave
+    // every value as it was.
+    let dir = TempDir::new("parallel");
+    let root = fake_tree(&dir);
+    let state = dir.join("state");
+    let n = 8;
+    let mut profiles = Vec::new();
+    for i in 0..n {
+        dir.file(&format!("root/proc/sys/net/core/t{i}"), "1\n");
+        profiles.push(dir.file(
+            &format!("p{i}.toml"),
+            &format!(
+                "[sysctl]\n\"net.core.t{i}\" = {}\n\"net.core.somaxconn\" = {}\n",
+                100 + i,
+                5000 + i
+            ),
+        ));
+    }
+    let args = |cmd: &str, p: Option<&str>| -> Vec<String> {
+        let mut a = vec![cmd.to_string()];
+        a.extend(p.map(String::from));
+        a.extend(["--root", &root, "--state-dir", &state, "--json"].map(String::from));
+        a
+    };
+    let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let hs: Vec<_> = profiles
+            .iter()
+            .map(|p| {
+                let a = args("apply", Some(p));
+                s.spawn(move || {
+                    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+                    xtune(&a)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut ids = std::collections::BTreeSet::new();
+    for out in &outs {
+        assert_eq!(code(out), 0, "{}{}", stdout(out), stderr(out));
+        ids.insert(json_report(out).snapshot.expect("a snapshot"));
+    }
+    assert_eq!(ids.len(), n, "one snapshot each: {ids:?}");
+    for _ in 0..n {
+        let a = args("rollback", None);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = xtune(&a);
+        assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    }
+    let read = |rel: &str| std::fs::read_to_string(dir.path().join(rel)).unwrap();
+    assert_eq!(read("root/proc/sys/net/core/somaxconn"), "4096\n");
+    for i in 0..n {
+        assert_eq!(read(&format!("root/proc/sys/net/core/t{i}")), "1\n", "t{i}");
+    }
+}
+
+#[test]
+fn a_snapshot_left_pending_is_named_by_apply_and_verify() {
+    let dir = TempDir::new("pending");
+    let root = fake_tree(&dir);
+    let state = dir.join("state");
+    let a = dir.file("a.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--root", &root, "--state-dir", &state, "--json"]);
+        xtune(&all)
+    };
+    let out = run(&["apply", &a]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let id = json_report(&out).snapshot.unwrap();
+    // As an apply killed between its writes leaves it.
+    let file = std::path::Path::new(&state).join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"applied\"", "\"pending\"")).unwrap();
+    for cmd in ["verify", "apply"] {
+        let out = run(&[cmd, &a]);
+        let r = json_report(&out);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains(&id) && n.contains("still pending")),
+            "{cmd}: {:?}",
+            r.notes
+        );
+    }
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(json_report(&out).snapshot.as_deref(), Some(id.as_str()));
+    let out = run(&["verify", &a]);
+    assert!(json_report(&out)
+        .notes
+        .iter()
+        .all(|n| !n.contains("pending")));
 }
 
 #[test]
