@@ -598,12 +598,15 @@ fn layer_from_table(
                     let full = format!("rfs.{k}");
                     cx.known(&full, &k, RFS_KEYS)?;
                     if k == "flow_entries" {
-                        own.rfs.flow_entries = Some(cx.uint(&full, v)?);
+                        let n = cx.uint(&full, v)?;
+                        check_flow_table(&cx, &full, n, MAX_SOCK_FLOW_ENTRIES, 4, "")?;
+                        own.rfs.flow_entries = Some(n);
                     } else {
                         for (dev, n) in cx.table(&full, v)? {
                             let key = format!("{full}.{dev}");
                             let sel = cx.device(&key, &dev)?;
                             let n = cx.uint(&key, n)?;
+                            check_flow_table(&cx, &key, n, MAX_FLOW_CNT, 8, " for every rx queue")?;
                             upsert(&mut own.rfs.flow_cnt, sel, n);
                         }
                     }
@@ -777,6 +780,38 @@ fn upsert<K: PartialEq, V>(list: &mut Vec<(K, V)>, key: K, value: V) {
     }
 }
 
+/// The largest `rps_sock_flow_entries` a profile may ask for (4 bytes each:
+/// 16 MiB). The kernel docs suggest 32768 for a moderately loaded server.
+pub const MAX_SOCK_FLOW_ENTRIES: u64 = 1 << 22;
+/// The largest `rps_flow_cnt` per rx queue (8 bytes each: 8 MiB per queue).
+/// The kernel docs suggest rps_sock_flow_entries ÷ the rx queues.
+pub const MAX_FLOW_CNT: u64 = 1 << 20;
+
+/// Refuses an RFS table size over `max`: the kernel allocates the table at
+/// once (a typo such as 1073741824 for one queue asks for 8 GiB, stalls the
+/// kernel in the allocation and can bring the host down to the OOM killer).
+fn check_flow_table(
+    cx: &Cx<'_>,
+    key: &str,
+    n: u64,
+    max: u64,
+    bytes_per_entry: u64,
+    each: &str,
+) -> Result<(), ProfileError> {
+    if n <= max {
+        return Ok(());
+    }
+    let mib = n.next_power_of_two().saturating_mul(bytes_per_entry) >> 20;
+    Err(cx.bad(
+        key,
+        format!(
+            "{n} entries is over the {max} xtune allows: the kernel allocates {bytes_per_entry} bytes per entry \
+             (rounded up to a power of two){each} at once, {mib} MiB here; the kernel docs suggest 32768 \
+             rps_sock_flow_entries and that divided by the rx queues for rps_flow_cnt"
+        ),
+    ))
+}
+
 fn flatten_sysctl(
     cx: &Cx<'_>,
     prefix: &str,
@@ -832,6 +867,16 @@ fn flatten_sysctl(
             }
         };
         check_sysctl_name(cx, &key, &name)?;
+        if let ("net.core.rps_sock_flow_entries", SysctlValue::Int(n)) = (name.as_str(), &value) {
+            check_flow_table(
+                cx,
+                &key,
+                u64::try_from(*n).unwrap_or(0),
+                MAX_SOCK_FLOW_ENTRIES,
+                4,
+                "",
+            )?;
+        }
         if out.iter().any(|(k, _)| *k == name) {
             // TOML refuses a key given twice; a dotted and a quoted spelling
             // of one sysctl get past it and would silently keep the last.
@@ -1182,6 +1227,18 @@ server = { host = "srv1", profile = "server.toml" }
             ("[irq]\neth0 = \"3-1\"\n", "runs backwards"),
             ("[xps]\neth0 = \"all\"\n", "expected `spread` or `off`"),
             ("[rfs]\nflow_entries = -1\n", "-1 is negative"),
+            (
+                "[rfs]\nflow_cnt = { eth0 = 1073741824 }\n",
+                "1073741824 entries is over the 1048576 xtune allows: the kernel allocates 8 bytes per entry (rounded up to a power of two) for every rx queue at once, 8192 MiB here",
+            ),
+            (
+                "[rfs]\nflow_entries = 8388608\n",
+                "8388608 entries is over the 4194304 xtune allows",
+            ),
+            (
+                "[sysctl]\nnet.core.rps_sock_flow_entries = 536870912\n",
+                "536870912 entries is over the 4194304 xtune allows",
+            ),
             ("[irqbalance]\nstop = \"yes\"\n", "must be true or false"),
             ("[limits]\nnofile = 0\n", "at least 1"),
             ("sysctl = 3\n", "`sysctl` must be a table"),
