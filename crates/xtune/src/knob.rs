@@ -99,6 +99,13 @@ pub enum Wanted {
     },
     /// An integer the kernel rounds up to a power of two.
     PowerOfTwo(u64),
+    /// A set of ports (`ip_local_reserved_ports`): the kernel prints it
+    /// sorted with runs merged (`9000-9010,8080` reads `8080,9000-9010`).
+    /// Merged, sorted ranges.
+    Ports(Vec<(u32, u32)>),
+    /// A set of names in any order (`tcp_allowed_congestion_control`, which
+    /// the kernel lists in its own order). Sorted, deduplicated.
+    Names(Vec<String>),
     /// irqbalance not running.
     Stopped,
     /// irqbalance banned CPU list.
@@ -611,6 +618,60 @@ fn is_global_in_netns(key: &str, topo: &Topology, ctx: &TargetCtx) -> bool {
         && ctx.host_net_sysctls.contains(key)
 }
 
+/// Sysctls that hold a set of ports, compared as sets.
+const PORT_SET_SYSCTLS: &[&str] = &["net.ipv4.ip_local_reserved_ports"];
+/// Sysctls that hold a set of names, compared in any order.
+const NAME_SET_SYSCTLS: &[&str] = &["net.ipv4.tcp_allowed_congestion_control"];
+
+/// A port set as the kernel reads one (`8080,9000-9010`; empty is none):
+/// sorted, merged ranges, or None when it is not one.
+fn port_set(s: &str) -> Option<Vec<(u32, u32)>> {
+    let mut ranges = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
+            None => {
+                let p: u32 = part.parse().ok()?;
+                (p, p)
+            }
+        };
+        if a > b || b > 65_535 {
+            return None;
+        }
+        ranges.push((a, b));
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    Some(merged)
+}
+
+fn port_text(set: &[(u32, u32)]) -> String {
+    let parts: Vec<String> = set
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    parts.join(",")
+}
+
+fn name_set(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 fn sysctl_desired(
     key: &str,
     value: &SysctlValue,
@@ -635,6 +696,11 @@ fn sysctl_desired(
         SysctlValue::Int(n) if key == RPS_SOCK_FLOW_ENTRIES && *n >= 0 => {
             Wanted::PowerOfTwo(*n as u64)
         }
+        _ if PORT_SET_SYSCTLS.contains(&key) => match port_set(&write) {
+            Some(set) => Wanted::Ports(set),
+            None => Wanted::Words(write.split_whitespace().map(str::to_string).collect()),
+        },
+        _ if NAME_SET_SYSCTLS.contains(&key) => Wanted::Names(name_set(&write)),
         _ => Wanted::Words(write.split_whitespace().map(str::to_string).collect()),
     };
     Ok(Desired {
@@ -916,6 +982,37 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
                 },
             }
         }
+        Wanted::Ports(set) => match port_set(actual.trim()) {
+            Some(a) => Comparison {
+                matches: a == *set,
+                actual: port_text(&a),
+                wanted: wanted_display,
+                reason: String::new(),
+            },
+            None => Comparison {
+                matches: false,
+                actual: actual.trim().to_string(),
+                wanted: wanted_display,
+                reason: "not a port list".into(),
+            },
+        },
+        Wanted::Names(names) => {
+            let a = name_set(actual);
+            let matches = a == *names;
+            let reason = if matches
+                && actual.split_whitespace().collect::<Vec<_>>().join(" ") != names.join(" ")
+            {
+                "same names (the kernel lists them in its own order)".to_string()
+            } else {
+                String::new()
+            };
+            Comparison {
+                matches,
+                actual: actual.split_whitespace().collect::<Vec<_>>().join(" "),
+                wanted: wanted_display,
+                reason,
+            }
+        }
         Wanted::Stopped | Wanted::BannedCpus(_) | Wanted::Nofile { .. } => same_text(actual),
     }
 }
@@ -950,6 +1047,8 @@ pub fn wanted_text(w: &Wanted) -> String {
                 format!("{n} (={r})")
             }
         }
+        Wanted::Ports(set) => port_text(set),
+        Wanted::Names(names) => names.join(" "),
         Wanted::Stopped => "not running".into(),
         Wanted::BannedCpus(s) => s.to_string(),
         Wanted::Nofile { wanted, .. } => format!(">= {wanted}"),
@@ -1100,6 +1199,35 @@ mod tests {
             (Wanted::PowerOfTwo(32769), "65536\n", true),
             (Wanted::PowerOfTwo(0), "0\n", true),
             (Wanted::PowerOfTwo(1), "1\n", true),
+            // Port sets: as the kernel prints them, sorted and merged.
+            (
+                Wanted::Ports(port_set("9000-9010,8080").unwrap()),
+                "8080,9000-9010\n",
+                true,
+            ),
+            (
+                Wanted::Ports(port_set("8080,8081").unwrap()),
+                "8080-8081\n",
+                true,
+            ),
+            (
+                Wanted::Ports(port_set("8080,8082").unwrap()),
+                "8080-8082\n",
+                false,
+            ),
+            (Wanted::Ports(port_set("8080").unwrap()), "\n", false),
+            (Wanted::Ports(port_set("").unwrap()), "\n", true),
+            // Name sets: in any order.
+            (
+                Wanted::Names(name_set("cubic reno bbr")),
+                "reno cubic bbr\n",
+                true,
+            ),
+            (
+                Wanted::Names(name_set("cubic reno")),
+                "reno cubic bbr\n",
+                false,
+            ),
             // Exact sysfs values ignore the trailing newline only.
             (Wanted::Exact("performance".into()), "performance\n", true),
             (Wanted::Exact("performance".into()), "powersave\n", false),
@@ -1407,5 +1535,17 @@ mod tests {
         assert_eq!(banned_cpulist(before).as_deref(), Some("3"));
         let fresh = with_banned_cpulist(None, &set("2"));
         assert_eq!(banned_cpulist(&fresh).as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn list_sysctls_are_wanted_as_sets() {
+        assert_eq!(
+            port_set("9000-9010, 8080,9005"),
+            Some(vec![(8080, 8080), (9000, 9010)])
+        );
+        assert_eq!(port_set("10-5"), None);
+        assert_eq!(port_set("70000"), None);
+        assert_eq!(port_set("x"), None);
+        assert_eq!(port_text(&port_set("1,2,3,5").unwrap()), "1-3,5");
     }
 }

@@ -124,6 +124,40 @@ fn apply_in_netns_reads_back_and_verify_exits_0() {
 }
 
 #[test]
+fn a_port_set_is_compared_as_a_set() {
+    // The kernel prints 9000-9010,8080 back as 8080,9000-9010.
+    skip_unless_root!();
+    let ns = Netns::new("ports");
+    let dir = TempDir::new("ports");
+    let prof = dir.file(
+        "p.toml",
+        "[sysctl]\n\"net.ipv4.ip_local_reserved_ports\" = \"9000-9010,8080\"\n",
+    );
+    let state = dir.join("state");
+    let path = "/proc/sys/net/ipv4/ip_local_reserved_ports";
+    let before = ns.read(path);
+    let run = |cmd: &str| {
+        let mut a = vec![cmd];
+        if cmd != "rollback" {
+            a.push(&prof);
+        }
+        a.extend(["--netns", &ns.name, "--state-dir", &state, "--json"]);
+        xtune(&a)
+    };
+    let out = run("apply");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(ns.read(path), "8080,9000-9010\n");
+    let out = run("verify");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let out = run("apply");
+    assert_eq!(code(&out), 0);
+    assert_eq!(json_report(&out).snapshot, None, "nothing to change");
+    let out = run("rollback");
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(ns.read(path), before);
+}
+
+#[test]
 fn rps_and_xps_masks_on_a_four_queue_veth() {
     skip_unless_root!();
     let ns = Netns::new("masks");
