@@ -22,12 +22,12 @@ pub struct SweepArgs {
     /// Target URL: http://host[:port]/path?query
     pub url: String,
 
-    /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps).
+    /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps); run lightest first.
     /// With --rate, a single value: the connections every rate step uses.
     #[arg(short = 'c', long = "connections", value_parser = parse_conn_levels)]
     pub conc: Option<Levels>,
 
-    /// Open-loop rates (requests/s): 1000,2000 — or A..B/N (N even steps) or A..B (doubling).
+    /// Open-loop rates (requests/s): 1000,2000 — or A..B/N (N even steps) or A..B (doubling); run lowest first.
     #[arg(long = "rate", value_parser = parse_rate_levels)]
     pub rates: Option<Levels>,
 
@@ -137,7 +137,7 @@ fn parse_level_list(s: &str) -> Result<Vec<f64>, String> {
                 v
             }
         };
-        return Ok(v);
+        return Ok(ascending(v));
     }
     let v = s
         .split(',')
@@ -146,7 +146,16 @@ fn parse_level_list(s: &str) -> Result<Vec<f64>, String> {
     if v.is_empty() || v.iter().any(|&x| x <= 0.0) {
         return Err(format!("levels {s:?}: expected positive numbers"));
     }
-    Ok(v)
+    Ok(ascending(v))
+}
+
+/// Steps run and are analysed from the lightest load up: the knee compares
+/// each step with the one before it (`-c 16,1,2` compared 16 with 1), and
+/// a level given twice (or two of a range that round alike) is one step.
+fn ascending(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
 }
 
 /// Where the human-readable table goes: stdout, or stderr when stdout carries
@@ -201,8 +210,11 @@ pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usi
         let (a, b) = (points[k - 1], points[k]);
         let gain = b.rps / a.rps.max(1e-9) - 1.0;
         let growth = b.p99_us / a.p99_us.max(1.0);
-        let later_best = points[k..].iter().map(|p| p.rps).fold(0.0, f64::max);
-        let still_rising = later_best >= a.rps * (1.0 + min_gain);
+        // Measured against the better of the two steps, not the one before
+        // the flattening alone: a step that gained 9% and later ones 1% more
+        // is a plateau.
+        let later_best = points[k + 1..].iter().map(|p| p.rps).fold(0.0, f64::max);
+        let still_rising = later_best >= a.rps.max(b.rps) * (1.0 + min_gain);
         (gain < min_gain && growth > p99_factor && !still_rising).then_some(k - 1)
     })
 }
@@ -880,6 +892,29 @@ mod tests {
     }
 
     #[test]
+    fn a_plateau_that_creeps_up_keeps_its_knee() {
+        // 7000 → 7660 (+9%, p99 ×90) → 7720: the later 1% is no rise; the
+        // knee is 7000 (it was put at 7660, an overloaded step, because
+        // 7720 beat 7000 by 10%).
+        let p = pts(&[
+            (2000.0, 2_000.0, 900.0),
+            (4500.0, 4_500.0, 1_000.0),
+            (7000.0, 7_000.0, 1_300.0),
+            (9500.0, 7_660.0, 118_600.0),
+            (12000.0, 7_720.0, 160_000.0),
+        ]);
+        assert_eq!(find_knee(&p, 0.10, 1.5), Some(2));
+        // Throughput that collapses past the knee and recovers part of it.
+        let p = pts(&[
+            (1.0, 50_000.0, 100.0),
+            (2.0, 100_000.0, 110.0),
+            (4.0, 80_000.0, 900.0),
+            (8.0, 90_000.0, 1_800.0),
+        ]);
+        assert_eq!(find_knee(&p, 0.10, 1.5), Some(1));
+    }
+
+    #[test]
     fn no_knee_while_throughput_rises() {
         let p = pts(&[
             (1.0, 100.0, 100.0),
@@ -908,5 +943,11 @@ mod tests {
         assert!(parse_level_list("5..1").is_err());
         assert!(parse_level_list("0,1").is_err());
         assert!(parse_level_list("1..10/0").is_err());
+        // Unordered or repeated: one ascending list.
+        assert_eq!(
+            parse_level_list("16,1,2,4,8,2").unwrap(),
+            vec![1.0, 2.0, 4.0, 8.0, 16.0]
+        );
+        assert_eq!(parse_level_list("1..3/5").unwrap(), vec![1.0, 2.0, 3.0]);
     }
 }
