@@ -97,7 +97,8 @@ impl RequestTemplate {
     ///
     /// Header order: request line, `Host` (unless given), the user's headers in
     /// order, `User-Agent` (unless given), `Content-Length` (when the body is
-    /// non-empty and none was given), empty line, body.
+    /// non-empty or the method is POST, PUT or PATCH, and none was given),
+    /// empty line, body.
     pub fn new(spec: &RequestSpec) -> Result<Self, RequestError> {
         if !is_token(spec.method.as_bytes()) {
             return Err(RequestError::BadMethod(spec.method.to_string()));
@@ -156,7 +157,10 @@ impl RequestTemplate {
         if !has_ua {
             push(&[b"User-Agent: ", USER_AGENT.as_bytes(), b"\r\n"]);
         }
-        if !spec.body.is_empty() && !has_cl {
+        // RFC 9110 8.6: a method that gives content a meaning says when it
+        // has none (strict servers and proxies answer 411 without it).
+        let body_method = matches!(spec.method, "POST" | "PUT" | "PATCH");
+        if (!spec.body.is_empty() || body_method) && !has_cl {
             push(&[
                 b"Content-Length: ",
                 spec.body.len().to_string().as_bytes(),
@@ -286,6 +290,22 @@ mod tests {
             "POST /up HTTP/1.1\r\nHost: [::1]\r\nX-A: 1\r\ncontent-type: text/plain\r\nUser-Agent: {USER_AGENT}\r\nContent-Length: 5\r\n\r\nhello"
         );
         assert_eq!(text(&t), want);
+    }
+
+    #[test]
+    fn an_empty_post_says_content_length_0() {
+        for m in ["POST", "PUT", "PATCH"] {
+            let t = render(m, "http://h/", &[], b"").unwrap();
+            assert!(
+                text(&t).ends_with("Content-Length: 0\r\n\r\n"),
+                "{m}: {}",
+                text(&t)
+            );
+        }
+        for m in ["GET", "HEAD", "DELETE"] {
+            let t = render(m, "http://h/", &[], b"").unwrap();
+            assert!(!text(&t).contains("Content-Length"), "{m}: {}", text(&t));
+        }
     }
 
     #[test]
