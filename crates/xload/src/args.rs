@@ -86,7 +86,7 @@ pub struct CommonArgs {
     #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Uniform)]
     pub arrival: ArrivalArg,
 
-    /// Fail (exit 3) if a condition holds: 'p99>50ms', 'errors>0', 'error_rate>0.01',
+    /// Fail (exit 3) if a condition holds: 'p99>50ms' (any pNN: p95, p99.99), 'errors>0', 'error_rate>0.01',
     /// 'non2xx>0' (answers outside 2xx/3xx), 'non2xx_rate>0.001', 'rps<1e5' (repeatable).
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,

@@ -14,6 +14,9 @@ pub enum Metric {
     P90,
     P99,
     P999,
+    /// Any other percentile (`p95`, `p99.99`), in thousandths of a percent,
+    /// read from the histogram.
+    Pct(u32),
     Max,
     Mean,
     Errors,
@@ -46,9 +49,27 @@ impl Metric {
     fn is_latency(self) -> bool {
         matches!(
             self,
-            Metric::P50 | Metric::P90 | Metric::P99 | Metric::P999 | Metric::Max | Metric::Mean
+            Metric::P50
+                | Metric::P90
+                | Metric::P99
+                | Metric::P999
+                | Metric::Pct(_)
+                | Metric::Max
+                | Metric::Mean
         )
     }
+}
+
+/// `p95` → 95000, `p99.99` → 99990: a percentile strictly between 0 and
+/// 100, in thousandths of a percent.
+fn percentile(name: &str) -> Option<u32> {
+    let n = name.strip_prefix('p')?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let v: f64 = n.parse().ok()?;
+    let milli = (v * 1000.0).round();
+    (v > 0.0 && v < 100.0 && (milli - v * 1000.0).abs() < 1e-6).then_some(milli as u32)
 }
 
 /// Parses one `--fail-if` expression.
@@ -73,9 +94,10 @@ pub fn parse_gate(s: &str) -> Result<Gate, String> {
         "rps" => Metric::Rps,
         "non2xx" => Metric::Non2xx,
         "non2xx_rate" => Metric::Non2xxRate,
+        other if percentile(other).is_some() => Metric::Pct(percentile(other).unwrap_or(0)),
         other => {
             return Err(format!(
-                "--fail-if {s:?}: unknown metric {other:?} (use p50, p90, p99, p999, max, mean, errors, error_rate, non2xx, non2xx_rate, rps)"
+                "--fail-if {s:?}: unknown metric {other:?} (use p50, p90, p99, p999 or any pNN such as p95 or p99.99, max, mean, errors, error_rate, non2xx, non2xx_rate, rps)"
             ))
         }
     };
@@ -109,6 +131,13 @@ impl Gate {
             Metric::P90 => l.p90 as f64,
             Metric::P99 => l.p99 as f64,
             Metric::P999 => l.p999 as f64,
+            Metric::Pct(m) => r
+                .latency_histogram()
+                .ok()
+                .filter(|h| !h.is_empty())
+                .map_or(0.0, |h| {
+                    h.value_at_quantile(f64::from(m) / 100_000.0) as f64
+                }),
             Metric::Max => l.max as f64,
             Metric::Mean => l.mean,
             Metric::Errors => r.errors_total as f64,
@@ -187,6 +216,15 @@ mod tests {
 
     #[test]
     fn parses_latency_count_and_rate_gates() {
+        let g = parse_gate("p95>2ms").unwrap();
+        assert_eq!((g.metric, g.value), (Metric::Pct(95_000), 2_000.0));
+        assert_eq!(parse_gate("p99.99>1s").unwrap().metric, Metric::Pct(99_990));
+        for bad in ["p100>1ms", "p0>1ms", "p>1ms", "p9x>1ms", "p99.99999>1ms"] {
+            assert!(
+                parse_gate(bad).unwrap_err().contains("unknown metric"),
+                "{bad}"
+            );
+        }
         let g = parse_gate("p99 > 50ms").unwrap();
         assert_eq!((g.metric, g.op, g.value), (Metric::P99, Op::Gt, 50_000.0));
         let g = parse_gate("errors>0").unwrap();
@@ -227,7 +265,7 @@ mod tests {
     #[test]
     fn rejects_bad_gates_with_reasons() {
         assert!(parse_gate("p99").unwrap_err().contains("expected"));
-        assert!(parse_gate("p42>1ms")
+        assert!(parse_gate("q42>1ms")
             .unwrap_err()
             .contains("unknown metric"));
         assert!(parse_gate("p99>50").unwrap_err().contains("unit"));

@@ -80,6 +80,28 @@ fn fail_if_p99_above_one_microsecond_exits_3_and_names_the_expression() {
     );
     // The report is still printed: a failed gate is a verdict, not a crash.
     assert!(stdout.contains("Latency"), "{stdout}");
+    // Any percentile, read from the histogram: p95 too.
+    let (code, _, stderr) = xload(&[
+        &server.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "300ms",
+        "--fail-if",
+        "p95>1us",
+    ]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(stderr.contains("p95>1us (measured"), "{stderr}");
+    let (code, _, stderr) = xload(&[
+        &server.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "300ms",
+        "--fail-if",
+        "p95>1h",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
 }
 
 #[test]
