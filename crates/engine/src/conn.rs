@@ -67,6 +67,11 @@ impl Pending {
         Some(s)
     }
 
+    /// The requests in flight, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = Sent> + '_ {
+        (0..self.len).map(|i| self.slots[(self.head + i) % self.slots.len()])
+    }
+
     /// The oldest request's send time, for the timeout sweep.
     #[inline]
     pub fn oldest_sent_ns(&self) -> Option<u64> {

@@ -10,7 +10,7 @@
 use xload_stats::ErrorKind;
 
 use crate::conn::{record_fed_error, Exchange, Fed, Sent};
-use crate::worker::Ctx;
+use crate::worker::{Ctx, Late};
 
 /// A send that left later than this after its intended time counts as late.
 pub(crate) const LATE_NS: u64 = 1_000_000;
@@ -103,18 +103,18 @@ pub(crate) trait Transport<'p> {
             let ctx = self.ctx();
             let Some(intended) = ctx.take_scheduled() else {
                 // A connection is free and nothing may leave yet.
-                ctx.free_connection();
+                ctx.free_connection(now);
                 break;
             };
-            let waited = ctx.waited_for_connection(intended, LATE_NS);
+            let cause = ctx.late_cause(intended, LATE_NS);
             let lag_ns = now.saturating_sub(intended);
             let rec = &mut ctx.rec;
             rec.record_send(lag_ns / 1_000);
             if lag_ns > LATE_NS {
-                if waited {
-                    rec.record_late_send_waiting();
-                } else {
-                    rec.record_late_send();
+                match cause {
+                    Late::Waiting => rec.record_late_send_waiting(),
+                    Late::CatchUp => rec.record_late_send_catch_up(),
+                    Late::Own => rec.record_late_send(),
                 }
             }
             self.idle().pop();

@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Phase, Sent};
 use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
@@ -108,6 +108,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         ctx,
     };
     d.main_loop();
+    let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
+    d.ctx.left_unanswered(left.into_iter());
     for i in 0..d.conns.len() {
         d.close(i);
     }

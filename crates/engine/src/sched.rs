@@ -145,6 +145,11 @@ impl Schedule {
         !self.queue.is_empty()
     }
 
+    /// The intended times of the sends still waiting, oldest first.
+    pub fn queued_intended(&self) -> impl Iterator<Item = u64> + '_ {
+        self.queue.iter().copied()
+    }
+
     /// Sends waiting for a connection or a token.
     #[cfg(test)]
     pub fn queued(&self) -> usize {

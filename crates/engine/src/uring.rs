@@ -25,7 +25,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Phase, Sent};
 use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
@@ -480,6 +480,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         ctx,
     };
     d.main_loop();
+    let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
+    d.ctx.left_unanswered(left.into_iter());
     let cq_overflow = d.ring.completion().overflow() as u64;
     // Before the shutdown, which turns the tick off.
     let batching = d.tick.on.then(|| d.waits.seen.report());

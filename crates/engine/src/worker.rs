@@ -9,7 +9,8 @@ use std::time::Duration;
 use xload_stats::{Interval, Recorder};
 
 use crate::clock::now_ns;
-use crate::conn::Timing;
+use crate::clock::ns_to_us;
+use crate::conn::{Sent, Timing};
 use crate::plan::{EngineChoice, EngineKind, Plan};
 use crate::sched::Schedule;
 use crate::{epoll, pin, uring};
@@ -83,6 +84,17 @@ pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String
     }
 }
 
+/// Why an open-loop send left late (see [`Ctx::late_cause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Late {
+    /// This loop was behind.
+    Own,
+    /// Every connection had a request in flight.
+    Waiting,
+    /// Behind the backlog of such a wait, drained at the catch-up limit.
+    CatchUp,
+}
+
 /// State every driver shares: the time window, the quota, pacing and ticks.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a Plan,
@@ -106,11 +118,17 @@ pub(crate) struct Ctx<'a> {
     /// Open loop: since when due sends have waited with every connection
     /// busy (None: a connection was free when last looked).
     no_connection_since: Option<u64>,
+    /// Open loop: since when, after such a wait, a connection is free and
+    /// the backlog waits for the catch-up limit (None: not catching up).
+    catch_up_since: Option<u64>,
     /// The measured window just opened: the quota is yet to be set from
     /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
     window_opened: bool,
     pub sched: Option<Schedule>,
     pub open_loop: bool,
+    /// Requests still in flight when the driver's loop ended (filled once,
+    /// at the end, by [`Ctx::left_unanswered`]).
+    left: Vec<Sent>,
 }
 
 impl<'a> Ctx<'a> {
@@ -228,30 +246,41 @@ impl<'a> Ctx<'a> {
     /// Open loop: due sends wait and no connection is free.
     #[inline]
     pub fn no_free_connection(&mut self, now: u64) {
-        if self.no_connection_since.is_none() && self.sched.as_ref().is_some_and(|s| s.has_queued())
-        {
-            self.no_connection_since = Some(now);
+        if self.sched.as_ref().is_some_and(|s| s.has_queued()) {
+            if self.no_connection_since.is_none() {
+                self.no_connection_since = Some(now);
+            }
+            // Busy again: what comes due now waits for a connection.
+            self.catch_up_since = None;
         }
     }
 
     /// Open loop: a connection is free and nothing may leave on it now.
     /// Once no send waits (caught up), the wait for connections is over;
-    /// sends still held by the catch-up pacing after such a wait are part
-    /// of it.
+    /// while the backlog of such a wait drains at the catch-up limit,
+    /// sends intended from now on wait behind it.
     #[inline]
-    pub fn free_connection(&mut self) {
+    pub fn free_connection(&mut self, now: u64) {
         if !self.sched.as_ref().is_some_and(|s| s.has_queued()) {
             self.no_connection_since = None;
+            self.catch_up_since = None;
+        } else if self.no_connection_since.is_some() && self.catch_up_since.is_none() {
+            self.catch_up_since = Some(now);
         }
     }
 
-    /// Open loop: whether a send intended at `intended` and leaving late
-    /// waited for a connection: every connection was already busy before it
-    /// became late (else this loop itself was behind).
+    /// Open loop: why a send intended at `intended` left more than
+    /// `late_ns` late. It waited for a connection if every connection was
+    /// already busy before it became late; if it was intended once one was
+    /// free again, it waited behind that wait's backlog for the catch-up
+    /// limit; else this loop itself was behind.
     #[inline]
-    pub fn waited_for_connection(&self, intended: u64, late_ns: u64) -> bool {
-        self.no_connection_since
-            .is_some_and(|t| t <= intended.saturating_add(late_ns))
+    pub fn late_cause(&self, intended: u64, late_ns: u64) -> Late {
+        match self.no_connection_since {
+            Some(_) if self.catch_up_since.is_some_and(|c| intended >= c) => Late::CatchUp,
+            Some(t) if t <= intended.saturating_add(late_ns) => Late::Waiting,
+            _ => Late::Own,
+        }
     }
 
     /// The measured window has opened and its quota is not set yet.
@@ -306,6 +335,37 @@ impl<'a> Ctx<'a> {
         Some(t)
     }
 
+    /// The driver's loop ended with these requests unanswered.
+    pub fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
+        self.left.extend(sent);
+    }
+
+    /// Records what the window closed on (see [`xload_stats::Unanswered`]):
+    /// requests in flight, and open-loop sends of the window still waiting
+    /// to leave (not when the quota ended the run: none was refused).
+    fn record_unanswered(&mut self, exhausted: bool) {
+        let end = self.measured_to_ns;
+        let censor = self.rec.unanswered_censor();
+        let open = self.open_loop;
+        for s in std::mem::take(&mut self.left) {
+            let from = if open { s.intended_ns } else { s.sent_ns };
+            self.rec.record_unanswered(
+                &censor,
+                ns_to_us(end.saturating_sub(from)),
+                Some(ns_to_us(end.saturating_sub(s.sent_ns))),
+            );
+        }
+        if let Some(sched) = self.sched.as_ref().filter(|_| !exhausted) {
+            for t in sched
+                .queued_intended()
+                .filter(|&t| t >= self.measured_from_ns)
+            {
+                self.rec
+                    .record_unanswered(&censor, ns_to_us(end.saturating_sub(t)), None);
+            }
+        }
+    }
+
     /// Marks the end of the run.
     pub fn finish(&mut self, now: u64) {
         self.measured_to_ns = now.min(self.end_ns);
@@ -328,6 +388,9 @@ impl<'a> Ctx<'a> {
             self.measured_from_ns = self.measured_to_ns;
         }
         let exhausted = self.exhausted();
+        if self.measuring {
+            self.record_unanswered(exhausted);
+        }
         if let Some(s) = self.sched.as_mut() {
             if exhausted {
                 s.abandon(); // the quota ended the run, not a lack of connections
@@ -432,8 +495,10 @@ pub fn run_observed(
                     window_opened: false,
                     sched_started: false,
                     no_connection_since: None,
+                    catch_up_since: None,
                     sched,
                     open_loop,
+                    left: Vec::new(),
                 };
                 let res = match engine {
                     EngineKind::Uring => uring::run_worker(&mut ctx, index),

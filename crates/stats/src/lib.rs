@@ -42,6 +42,6 @@ pub use hist::{
     decode_histogram, encode_histogram, new_latency_histogram, LatencySummary, LATENCY_HIGHEST_US,
     LATENCY_LOWEST_US, LATENCY_SIGFIG,
 };
-pub use recorder::{Interval, Recorder};
+pub use recorder::{Censor, Interval, Recorder, Unanswered};
 pub use report::{Batching, IntervalRow, Report, ReportError, RunMeta, SCHEMA};
 pub use text::{TextOptions, TABLE_PERCENTILES};

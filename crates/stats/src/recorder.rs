@@ -33,7 +33,48 @@ pub struct Recorder {
     /// `Parse` errors per cause, in order of first occurrence.
     parse_causes: Vec<(&'static str, u64)>,
     open_loop: Option<Box<OpenLoop>>,
+    unanswered: Unanswered,
     mark: IntervalMark,
+}
+
+/// Requests left without an answer when the measured window closed: sent
+/// and still in flight, or (open loop) intended and still waiting to leave.
+/// A server that stalls at the end of a run answers none of them; counting
+/// only what was answered would show a healthy tail. Those already older
+/// than the answered requests' p99 are put in the latency histogram at
+/// their age, a lower bound of their latency (younger ones are left out:
+/// their latency is unknown and recording their age would bias it down).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unanswered {
+    /// Sent and unanswered.
+    pub in_flight: u64,
+    /// Open loop: intended in the window and never sent.
+    pub unsent: u64,
+    /// Of both, those recorded at their age (older than `threshold_us`).
+    pub recorded: u64,
+    /// The age of the oldest, µs (from its intended send in open loop).
+    pub oldest_us: u64,
+    /// The answered requests' p99 when the window closed, µs.
+    pub threshold_us: u64,
+}
+
+impl Unanswered {
+    /// Adds another worker's or report's.
+    pub fn add(&mut self, o: &Unanswered) {
+        self.in_flight += o.in_flight;
+        self.unsent += o.unsent;
+        self.recorded += o.recorded;
+        self.oldest_us = self.oldest_us.max(o.oldest_us);
+        self.threshold_us = self.threshold_us.max(o.threshold_us);
+    }
+}
+
+/// The ages above which unanswered requests are recorded: the p99s of the
+/// answered ones when the window closed (see [`Recorder::unanswered_censor`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Censor {
+    corrected_us: u64,
+    uncorrected_us: u64,
 }
 
 /// What only an open-loop run records.
@@ -48,6 +89,9 @@ pub(crate) struct OpenLoop {
     /// Of the late sends, those that waited for a free connection (every
     /// connection had a request in flight when they came due).
     pub(crate) late_waiting: u64,
+    /// Of the late sends, those intended once connections were free again
+    /// that waited behind the backlog for the catch-up limit (2× the rate).
+    pub(crate) late_catch_up: u64,
     /// Sends that left (each intended send leaves or is dropped).
     pub(crate) sends: u64,
     pub(crate) dropped: u64,
@@ -60,6 +104,7 @@ impl OpenLoop {
             schedule_lag_us: new_latency_histogram(),
             late_sends: 0,
             late_waiting: 0,
+            late_catch_up: 0,
             sends: 0,
             dropped: 0,
         }
@@ -135,6 +180,7 @@ impl Recorder {
             errno_counts: Vec::new(),
             parse_causes: Vec::new(),
             open_loop: None,
+            unanswered: Unanswered::default(),
             mark: IntervalMark::default(),
         }
     }
@@ -250,6 +296,16 @@ impl Recorder {
         ol.late_waiting += 1;
     }
 
+    /// Open loop: a send intended after the connections were free again,
+    /// late because the backlog of a server stall drains at most at twice
+    /// the rate (a late send, counted apart as well).
+    #[inline]
+    pub fn record_late_send_catch_up(&mut self) {
+        let ol = self.open_loop_mut();
+        ol.late_sends += 1;
+        ol.late_catch_up += 1;
+    }
+
     /// Open loop: a send left, `schedule_lag_us` after its intended time
     /// (every send, answered or not, is in the lag's distribution).
     #[inline]
@@ -257,6 +313,55 @@ impl Recorder {
         let ol = self.open_loop_mut();
         ol.sends += 1;
         ol.schedule_lag_us.saturating_record(schedule_lag_us);
+    }
+
+    /// The thresholds for [`Recorder::record_unanswered`], taken once when
+    /// the window closes, before any unanswered request is recorded.
+    pub fn unanswered_censor(&mut self) -> Censor {
+        let p99 = |h: &Histogram<u64>| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(0.99)
+            }
+        };
+        let corrected_us = p99(&self.latency_histogram());
+        let uncorrected_us = self
+            .open_loop
+            .as_ref()
+            .map_or(corrected_us, |o| p99(&o.latency_uncorrected_us));
+        self.unanswered.threshold_us = self.unanswered.threshold_us.max(corrected_us);
+        Censor {
+            corrected_us,
+            uncorrected_us,
+        }
+    }
+
+    /// A request left unanswered when the window closed, `age_us` old (from
+    /// its intended send in open loop, else from its send);
+    /// `since_sent_us` is None for an open-loop send that never left. See
+    /// [`Unanswered`]. Not for the hot path.
+    pub fn record_unanswered(&mut self, c: &Censor, age_us: u64, since_sent_us: Option<u64>) {
+        let u = &mut self.unanswered;
+        match since_sent_us {
+            Some(_) => u.in_flight += 1,
+            None => u.unsent += 1,
+        }
+        u.oldest_us = u.oldest_us.max(age_us);
+        if age_us > c.corrected_us {
+            u.recorded += 1;
+            self.latency_tick_us.saturating_record(age_us);
+        }
+        if let (Some(ol), Some(sent)) = (self.open_loop.as_mut(), since_sent_us) {
+            if sent > c.uncorrected_us {
+                ol.latency_uncorrected_us.saturating_record(sent);
+            }
+        }
+    }
+
+    /// Requests left unanswered when the window closed.
+    pub fn unanswered(&self) -> Unanswered {
+        self.unanswered
     }
 
     /// A connection was opened (connections per second without keep-alive).
@@ -308,6 +413,11 @@ impl Recorder {
     /// Open loop: late sends that waited for a free connection (0 in closed loop).
     pub fn late_waiting(&self) -> u64 {
         self.open_loop.as_ref().map_or(0, |o| o.late_waiting)
+    }
+
+    /// Open loop: late sends held by the catch-up limit (0 in closed loop).
+    pub fn late_catch_up(&self) -> u64 {
+        self.open_loop.as_ref().map_or(0, |o| o.late_catch_up)
     }
 
     /// Open loop: sends that left (0 in closed loop).
@@ -371,11 +481,13 @@ impl Recorder {
         self.errors = [0; ErrorKind::COUNT];
         self.errno_counts.clear();
         self.parse_causes.clear();
+        self.unanswered = Unanswered::default();
         if let Some(ol) = self.open_loop.as_mut() {
             ol.latency_uncorrected_us.reset();
             ol.schedule_lag_us.reset();
             ol.late_sends = 0;
             ol.late_waiting = 0;
+            ol.late_catch_up = 0;
             ol.sends = 0;
             ol.dropped = 0;
         }
@@ -411,6 +523,7 @@ impl Recorder {
                 None => self.parse_causes.push((cause, n)),
             }
         }
+        self.unanswered.add(&other.unanswered);
         if let Some(theirs) = other.open_loop.as_ref() {
             let mine = self.open_loop_mut();
             add_into(
@@ -420,6 +533,7 @@ impl Recorder {
             add_into(&mut mine.schedule_lag_us, &theirs.schedule_lag_us);
             mine.late_sends += theirs.late_sends;
             mine.late_waiting += theirs.late_waiting;
+            mine.late_catch_up += theirs.late_catch_up;
             mine.sends += theirs.sends;
             mine.dropped += theirs.dropped;
         }

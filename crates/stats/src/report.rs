@@ -10,7 +10,7 @@ use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
-use crate::recorder::{Interval, Recorder};
+use crate::recorder::{Interval, Recorder, Unanswered};
 
 /// The value of the `schema` key.
 pub const SCHEMA: &str = "xload/1";
@@ -230,11 +230,20 @@ pub struct Report {
     /// latency × the connections held the rate back, not this client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_waiting_for_connection: Option<u64>,
+    /// Open loop: of the late sends, those intended once connections were
+    /// free again that waited behind a stall's backlog, which drains at
+    /// most at twice the rate (the generator never bursts above that).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_catch_up: Option<u64>,
     /// Open loop: sends that left in the window (intended = sends + dropped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sends: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
+    /// Requests left without an answer when the window closed; those older
+    /// than the answered p99 are in the latency figures at their age.
+    #[serde(default)]
+    pub unanswered_at_end: Unanswered,
     /// io_uring closed loop: what the batched waits brought (filled by the
     /// caller from the engine's workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,8 +345,10 @@ impl Report {
             histogram_schedule_lag: open.map(|o| histogram_string(&o.schedule_lag_us)),
             late_sends: open_loop.then(|| rec.late_sends()),
             late_waiting_for_connection: open_loop.then(|| rec.late_waiting()),
+            late_catch_up: open_loop.then(|| rec.late_catch_up()),
             sends: open_loop.then(|| rec.sends()),
             dropped: open_loop.then(|| rec.dropped()),
+            unanswered_at_end: rec.unanswered(),
             batching: None,
             interrupted: false,
             client: None,
@@ -493,8 +504,10 @@ impl Report {
             histogram_schedule_lag: None,
             late_sends: None,
             late_waiting_for_connection: None,
+            late_catch_up: None,
             sends: None,
             dropped: None,
+            unanswered_at_end: Unanswered::default(),
             batching: None,
             interrupted: false,
             client: None,
@@ -561,8 +574,10 @@ impl Report {
                 out.late_waiting_for_connection,
                 r.late_waiting_for_connection,
             );
+            out.late_catch_up = add_opt(out.late_catch_up, r.late_catch_up);
             out.sends = add_opt(out.sends, r.sends);
             out.dropped = add_opt(out.dropped, r.dropped);
+            out.unanswered_at_end.add(&r.unanswered_at_end);
             out.batching = Batching::merge(out.batching, r.batching);
             out.interrupted |= r.interrupted;
             for row in &r.timeseries {

@@ -187,11 +187,22 @@ impl Report {
                         .map(|n| format!("{} sent  ", fmt_count(n)))
                         .unwrap_or_default(),
                     fmt_count(self.late_sends.unwrap_or(0)),
-                    match self.late_waiting_for_connection {
-                        Some(w) if w > 0 => {
-                            format!(" ({} waiting for a free connection)", fmt_count(w))
+                    {
+                        let mut why = Vec::new();
+                        if let Some(w) = self.late_waiting_for_connection.filter(|&w| w > 0) {
+                            why.push(format!("{} waiting for a free connection", fmt_count(w)));
                         }
-                        _ => String::new(),
+                        if let Some(c) = self.late_catch_up.filter(|&c| c > 0) {
+                            why.push(format!(
+                                "{} behind the backlog, at the 2× catch-up limit",
+                                fmt_count(c)
+                            ));
+                        }
+                        if why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", why.join(", "))
+                        }
                     },
                     fmt_count(self.dropped.unwrap_or(0))
                 ),
@@ -224,6 +235,9 @@ impl Report {
             );
         }
         line(&mut out, "Errors", &self.errors_text());
+        if let Some(text) = self.unanswered_text() {
+            line(&mut out, "Unanswered", &text);
+        }
 
         if opts.latency_table {
             self.render_latency_table(&mut out);
@@ -233,6 +247,31 @@ impl Report {
             let _ = writeln!(out, "{verdict}");
         }
         out
+    }
+
+    /// Requests the window closed on, when some of them were far older than
+    /// the answered ones (a server that stalled at the end): "50 in flight
+    /// and 943 never sent at the end, oldest 1.02s: 993 older than the
+    /// answered p99 (819µs) are in the latency at their age, a lower bound".
+    /// None when nothing stands out: at the end of a healthy run a request
+    /// or two is always a little older than the p99.
+    pub fn unanswered_text(&self) -> Option<String> {
+        let u = &self.unanswered_at_end;
+        if u.recorded == 0 || u.oldest_us < 2 * u.threshold_us.max(1) {
+            return None;
+        }
+        let unsent = if u.unsent > 0 {
+            format!(" and {} never sent", fmt_count(u.unsent))
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{} in flight{unsent} at the end, oldest {}: {} older than the answered p99 ({}) are in the latency at their age, a lower bound",
+            fmt_count(u.in_flight),
+            fmt_duration_us(u.oldest_us as f64),
+            fmt_count(u.recorded),
+            fmt_duration_us(u.threshold_us as f64)
+        ))
     }
 
     /// "200: 2,131,004  404: 3", or "none".

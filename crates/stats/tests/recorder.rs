@@ -350,3 +350,35 @@ fn reset_forgets_everything_but_keeps_open_loop_mode() {
     r.record_response(5, 200, 1);
     assert_eq!(r.take_interval().requests, 1);
 }
+
+#[test]
+fn unanswered_requests_older_than_the_answered_p99_are_recorded_at_their_age() {
+    let mut r = Recorder::new_open_loop();
+    for i in 0..1000u64 {
+        r.record_response_open_loop(100 + i % 100, 90, 200, 50);
+    }
+    let c = r.unanswered_censor();
+    // Younger than the p99 (~199 µs): counted, not recorded.
+    r.record_unanswered(&c, 150, Some(150));
+    // A stalled one in flight, and one that never left.
+    r.record_unanswered(&c, 900_000, Some(400_000));
+    r.record_unanswered(&c, 700_000, None);
+    let u = r.unanswered();
+    assert_eq!((u.in_flight, u.unsent, u.recorded), (2, 1, 2));
+    assert_eq!(u.oldest_us, 900_000);
+    assert!((190..=200).contains(&u.threshold_us), "{u:?}");
+    let h = r.latency_histogram();
+    assert_eq!(h.len(), 1002, "the answered and the two recorded");
+    assert!(h.max() >= 899_000);
+    let unc = r.latency_uncorrected_histogram().unwrap();
+    // Against its own p99 (90 µs): the two that were sent, not the unsent one.
+    assert_eq!(unc.len(), 1002);
+    // Merged exactly; reset forgets them.
+    let mut m = Recorder::new_open_loop();
+    m.merge(&r);
+    m.merge(&r);
+    assert_eq!(m.unanswered().recorded, 4);
+    assert_eq!(m.unanswered().oldest_us, 900_000);
+    m.reset();
+    assert_eq!(m.unanswered(), Default::default());
+}

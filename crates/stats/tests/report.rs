@@ -575,3 +575,27 @@ fn batching_round_trips_and_merges_by_sums_and_bounds() {
         None
     );
 }
+
+#[test]
+fn the_unanswered_line_shows_only_a_stall() {
+    let mut r = Recorder::new();
+    for _ in 0..100 {
+        r.record_response(1_000, 200, 10);
+    }
+    let c = r.unanswered_censor();
+    // A healthy end: one request a little older than the p99.
+    r.record_unanswered(&c, 1_200, Some(1_200));
+    let rep = Report::build(&meta("http://t/", 1, 4, 1.0), &r);
+    assert_eq!(rep.unanswered_text(), None);
+    assert_eq!(rep.unanswered_at_end.recorded, 1);
+    // A stall: far older.
+    r.record_unanswered(&c, 800_000, Some(800_000));
+    let rep = Report::build(&meta("http://t/", 1, 4, 1.0), &r);
+    let t = rep.unanswered_text().expect("a line");
+    assert!(t.starts_with("2 in flight at the end, oldest 800"), "{t}");
+    // It survives the JSON round trip and a merge.
+    let back = Report::from_json(&rep.to_json()).unwrap();
+    assert_eq!(back.unanswered_at_end, rep.unanswered_at_end);
+    let merged = Report::merge(&[back.clone(), back]).unwrap();
+    assert_eq!(merged.unanswered_at_end.in_flight, 4);
+}

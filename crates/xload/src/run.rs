@@ -380,7 +380,10 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         xload_engine::pin::allowed_cpus().unwrap_or_default()
     };
     // Shares of the sends that left (each late send is one of them).
-    let waiting = r.late_waiting_for_connection.unwrap_or(0);
+    // Sends that waited for a connection, or behind such a wait's backlog
+    // at the catch-up limit, are the server's pace, not this client's.
+    let catch_up = r.late_catch_up.unwrap_or(0);
+    let waiting = r.late_waiting_for_connection.unwrap_or(0) + catch_up;
     let share = |n: u64| match r.sends {
         Some(s) if s > 0 => Some(n as f64 / s as f64),
         _ => None,
@@ -398,6 +401,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         late_send_ratio: late_ratio,
         late_sends: r.late_sends.map(|l| l.saturating_sub(waiting)),
         late_waiting_ratio,
+        late_catch_up_ratio: r.late_sends.and_then(|_| share(catch_up)),
         cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),
         fd_errors: r.errors.get("fd_limit").copied().unwrap_or(0),
         port_errors: r.errors.get("no_ephemeral_port").copied().unwrap_or(0),

@@ -342,7 +342,11 @@ fn merge_of_two_runs_sums_requests_errors_statuses_and_histograms_exactly() {
     let hm = m.latency_histogram().expect("merged histogram decodes");
     let ha = a.latency_histogram().expect("histogram a decodes");
     let hb = b.latency_histogram().expect("histogram b decodes");
-    assert_eq!(ha.len(), a.requests, "one latency per response in a");
+    assert_eq!(
+        ha.len(),
+        a.requests + a.unanswered_at_end.recorded,
+        "one latency per response in a (and per request recorded unanswered at the end)"
+    );
     assert_histogram_is_sum("merged latency", &hm, &[ha, hb]);
     // Percentiles are recomputed from the merged histogram, not averaged.
     assert_eq!(m.latency_us.p99, hm.value_at_quantile(0.99));
@@ -356,7 +360,10 @@ fn merging_a_report_with_itself_doubles_every_count() {
     let dir = TempDir::new("merge-self");
     let (a_path, m_path) = (dir.join("a.json"), dir.join("m.json"));
     let a = run_to(&server.url("/"), &["-c", "2", "-d", "300ms"], &a_path);
-    let m = merge(&[&a_path, &a_path], &m_path);
+    // A copy: the same path twice is refused (see below).
+    let copy = dir.join("a-copy.json");
+    std::fs::copy(&a_path, &copy).expect("copy");
+    let m = merge(&[&a_path, &copy], &m_path);
     assert_eq!(m.requests, 2 * a.requests);
     assert_eq!(m.errors_total, 2 * a.errors_total);
     assert_eq!(m.errors, sum_maps([&a.errors, &a.errors]));
@@ -443,7 +450,7 @@ fn merge_of_open_loop_runs_sums_targets_drops_and_uncorrected_histograms() {
 }
 
 #[test]
-fn merge_of_a_file_that_is_not_a_report_exits_1_naming_it() {
+fn merge_of_a_file_that_is_not_a_report_exits_2_naming_it() {
     let server = ok_server();
     let dir = TempDir::new("merge-bad");
     let good = dir.join("good.json");
@@ -462,10 +469,8 @@ fn merge_of_a_file_that_is_not_a_report_exits_1_naming_it() {
     for bad in [&text, &other_json, &sweep_doc, &missing] {
         let bad_arg = bad.display().to_string();
         let (code, stdout, stderr) = xload(&["merge", &good.display().to_string(), &bad_arg]);
-        // An input that cannot be read is a bad argument (2), one that is
-        // no report cannot be merged (1).
-        let want = if bad == &missing { 2 } else { 1 };
-        assert_eq!(code, want, "merge with {bad_arg}: {stdout}{stderr}");
+        // An input that cannot be read, or is no report, is a bad argument.
+        assert_eq!(code, 2, "merge with {bad_arg}: {stdout}{stderr}");
         assert!(
             stderr.contains(&bad_arg),
             "the message names the file {bad_arg}: {stderr}"
@@ -500,7 +505,7 @@ fn merge_of_a_document_of_another_schema_names_that_schema() {
         let path = dir.join(name);
         std::fs::write(&path, text).expect("write");
         let (code, _, stderr) = xload(&["merge", &path.display().to_string()]);
-        assert_eq!(code, 1, "{stderr}");
+        assert_eq!(code, 2, "{stderr}");
         assert!(
             stderr.contains(schema) && stderr.contains("schema"),
             "merging {name} should name its schema {schema:?}: {stderr}"
@@ -528,13 +533,22 @@ fn merge_refuses_open_and_closed_loop_reports_together() {
         &closed.display().to_string(),
         &open.display().to_string(),
     ]);
-    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("{} is open loop", open.display()))
             && stderr.contains(&format!("{} closed loop", closed.display())),
         "the message names the files: {stderr}"
     );
     assert!(!stdout.contains("req/s"), "no merged report: {stdout}");
+    // The same report twice (by another path too) would count twice.
+    let again = dir.path().join(".").join("closed.json");
+    let (code, stdout, stderr) = xload(&[
+        "merge",
+        &closed.display().to_string(),
+        &again.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("counts its requests twice"), "{stderr}");
     // An output that cannot be written is found before anything is merged.
     let (code, stdout, stderr) = xload(&[
         "merge",
@@ -941,10 +955,14 @@ fn a_reader_that_goes_away_loses_no_exit_code_and_no_file() {
     let a = dir.join("a.json").display().to_string();
     let m = m_path.display().to_string();
     let url = server.url("/");
+    let a2 = dir.join("a2.json").display().to_string();
     for args in [
         vec!["-c", "2", "-d", "300ms", "--json", &a, &url],
-        vec!["merge", &a, &a, "--json", &m],
+        vec!["merge", &a, &a2, "--json", &m],
     ] {
+        if args[0] == "merge" {
+            std::fs::copy(&a, &a2).expect("copy");
+        }
         let mut child = Command::new(xload_bin())
             .args(&args)
             .stdout(Stdio::piped())

@@ -750,3 +750,143 @@ fn a_request_quota_in_an_open_loop_drops_nothing() {
     assert_eq!(r.dropped, Some(0), "{s}");
     assert!(r.requests >= 190 && r.requests <= 200, "{s}");
 }
+
+/// A server that stops answering before the end of the run: what it never
+/// answered is in the latency (at the age it had when the window closed),
+/// not left out of a report that would show a healthy tail and pass its gates.
+#[test]
+fn a_stall_at_the_end_is_in_the_latency_not_hidden() {
+    let _serial = serial();
+    for engine in ["auto", "epoll"] {
+        let dir = TempDir::new("stall-end");
+        let open = dir.join("open.json");
+        let closed = dir.join("closed.json");
+        // Answers for 400 ms after its start, then holds every answer
+        // until 2.5 s, past the end of the 1.2 s runs.
+        let (code, stdout, stderr) = undisturbed(|| {
+            let server = TestServer::start(Behavior::Stall {
+                at: Duration::from_millis(400),
+                pause: Duration::from_millis(2100),
+            });
+            let (status, stdout, stderr, _) = run_xload(args(&[
+                &server.url("/"),
+                "--rate",
+                "400",
+                "-c",
+                "8",
+                "-d",
+                "1200ms",
+                "--engine",
+                engine,
+                "--fail-if",
+                "p99>100ms",
+                "--json",
+                &open.display().to_string(),
+            ]));
+            (exit_code(status), stdout, stderr)
+        });
+        assert_eq!(code, 3, "{engine}: the p99 gate fails\n{stdout}\n{stderr}");
+        assert!(stdout.contains("Unanswered"), "{engine}: {stdout}");
+        let r: Report = serde_json::from_str(&std::fs::read_to_string(&open).unwrap()).unwrap();
+        let s = summary(&r);
+        let u = r.unanswered_at_end;
+        assert_eq!(
+            u.in_flight, 8,
+            "{engine}: every connection waits: {u:?} {s}"
+        );
+        assert!(
+            u.unsent > 100,
+            "{engine}: ~300 sends intended in the stall: {u:?} {s}"
+        );
+        assert!(
+            u.recorded >= u.in_flight + u.unsent - 5,
+            "{engine}: {u:?} {s}"
+        );
+        assert!(u.oldest_us >= 600_000, "{engine}: {u:?} {s}");
+        assert!(
+            r.latency_us.max >= 600_000 && r.latency_us.p99 >= 300_000,
+            "{engine}: {s}"
+        );
+
+        // Closed loop: the 4 requests in flight are in it too (the max).
+        let (code, stdout, stderr) = undisturbed(|| {
+            let server = TestServer::start(Behavior::Stall {
+                at: Duration::from_millis(400),
+                pause: Duration::from_millis(2100),
+            });
+            let (status, stdout, stderr, _) = run_xload(args(&[
+                &server.url("/"),
+                "-c",
+                "4",
+                "-d",
+                "1200ms",
+                "--engine",
+                engine,
+                "--json",
+                &closed.display().to_string(),
+            ]));
+            (exit_code(status), stdout, stderr)
+        });
+        assert_eq!(code, 0, "{engine}: {stdout}\n{stderr}");
+        let r: Report = serde_json::from_str(&std::fs::read_to_string(&closed).unwrap()).unwrap();
+        let u = r.unanswered_at_end;
+        assert_eq!(
+            (u.in_flight, u.unsent, u.recorded),
+            (4, 0, 4),
+            "{engine}: {u:?}"
+        );
+        assert!(r.latency_us.max >= 600_000, "{engine}: {:?}", r.latency_us);
+        assert!(
+            stdout.contains("Unanswered  4 in flight at the end"),
+            "{engine}: {stdout}"
+        );
+    }
+}
+
+/// After a stall, the backlog leaves at the 2× catch-up limit: sends that
+/// came due once connections were free again wait behind it. They are
+/// counted apart from those that waited for a connection, and neither is
+/// held against the client.
+#[test]
+fn sends_behind_a_stalls_backlog_are_counted_apart_and_not_the_clients() {
+    let _serial = serial();
+    let r = measure(&args(&[
+        &stalling_server().url("/"),
+        "--rate",
+        "1000",
+        "-c",
+        "50",
+        "-t",
+        "1",
+        "-d",
+        "2500ms",
+        "--warmup",
+        "300ms",
+    ]));
+    let s = summary(&r);
+    let waiting = r.late_waiting_for_connection.unwrap_or(0);
+    let catch_up = r.late_catch_up.unwrap_or(0);
+    let late = r.late_sends.unwrap_or(0);
+    // ~450 come due in the stall with every connection busy; the ~500
+    // that come due while the backlog drains at 2000/s wait behind it.
+    assert!(
+        waiting >= 200,
+        "waiting {waiting}, catch-up {catch_up}: {s}"
+    );
+    assert!(
+        catch_up >= 200,
+        "waiting {waiting}, catch-up {catch_up}: {s}"
+    );
+    assert!(waiting + catch_up <= late, "{s}");
+    let client = r.client.as_ref().expect("client section");
+    if last_run_disturbed() {
+        eprintln!("verdict not judged on a disturbed machine: {client}");
+        return;
+    }
+    assert_eq!(client["saturated"], false, "{client}");
+    let notes = client["notes"].to_string();
+    assert!(
+        notes.contains("came due after connections were free again"),
+        "{notes}"
+    );
+}

@@ -251,6 +251,28 @@ fn sends_that_waited_for_a_connection_do_not_saturate_the_client() {
         "{:?}",
         s.notes
     );
+    // Of them, those held behind the backlog at the catch-up limit: a note
+    // of their own, not client saturation either.
+    let catch_up = VerdictInput {
+        late_catch_up_ratio: Some(0.40),
+        ..waiting.clone()
+    };
+    let s = judge(1, &[(0, 10, 5, 0, 0)], &catch_up);
+    assert!(!s.saturated, "{}", s.verdict);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("50.0% of sends left late because all 64 connections")),
+        "{:?}",
+        s.notes
+    );
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("40.0% of sends came due after connections were free again")),
+        "{:?}",
+        s.notes
+    );
     // The client's own late sends over the limit still count.
     let both = VerdictInput {
         late_send_ratio: Some(0.03),
