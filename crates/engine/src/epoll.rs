@@ -283,9 +283,17 @@ impl Driver<'_, '_> {
         }
     }
 
-    fn read(&mut self, i: usize, now: u64) {
+    fn read(&mut self, i: usize, mut now: u64) {
         let timing = self.ctx.timing();
+        let mut fresh = true;
         loop {
+            // A request sent by the previous pass (stamped `now`) can be
+            // answered before this one reads: its answer needs a later stamp
+            // (a thread preempted in between read the same `now`: 0 µs).
+            if !fresh {
+                now = now_ns();
+            }
+            fresh = false;
             let (fd, gen) = (self.conns[i].fd, self.conns[i].gen);
             // SAFETY: `buf` is ours and valid for its length.
             let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };

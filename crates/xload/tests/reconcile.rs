@@ -503,6 +503,27 @@ fn one_live_connection_among_stuck_ones_is_reaped_as_it_answers(engine: &str) {
     );
 }
 
+/// No answer is timed faster than the server gives it: every answer of a
+/// server that holds each one 1 ms takes at least 1 ms (the epoll loop read
+/// a quick answer in the pass that sent its request with that pass's clock
+/// and recorded 0 µs when its thread was preempted in between).
+fn no_latency_is_below_the_servers_delay(engine: &str) {
+    let server = TestServer::start(Behavior::Delay {
+        delay: std::time::Duration::from_millis(1),
+    });
+    let args = ["-c", "64", "-t", "1", "-d", "1s"];
+    let Some(out) = run(&server.url("/"), &args, Some(engine)) else {
+        return;
+    };
+    assert_eq!(out.code, 0, "{}", out.show());
+    let min = out.u64_at("/latency_us/min");
+    assert!(
+        min >= 1000,
+        "min {min} µs < the server's 1 ms\n{}",
+        out.show()
+    );
+}
+
 /// The report says how the waits batched, for a batched closed loop only
 /// (io_uring, 16 connections or more in a worker, no `--rate`).
 #[test]
@@ -602,6 +623,7 @@ both_engines!(
     nginx_no_keepalive_exact_count,
     nginx_head_requests_complete,
     one_live_connection_among_stuck_ones_is_reaped_as_it_answers,
+    no_latency_is_below_the_servers_delay,
 );
 
 // ---------------------------------------------------------------------------
