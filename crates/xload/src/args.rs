@@ -29,8 +29,9 @@ pub struct CommonArgs {
 
     /// Stop after N requests have completed in the measured window: answered or failed (with -d,
     /// whichever comes first). A --warmup runs its full length first and does not count; the
-    /// requests it left in flight count when answered. Requests left unanswered by a connection
-    /// the server closed are sent again.
+    /// requests it left in flight count when answered. When a connection fails (closed, reset,
+    /// timed out) with requests unanswered, the first counts as failed and the rest (pipelined
+    /// behind it) are sent again.
     #[arg(short = 'n', long = "requests", value_parser = parse_count_u64)]
     pub requests: Option<u64>,
 
