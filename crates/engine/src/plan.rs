@@ -46,6 +46,8 @@ pub struct OpenLoop {
     /// Total rate over all workers, requests per second.
     pub rate_per_s: f64,
     pub arrival: Arrival,
+    /// Seed of the Poisson gaps (each worker mixes in its index).
+    pub seed: u64,
     /// Intended sends that may wait for a free connection: each worker holds at
     /// most one second of its own sends and never more than this; beyond it they
     /// are dropped and counted (the queue never grows without bound).
@@ -124,6 +126,7 @@ mod tests {
             open_loop: Some(OpenLoop {
                 rate_per_s: 1000.0,
                 arrival: Arrival::Uniform,
+                seed: 1,
                 queue_cap: 10,
             }),
             tick: Duration::from_secs(1),

@@ -196,6 +196,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn poisson_gaps_follow_the_seed() {
+        let gaps = |seed| {
+            let mut s = Schedule::new(1000.0, Arrival::Poisson, 10_000, 0, seed);
+            (0..5).map(|_| s.gap() as u64).collect::<Vec<_>>()
+        };
+        assert_eq!(gaps(7), gaps(7), "a seed repeats its arrivals");
+        assert_ne!(gaps(7), gaps(8), "another seed, other arrivals");
+    }
+
+    #[test]
     fn uniform_schedule_emits_rate_times_seconds() {
         let mut s = Schedule::new(1000.0, Arrival::Uniform, 10_000, 0, 1);
         let mut sent = 0;

@@ -470,7 +470,7 @@ pub fn run_observed(
                         // One second of this worker's own sends at most.
                         (r.ceil() as usize).clamp(1, o.queue_cap),
                         measure_ns.min(start_ns),
-                        0x9e37_79b9 ^ index as u64,
+                        o.seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
                     )
                 });
                 let mut ctx = Ctx {

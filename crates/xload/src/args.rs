@@ -83,9 +83,14 @@ pub struct CommonArgs {
     #[arg(long = "warmup", value_parser = parse_duration)]
     pub warmup: Option<Duration>,
 
-    /// Open loop arrival process.
+    /// Open loop arrival process (needs --rate).
     #[arg(long = "arrival", value_enum, default_value_t = ArrivalArg::Uniform)]
     pub arrival: ArrivalArg,
+
+    /// Seed of --arrival poisson's gaps (default: a new one each run, so that generators
+    /// merged with `xload merge` do not send in step); give one to repeat a run's arrivals.
+    #[arg(long = "seed", value_parser = parse_count_u64)]
+    pub seed: Option<u64>,
 
     /// Fail (exit 3) if a condition holds: 'p99>50ms' (any pNN: p95, p99.99), 'errors>0', 'error_rate>0.01',
     /// 'non2xx>0' (answers outside 2xx/3xx), 'non2xx_rate>0.001', 'rps<1e5' (repeatable).

@@ -42,6 +42,14 @@ pub fn prepare(
     prepare_with(url, a, connections, rate, DEFAULT_DURATION, Duration::ZERO)
 }
 
+/// A seed for Poisson arrivals that differs from run to run and host to host.
+fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ (u64::from(std::process::id()) << 32) ^ 0x2545_f491_4f6c_dd1d
+}
+
 /// As [`prepare`], with the defaults of the caller for -d and --warmup.
 pub fn prepare_with(
     url: &str,
@@ -51,6 +59,11 @@ pub fn prepare_with(
     default_duration: Duration,
     default_warmup: Duration,
 ) -> Result<Prepared, Failure> {
+    if rate.is_none() && (a.arrival == ArrivalArg::Poisson || a.seed.is_some()) {
+        return Err(Failure::Usage(
+            "--arrival and --seed shape an open loop's sends: they need --rate (a closed loop sends when an answer comes back)".into(),
+        ));
+    }
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
     let addrs = resolve(&url)?;
     let addr = addrs[0];
@@ -136,6 +149,7 @@ pub fn prepare_with(
                 ArrivalArg::Uniform => Arrival::Uniform,
                 ArrivalArg::Poisson => Arrival::Poisson,
             },
+            seed: a.seed.unwrap_or_else(fresh_seed),
             // One second of sends per worker may wait for a connection; beyond that they are dropped.
             queue_cap: (r as usize).clamp(1, 1_000_000),
         }),

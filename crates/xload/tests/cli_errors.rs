@@ -203,6 +203,10 @@ fn zero_or_bad_counts_exit_2_before_connecting() {
         &["-t", "4", "--cpus", "0"],
         &["-t", "1", "--pin-all"],
         &["--pin-all", "--cpus", "0"],
+        // Open-loop shapes without an open loop: silently ignored before.
+        &["--arrival", "poisson"],
+        &["--seed", "7"],
+        &["--seed", "x", "--rate", "10"],
     ]);
 }
 
