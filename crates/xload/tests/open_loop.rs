@@ -670,6 +670,13 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
         let s = summary(&r);
         assert_eq!(r.requests, want, "--rate {rate} -t {threads} -d {dur}: {s}");
         assert_eq!(r.dropped, Some(0), "{s}");
+        // The window is as long as asked, from the first connection on.
+        let d: f64 = dur.trim_end_matches('s').parse().unwrap();
+        assert!(
+            r.duration_s >= d - 0.001,
+            "window {} s of {d}: {s}",
+            r.duration_s
+        );
         late += r.late_sends.expect("open loop counts late sends");
     }
     if last_run_disturbed() {
