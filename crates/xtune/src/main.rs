@@ -823,7 +823,14 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
 fn usage_error(cli: &Cli, msg: &str) -> i32 {
     eprintln!("xtune: {msg}");
     if cli.json {
-        let mut r = Report::new(cli.cmd.name(), &hostname(), "-");
+        // The target the command was aimed at, as in every other report.
+        let target = match (&cli.netns, &cli.ssh) {
+            (Some(n), _) => format!("netns:{n}"),
+            (None, Some(h)) => format!("ssh:{h}"),
+            (None, None) if !cli.on.is_empty() => "-".into(),
+            (None, None) => "host".into(),
+        };
+        let mut r = Report::new(cli.cmd.name(), &hostname(), &target);
         r.ok = false;
         r.exit_code = 2;
         r.error = Some(msg.to_string());

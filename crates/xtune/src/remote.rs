@@ -6,7 +6,8 @@
 //! The profile travels on stdin, already merged (`extends` resolved locally),
 //! so it need not exist on the remote host. `XTUNE_SSH` replaces the ssh
 //! program (split on whitespace, e.g. `ssh -p 2222`); `XTUNE_REMOTE_BIN`
-//! replaces the remote command name (`xtune`). Host `local` runs this binary
+//! replaces the remote command (`xtune`; split on whitespace too, e.g.
+//! `sudo xtune` for a login that is not root). Host `local` runs this binary
 //! directly, without ssh.
 
 use std::io::Write;
@@ -54,6 +55,18 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// The remote command's words, each quoted for the remote shell (`sudo
+/// xtune` is two words; quoted as one, the remote shell looked for a
+/// program named `sudo xtune`). Empty: `xtune`.
+fn remote_words(bin: &str) -> Vec<String> {
+    let words: Vec<String> = bin.split_whitespace().map(shell_quote).collect();
+    if words.is_empty() {
+        vec!["xtune".into()]
+    } else {
+        words
+    }
+}
+
 /// The argv that runs `job`: ssh HOST 'xtune' 'args'..., or this binary for `local`.
 pub fn command_line(job: &RemoteJob) -> Result<Vec<String>, String> {
     if job.host == "local" {
@@ -73,7 +86,7 @@ pub fn command_line(job: &RemoteJob) -> Result<Vec<String>, String> {
     }
     argv.push(job.host.clone());
     let bin = std::env::var(REMOTE_BIN_ENV).unwrap_or_else(|_| "xtune".into());
-    let mut remote = vec![shell_quote(&bin)];
+    let mut remote = remote_words(&bin);
     remote.extend(job.args.iter().map(|a| shell_quote(a)));
     argv.push(remote.join(" "));
     Ok(argv)
@@ -249,6 +262,17 @@ mod tests {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
         assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn the_remote_command_is_split_into_quoted_words() {
+        assert_eq!(remote_words("sudo xtune"), vec!["sudo", "xtune"]);
+        assert_eq!(
+            remote_words(" /opt/x tune/xtune "),
+            vec!["/opt/x", "tune/xtune"]
+        );
+        assert_eq!(remote_words("sudo $(reboot)"), vec!["sudo", "'$(reboot)'"]);
+        assert_eq!(remote_words("  "), vec!["xtune"]);
     }
 
     #[test]

@@ -1120,3 +1120,18 @@ fn a_reader_that_goes_away_is_not_a_panic() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_profile_error_in_json_names_the_target_it_was_for() {
+    let dir = TempDir::new("json-target");
+    let bad = dir.file("bad.toml", "[sysctl\n");
+    for (extra, want) in [(vec!["--netns", "lab1"], "netns:lab1"), (vec![], "host")] {
+        let mut args = vec!["apply", bad.as_str(), "--json"];
+        args.extend(extra);
+        let out = xtune(&args);
+        assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+        let r = json_report(&out);
+        assert_eq!(r.target, want, "{}", stdout(&out));
+        assert!(r.error.unwrap_or_default().contains("TOML syntax error"));
+    }
+}
