@@ -99,6 +99,8 @@ pub struct ApplyMeta {
     pub hostname: String,
     /// Profile name.
     pub profile: String,
+    /// A namespace target's [`crate::netns::cookie`].
+    pub netns_cookie: Option<u64>,
 }
 
 /// Result of [`apply`].
@@ -210,6 +212,7 @@ pub fn apply(
         fixed_by_kernel: Vec::new(),
         state: State::Pending,
         seq: store.next_seq(),
+        netns_cookie: meta.netns_cookie,
         rolled_back_unix_ms: None,
     };
     store.save(&snap)?;
@@ -1033,6 +1036,7 @@ mod tests {
 
     fn meta() -> ApplyMeta {
         ApplyMeta {
+            netns_cookie: None,
             target: "host".into(),
             hostname: "test".into(),
             profile: "p".into(),

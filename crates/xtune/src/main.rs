@@ -20,7 +20,7 @@ use xtune::plan::{observe, Plan};
 use xtune::profile::Profile;
 use xtune::remote::{self, RemoteJob};
 use xtune::report::{KnobLine, Report, Verdict};
-use xtune::snapshot::{human_time, Store, DEFAULT_STATE_DIR};
+use xtune::snapshot::{human_time, State, Store, DEFAULT_STATE_DIR};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -532,6 +532,11 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
         target: ctx.target.clone(),
         hostname: ctx.hostname.clone(),
         profile: p.name.clone(),
+        netns_cookie: ctx
+            .target
+            .starts_with("netns:")
+            .then(xtune::netns::cookie)
+            .flatten(),
     };
     // A rollback after this apply would stop on an unreadable snapshot
     // that may be this target's: refuse before writing anything.
@@ -719,6 +724,33 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
     let mut r = new_report(ctx, "rollback", None);
     r.profile = Some(snap.profile.clone());
     r.snapshot = Some(snap.id.clone());
+    // A namespace deleted and created again under the same name is another
+    // one: what the snapshot saved went with the old one, and writing it
+    // into the new one would change values nobody tuned.
+    let now_cookie = ctx
+        .target
+        .starts_with("netns:")
+        .then(xtune::netns::cookie)
+        .flatten();
+    if let (Some(then), Some(now)) = (snap.netns_cookie, now_cookie) {
+        if then != now {
+            let mut snap = snap;
+            snap.state = State::RolledBack;
+            snap.rolled_back_unix_ms = Some(xtune::snapshot::now_ms());
+            if let Err(e) = ctx.store.save(&snap) {
+                r.notes
+                    .push(format!("could not mark the snapshot rolled back: {e}"));
+            }
+            r.notes.push(format!(
+                "{} was deleted and created again since snapshot {} (namespace cookie {then}, now {now}): \
+                 the namespace it tuned is gone, and its values with it; nothing written, the snapshot is \
+                 marked rolled back",
+                ctx.target, snap.id
+            ));
+            r.count();
+            return emit(ctx, r);
+        }
+    }
     let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap);
     r.knobs = lines;
     r.ok = ok;

@@ -50,6 +50,32 @@ pub fn check_name(name: &str) -> Result<(), NetnsError> {
 }
 
 /// Moves this (single-threaded) process into network namespace `name`.
+/// The cookie of this thread's network namespace (`SO_NETNS_COOKIE`, Linux
+/// 5.14+): unique for the life of the system and never reused, unlike the
+/// namespace's inode number. None when the kernel has no such option.
+pub fn cookie() -> Option<u64> {
+    const SO_NETNS_COOKIE: libc::c_int = 71;
+    // SAFETY: a socket this function owns and closes; getsockopt writes at
+    // most `len` bytes into `v`.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let mut v: u64 = 0;
+        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+        let r = libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&mut v as *mut u64).cast(),
+            &mut len,
+        );
+        libc::close(fd);
+        (r == 0 && len as usize == std::mem::size_of::<u64>()).then_some(v)
+    }
+}
+
 pub fn enter(name: &str) -> Result<(), NetnsError> {
     check_name(name)?;
     let path = format!("/run/netns/{name}");

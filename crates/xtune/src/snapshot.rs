@@ -104,6 +104,11 @@ pub struct Snapshot {
     /// 0 in files written before it existed: those sort by time, first.
     #[serde(default)]
     pub seq: u64,
+    /// A namespace target's cookie when taken ([`crate::netns::cookie`]):
+    /// a namespace deleted and created again under the same name is
+    /// another one, whose values this snapshot does not hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns_cookie: Option<u64>,
     /// When rolled back.
     #[serde(default)]
     pub rolled_back_unix_ms: Option<u64>,
@@ -510,6 +515,7 @@ mod tests {
             fixed_by_kernel: vec![],
             state,
             seq: 0,
+            netns_cookie: None,
             rolled_back_unix_ms: None,
         }
     }

@@ -1135,3 +1135,49 @@ fn a_profile_error_in_json_names_the_target_it_was_for() {
         assert!(r.error.unwrap_or_default().contains("TOML syntax error"));
     }
 }
+
+#[test]
+fn a_namespace_created_again_under_its_name_is_not_rolled_back_into() {
+    skip_unless_root!();
+    let ns = Netns::new("again");
+    let dir = TempDir::new("again");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 17\n");
+    let state = dir.join("state");
+    let path = "/proc/sys/net/ipv4/tcp_fin_timeout";
+    let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // Deleted and made again: a new namespace with the kernel's defaults.
+    for args in [["netns", "del", &ns.name], ["netns", "add", &ns.name]] {
+        let st = std::process::Command::new("ip")
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    ns.exec(&["sysctl", "-qw", "net.ipv4.tcp_fin_timeout=33"]);
+    let out = xtune(&[
+        "rollback",
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("deleted and created again")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!(
+        ns.read(path),
+        "33\n",
+        "nothing written into the new namespace"
+    );
+    // Marked rolled back: nothing left to roll back.
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+}
