@@ -157,6 +157,23 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            // A script that asked for --json reads a report on stdout even
+            // when the command line itself was wrong.
+            let json = std::env::args().skip(1).any(|a| a == "--json");
+            if e.use_stderr() && json {
+                let command = std::env::args()
+                    .skip(1)
+                    .find(|a| !a.starts_with('-'))
+                    .unwrap_or_else(|| "-".into());
+                let mut r = Report::new(&command, &hostname(), "-");
+                r.ok = false;
+                r.exit_code = 2;
+                let text = e.render().to_string();
+                let head = text.split("\n\nUsage").next().unwrap_or(&text);
+                let msg: Vec<&str> = head.split_whitespace().collect();
+                r.error = Some(msg.join(" ").trim_start_matches("error: ").to_string());
+                outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+            }
             std::process::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };

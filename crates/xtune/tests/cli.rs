@@ -1181,3 +1181,23 @@ fn a_namespace_created_again_under_its_name_is_not_rolled_back_into() {
     let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
     assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
 }
+
+#[test]
+fn a_command_line_error_with_json_still_prints_a_report() {
+    let out = xtune(&["verify", "--json"]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
+    assert_eq!(
+        (r.command.as_str(), r.exit_code, r.ok),
+        ("verify", 2, false)
+    );
+    assert!(
+        r.error.unwrap_or_default().contains("required"),
+        "{}",
+        stdout(&out)
+    );
+    // Without --json, stdout stays empty.
+    let out = xtune(&["verify"]);
+    assert_eq!(code(&out), 2);
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
