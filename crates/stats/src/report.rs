@@ -443,9 +443,11 @@ impl Report {
     /// `pipeline` the largest. Time-series rows are matched by second:
     /// counts and rates add up, and p50/p99 of a row are the largest of the
     /// inputs (an upper bound: rows carry no histogram). A single
-    /// report's `client` is kept as is; with several reports, any client
-    /// data becomes `{"per_report": [client or null, ...]}`, one entry per
-    /// input in order. `batching` sums the waits and completions of the
+    /// report's `client` is kept as is; with several reports, the client
+    /// keys cover all of them (`saturated` if any input was, `judged` if
+    /// all were, `cpu_s` summed, `reasons` and `notes` prefixed with the
+    /// input's number, a `verdict` line) and `per_report` keeps each
+    /// input's section (or null), in order. `batching` sums the waits and completions of the
     /// reports that have it and widens the cap range (reports without it,
     /// e.g. from the epoll engine, add nothing). Unknown keys: the first
     /// report's value wins.
@@ -651,11 +653,70 @@ fn merge_clients(reports: &[Report]) -> Option<serde_json::Value> {
     match with_client {
         0 => None,
         1 if reports.len() == 1 => reports[0].client.clone(),
-        _ => Some(serde_json::json!({
-            "per_report": reports
+        _ => {
+            // The documented keys, over every generator: saturated if any
+            // was (its reasons say which, by target), judged if all were,
+            // CPU seconds summed; each report's own section in per_report.
+            let clients: Vec<&serde_json::Value> =
+                reports.iter().filter_map(|r| r.client.as_ref()).collect();
+            let flag =
+                |c: &serde_json::Value, k: &str| c.get(k).and_then(serde_json::Value::as_bool);
+            let saturated = clients.iter().any(|c| flag(c, "saturated") == Some(true));
+            let judged = with_client == reports.len()
+                && clients.iter().all(|c| flag(c, "judged").unwrap_or(true));
+            let cpu_s: f64 = clients
                 .iter()
-                .map(|r| r.client.clone().unwrap_or(serde_json::Value::Null))
-                .collect::<Vec<_>>()
-        })),
+                .filter_map(|c| c.get("cpu_s").and_then(serde_json::Value::as_f64))
+                .sum();
+            let prefixed = |key: &str| -> Vec<serde_json::Value> {
+                reports
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, r)| {
+                        let list = r
+                            .client
+                            .as_ref()
+                            .and_then(|c| c.get(key))
+                            .and_then(serde_json::Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
+                        list.into_iter().filter_map(move |v| {
+                            v.as_str().map(|s| {
+                                serde_json::Value::String(format!("report {}: {s}", i + 1))
+                            })
+                        })
+                    })
+                    .collect()
+            };
+            let verdict = if !judged && !saturated {
+                "client: not judged in every merged report".to_string()
+            } else if saturated {
+                let n = clients
+                    .iter()
+                    .filter(|c| flag(c, "saturated") == Some(true))
+                    .count();
+                format!(
+                    "client: SATURATED in {n} of {} merged reports: results understate the server",
+                    reports.len()
+                )
+            } else {
+                format!(
+                    "client: not saturated in any of the {} merged reports",
+                    reports.len()
+                )
+            };
+            Some(serde_json::json!({
+                "saturated": saturated,
+                "judged": judged,
+                "cpu_s": cpu_s,
+                "reasons": prefixed("reasons"),
+                "notes": prefixed("notes"),
+                "verdict": verdict,
+                "per_report": reports
+                    .iter()
+                    .map(|r| r.client.clone().unwrap_or(serde_json::Value::Null))
+                    .collect::<Vec<_>>()
+            }))
+        }
     }
 }

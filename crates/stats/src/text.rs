@@ -378,10 +378,19 @@ impl Report {
         let Some(client) = &self.client else {
             return Vec::new();
         };
+        let per_report = client.get("per_report").and_then(|a| a.as_array());
         if let Some(v) = client.get("verdict").and_then(|v| v.as_str()) {
             // The probe's verdict is the whole line ("client: ..."), then
-            // its notes: what it saw that is not this client's limit.
+            // its notes: what it saw that is not this client's limit. A
+            // merged report's comes with each input's verdict after it.
             let mut lines = vec![v.to_string()];
+            if let Some(items) = per_report {
+                lines.extend(items.iter().enumerate().filter_map(|(i, c)| {
+                    c.get("verdict")
+                        .and_then(|v| v.as_str())
+                        .map(|v| format!("  [{}] {v}", i + 1))
+                }));
+            }
             if let Some(notes) = client.get("notes").and_then(|n| n.as_array()) {
                 lines.extend(
                     notes

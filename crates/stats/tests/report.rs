@@ -5,7 +5,7 @@ use hdrhistogram::serialization::Deserializer;
 use serde_json::Value;
 use xload_stats::{
     decode_histogram, ErrorKind, Histogram, IntervalRow, LatencySummary, Recorder, Report,
-    ReportError, RunMeta, SCHEMA,
+    ReportError, RunMeta, TextOptions, SCHEMA,
 };
 
 fn meta(target: &str, threads: usize, connections: usize, duration_s: f64) -> RunMeta {
@@ -448,9 +448,39 @@ fn merge_with_clients_keeps_each_verdict() {
     let b = Report::build(&meta("t", 1, 1, 1.0), &Recorder::new());
     assert_eq!(Report::merge(&[a.clone()]).expect("one").client, a.client);
     let m = Report::merge(&[a, b]).expect("two");
-    let per = &m.client.expect("client")["per_report"];
+    let c = m.client.expect("client");
+    let per = &c["per_report"];
     assert_eq!(per[0]["verdict"], "client saturated: CPU 0 at 99%");
     assert!(per[1].is_null());
+    // The documented keys, over both: b has no client section, so not all
+    // were judged.
+    assert_eq!(c["saturated"], false);
+    assert_eq!(c["judged"], false);
+    let mut x = Report::build(&meta("t", 1, 1, 1.0), &Recorder::new());
+    x.client = Some(
+        serde_json::json!({"saturated": true, "judged": true, "cpu_s": 1.5,
+        "reasons": ["cpu0 99%"], "verdict": "client: SATURATED — cpu0 99%"}),
+    );
+    let mut y = x.clone();
+    y.client = Some(
+        serde_json::json!({"saturated": false, "judged": true, "cpu_s": 0.5,
+        "reasons": [], "notes": ["a note"], "verdict": "client: not saturated"}),
+    );
+    let m = Report::merge(&[x, y]).expect("two");
+    let c = m.client.clone().expect("client");
+    assert_eq!(
+        (c["saturated"].as_bool(), c["judged"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(c["cpu_s"], 2.0);
+    assert_eq!(c["reasons"][0], "report 1: cpu0 99%");
+    assert_eq!(c["notes"][0], "report 2: a note");
+    let text = m.render_text(&TextOptions::default());
+    assert!(
+        text.contains("client: SATURATED in 1 of 2 merged reports"),
+        "{text}"
+    );
+    assert!(text.contains("  [2] client: not saturated"), "{text}");
 }
 
 #[test]
