@@ -422,8 +422,10 @@ pub fn summarize(
     }
 
     // A busy CPU that xload's workers hardly used: say so, so that the user
-    // looks for the other load instead of at the server.
-    if !workers.is_empty() {
+    // looks for the other load instead of at the server. Only for pinned
+    // workers: an unpinned one is seen on the last CPU it ran on, and its
+    // time on the others would read as somebody else's.
+    if !workers.is_empty() && input.workers_pinned {
         for f in findings.iter_mut() {
             let Some(cpu) = f
                 .short

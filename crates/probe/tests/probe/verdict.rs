@@ -629,8 +629,20 @@ fn a_saturated_cpu_the_workers_hardly_used_blames_other_load() {
     let input = VerdictInput {
         generator_cpus: vec![0],
         worker_tids: vec![7],
+        workers_pinned: true,
         ..Default::default()
     };
+    // Unpinned, a worker is seen on the last CPU it ran on: its share of
+    // this one is not known, so no remark blames other load.
+    let unpinned = VerdictInput {
+        workers_pinned: false,
+        ..input.clone()
+    };
+    let s = summarize(&start, &end, &unpinned, &budget());
+    assert!(
+        !s.reasons[0].contains("other processes") && !s.verdict.contains("of which"),
+        "{s:?}"
+    );
     let s = summarize(&start, &end, &input, &budget());
     assert!(s.saturated, "the CPU is still saturated: {s:?}");
     assert!(
