@@ -618,13 +618,14 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
         }
         None => first.clone(),
     };
-    // IRQs apply found fixed by the kernel (managed) are not drift: any
-    // snapshot of this target that recorded one (it stays managed when the
-    // snapshot is rolled back or was undone).
+    // IRQs apply found fixed by the kernel (managed) are not drift: a
+    // snapshot of this target still in force that recorded one (applied,
+    // or undone with nothing to restore). Not rolled-back ones: IRQ
+    // numbers change across reboots and driver reloads.
     let (snaps, _) = ctx.store.list();
     let fixed: BTreeSet<String> = snaps
         .iter()
-        .filter(|s| s.target == ctx.target)
+        .filter(|s| s.target == ctx.target && s.state != State::RolledBack)
         .flat_map(|s| s.fixed_by_kernel.iter().cloned())
         .collect();
     let agents = Agents::scan(&ctx.fs);
@@ -751,21 +752,23 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
         .flatten();
     if let (Some(then), Some(now)) = (snap.netns_cookie, now_cookie) {
         if then != now {
-            let mut snap = snap;
-            snap.state = State::RolledBack;
-            snap.rolled_back_unix_ms = Some(xtune::snapshot::now_ms());
-            if let Err(e) = ctx.store.save(&snap) {
-                r.notes
-                    .push(format!("could not mark the snapshot rolled back: {e}"));
-            }
-            r.notes.push(format!(
-                "{} was deleted and created again since snapshot {} (namespace cookie {then}, now {now}): \
-                 the namespace it tuned is gone, and its values with it; nothing written, the snapshot is \
-                 marked rolled back",
-                ctx.target, snap.id
-            ));
-            r.count();
-            return emit(ctx, r);
+            // Refused, nothing written, the snapshot kept: a physical NIC
+            // moved back to the host when the old namespace went keeps its
+            // tuned values, and this snapshot holds their originals.
+            return emit_error(
+                ctx,
+                "rollback",
+                None,
+                &format!(
+                    "{} was deleted and created again since snapshot {} (namespace cookie {then}, now {now}): \
+                     its originals belong to the namespace that is gone, not to this one; nothing written. \
+                     Move {} out of the state dir to go past it",
+                    ctx.target,
+                    snap.id,
+                    ctx.store.dir().join(format!("{}.json", snap.id)).display()
+                ),
+                1,
+            );
         }
     }
     let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap);

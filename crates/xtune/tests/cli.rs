@@ -1163,23 +1163,19 @@ fn a_namespace_created_again_under_its_name_is_not_rolled_back_into() {
         &state,
         "--json",
     ]);
-    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
-    let r = json_report(&out);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let e = json_report(&out).error.unwrap_or_default();
     assert!(
-        r.notes
-            .iter()
-            .any(|n| n.contains("deleted and created again")),
-        "{:?}",
-        r.notes
+        e.contains("deleted and created again") && e.contains("Move "),
+        "{e}"
     );
     assert_eq!(
         ns.read(path),
         "33\n",
         "nothing written into the new namespace"
     );
-    // Marked rolled back: nothing left to roll back.
-    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
-    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    // The snapshot is kept.
+    assert_eq!(dir.count_json("state"), 1);
 }
 
 #[test]
