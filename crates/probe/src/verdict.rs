@@ -560,27 +560,29 @@ pub fn summarize(
         });
     }
 
+    // `late_waiting_ratio` counts the catch-up waits too (both are the
+    // server's pace); each note stands on its own share.
+    let c = input.late_catch_up_ratio.unwrap_or(0.0);
     if let Some(w) = input
         .late_waiting_ratio
+        .map(|w| (w - c).max(0.0))
         .filter(|r| *r > LATE_SEND_RATIO_LIMIT)
     {
-        // `w` counts the catch-up waits too (both are the server's pace).
-        let c = input.late_catch_up_ratio.unwrap_or(0.0);
         notes.push(format!(
             "open loop: {:.1}% of sends left late because all {} connections had a request in \
              flight: the server's latency × the connections held the rate back, not this client \
              (more connections, -c, keep the rate)",
-            (w - c).max(0.0) * 100.0,
+            w * 100.0,
             input.connections
         ));
-        if let Some(c) = input.late_catch_up_ratio.filter(|c| *c > 0.0) {
-            notes.push(format!(
-                "open loop: {:.1}% of sends came due after connections were free again and waited \
-                 behind that backlog, which drains at most at twice the rate (the generator never \
-                 bursts above 2× --rate): their corrected latency includes that wait",
-                c * 100.0
-            ));
-        }
+    }
+    if c > LATE_SEND_RATIO_LIMIT {
+        notes.push(format!(
+            "open loop: {:.1}% of sends came due after connections were free again and waited \
+             behind that backlog, which drains at most at twice the rate (the generator never \
+             bursts above 2× --rate): their corrected latency includes that wait",
+            c * 100.0
+        ));
     }
 
     // io_uring.

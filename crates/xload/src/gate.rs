@@ -131,13 +131,13 @@ impl Gate {
             Metric::P90 => l.p90 as f64,
             Metric::P99 => l.p99 as f64,
             Metric::P999 => l.p999 as f64,
-            Metric::Pct(m) => r
-                .latency_histogram()
-                .ok()
-                .filter(|h| !h.is_empty())
-                .map_or(0.0, |h| {
+            Metric::Pct(m) => r.latency_histogram().ok().map_or(f64::NAN, |h| {
+                if h.is_empty() {
+                    0.0
+                } else {
                     h.value_at_quantile(f64::from(m) / 100_000.0) as f64
-                }),
+                }
+            }),
             Metric::Max => l.max as f64,
             Metric::Mean => l.mean,
             Metric::Errors => r.errors_total as f64,
@@ -161,15 +161,25 @@ impl Gate {
         }
     }
 
-    /// Whether the condition holds (the run fails).
-    pub fn violated(&self, r: &Report) -> bool {
+    /// Whether the condition holds; None when the value cannot be read
+    /// (a report without a readable histogram).
+    fn compare(&self, r: &Report) -> Option<bool> {
         let v = self.measure(r);
-        match self.op {
+        if v.is_nan() {
+            return None;
+        }
+        Some(match self.op {
             Op::Gt => v > self.value,
             Op::Ge => v >= self.value,
             Op::Lt => v < self.value,
             Op::Le => v <= self.value,
-        }
+        })
+    }
+
+    /// Whether the condition holds (the run fails). A value that cannot be
+    /// read fails the gate: a gate that cannot look must not pass.
+    pub fn violated(&self, r: &Report) -> bool {
+        self.compare(r).unwrap_or(true)
     }
 
     /// `threshold failed: p99>50ms (measured 61.2ms)`.
@@ -206,7 +216,7 @@ impl Gate {
     /// Whether the condition holds: for `--fail-if` that is a failure, for an
     /// SLO (`p99<10ms`) that is the requirement being met.
     pub fn holds(&self, r: &Report) -> bool {
-        self.violated(r)
+        self.compare(r).unwrap_or(false)
     }
 }
 
@@ -260,6 +270,18 @@ mod tests {
             0.0,
             "answers are not errors"
         );
+    }
+
+    #[test]
+    fn a_percentile_that_cannot_be_read_fails_the_gate_and_the_slo() {
+        let r = Report {
+            histogram: "not a histogram".into(),
+            ..Default::default()
+        };
+        let g = parse_gate("p95>1s").unwrap();
+        assert!(g.violated(&r), "a gate that cannot look must not pass");
+        let slo = parse_gate("p95<1s").unwrap();
+        assert!(!slo.holds(&r), "nor an SLO be met");
     }
 
     #[test]

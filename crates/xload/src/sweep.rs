@@ -205,6 +205,27 @@ pub struct Point {
 /// beats its RPS by `min_gain` or more (a dip from a disturbed step — a VM
 /// whose CPU was stolen for a moment — is not a knee when the load that
 /// follows still raises throughput).
+/// A rate step kept up when it achieved this share of its target (as
+/// `--find-max` judges a trial).
+const KEPT_UP: f64 = 0.97;
+
+/// The knee of a sweep in `mode`. Concurrency: [`find_knee`]. Rate: the
+/// first step that could not keep up with its target (achieved under 97%
+/// of it: the server's capacity, where throughput stops following the
+/// load), when no later step keeps up with its own (one that does shows
+/// the first was disturbed, not saturated). In a rate sweep
+/// throughput follows the targets, so the gain rule would read any sweep of
+/// fine steps as flat, and a p99 that moves by noise as a knee.
+pub fn find_knee_in(points: &[Point], mode: Mode, min_gain: f64, p99_factor: f64) -> Option<usize> {
+    match mode {
+        Mode::Concurrency => find_knee(points, min_gain, p99_factor),
+        Mode::Rate => {
+            let kept = |p: &Point| p.rps >= KEPT_UP * p.load;
+            (1..points.len()).find(|&k| !kept(&points[k]) && !points[k + 1..].iter().any(kept))
+        }
+    }
+}
+
 pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usize> {
     (1..points.len()).find_map(|k| {
         let (a, b) = (points[k - 1], points[k]);
@@ -589,7 +610,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
             max_rate: None,
             interrupted,
         };
-        r.knee = find_knee(&r.points(), s.knee_gain, s.knee_p99);
+        r.knee = find_knee_in(&r.points(), r.mode, s.knee_gain, s.knee_p99);
         r
     };
     print_knee(&result, out);
@@ -889,6 +910,32 @@ mod tests {
             (64.0, 91_712.0, 6_310.0),
         ]);
         assert_eq!(find_knee(&p, 0.10, 1.5), Some(5));
+    }
+
+    #[test]
+    fn a_rate_sweep_has_its_knee_before_the_first_step_that_falls_behind() {
+        // Fine steps, each kept up, p99 moving by noise: no knee.
+        let fine = pts(&[
+            (1900.0, 1_900.0, 100.0),
+            (1995.0, 1_995.0, 160.0),
+            (2095.0, 2_094.0, 170.0),
+        ]);
+        assert_eq!(find_knee_in(&fine, Mode::Rate, 0.10, 1.5), None);
+        // 9500/s got 7660: the knee, at the server's capacity.
+        let p = pts(&[
+            (2000.0, 2_000.0, 900.0),
+            (7000.0, 7_000.0, 1_300.0),
+            (9500.0, 7_660.0, 118_600.0),
+            (12000.0, 7_720.0, 160_000.0),
+        ]);
+        assert_eq!(find_knee_in(&p, Mode::Rate, 0.10, 1.5), Some(2));
+        // A step that fell behind once, then the next kept up: disturbed.
+        let d = pts(&[
+            (1000.0, 1_000.0, 100.0),
+            (2000.0, 1_500.0, 9_000.0),
+            (3000.0, 3_000.0, 120.0),
+        ]);
+        assert_eq!(find_knee_in(&d, Mode::Rate, 0.10, 1.5), None);
     }
 
     #[test]
