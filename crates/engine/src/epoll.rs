@@ -108,6 +108,11 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         ctx,
     };
     d.main_loop();
+    // Answers that arrived before the loop ended but were not read yet are
+    // answers, not requests left unanswered: one last look, no wait,
+    // nothing sent.
+    d.ctx.close(now_ns());
+    d.drain();
     let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
     d.ctx.left_unanswered(left.into_iter());
     for i in 0..d.conns.len() {
@@ -231,6 +236,20 @@ impl Driver<'_, '_> {
             }
             if self.ctx.open_loop {
                 self.dispatch(now);
+            }
+        }
+    }
+
+    /// Handles what is ready now, without waiting.
+    fn drain(&mut self) {
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
+        // SAFETY: `events` is a valid buffer of its length.
+        let n = unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), events.len() as i32, 0) };
+        let now = now_ns();
+        for ev in &events[..n.max(0) as usize] {
+            let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
+            if i < self.conns.len() && self.conns[i].gen == gen {
+                self.on_event(i, ev.events, now);
             }
         }
     }

@@ -35,6 +35,16 @@ pub(crate) struct Schedule {
     queued_at_window: usize,
 }
 
+/// Spreads a seed over the generator's state (Vigna's splitmix64): seeds
+/// that differ in one bit (2 and 3) give unrelated sequences, and no seed
+/// gives the all-zero state xorshift cannot leave.
+fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl Schedule {
     pub fn new(
         rate_per_s: f64,
@@ -53,7 +63,7 @@ impl Schedule {
             next_ns: 0.0,
             mean_gap_ns,
             arrival,
-            rng: seed | 1,
+            rng: splitmix64(seed).max(1),
             queue: VecDeque::with_capacity(cap.max(1)),
             cap: cap.max(1),
             tokens: burst,
@@ -203,6 +213,8 @@ mod tests {
         };
         assert_eq!(gaps(7), gaps(7), "a seed repeats its arrivals");
         assert_ne!(gaps(7), gaps(8), "another seed, other arrivals");
+        assert_ne!(gaps(2), gaps(3), "seeds a bit apart too");
+        assert_ne!(gaps(0), gaps(1));
     }
 
     #[test]

@@ -480,6 +480,12 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         ctx,
     };
     d.main_loop();
+    // Answers that arrived before the loop ended but were not reaped yet
+    // are answers, not requests left unanswered: one last look, no wait,
+    // nothing sent.
+    d.ctx.close(now_ns());
+    d.wait(0);
+    d.reap(now_ns());
     let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
     d.ctx.left_unanswered(left.into_iter());
     let cq_overflow = d.ring.completion().overflow() as u64;

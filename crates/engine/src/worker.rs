@@ -129,6 +129,12 @@ pub(crate) struct Ctx<'a> {
     /// Requests still in flight when the driver's loop ended (filled once,
     /// at the end, by [`Ctx::left_unanswered`]).
     left: Vec<Sent>,
+    /// When the driver's loop ended (the window's end after Ctrl-C; its
+    /// teardown, which can take hundreds of milliseconds, comes after).
+    stopped_ns: Option<u64>,
+    /// The loop has ended and reads what already arrived: nothing more is
+    /// sent.
+    closing: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -238,13 +244,18 @@ impl<'a> Ctx<'a> {
                 // much later (a 1 s window measured 0.990-0.996 s and
                 // intended fewer than rate × duration sends), and its
                 // seconds count from here.
+                // A first connection that took longer than a tick (a
+                // server slow to accept) does not stretch the run: the
+                // window then starts late and is that much shorter.
                 s.start_window();
                 let shift = now.saturating_sub(self.measured_from_ns);
                 self.measured_from_ns = self.measured_from_ns.max(now);
-                if self.end_ns != u64::MAX {
-                    self.end_ns = self.end_ns.saturating_add(shift);
+                if self.tick_seq == 0 && shift < self.tick_ns {
+                    if self.end_ns != u64::MAX {
+                        self.end_ns = self.end_ns.saturating_add(shift);
+                    }
+                    self.next_tick_ns = self.measured_from_ns + self.tick_ns;
                 }
-                self.next_tick_ns = self.measured_from_ns + self.tick_ns;
             }
         }
     }
@@ -299,6 +310,9 @@ impl<'a> Ctx<'a> {
     /// them during the warm-up, else what the quota allows.
     #[inline]
     pub fn allow(&mut self, want: usize) -> usize {
+        if self.closing {
+            return 0;
+        }
         if !self.measuring {
             return want;
         }
@@ -331,7 +345,7 @@ impl<'a> Ctx<'a> {
     /// Open loop: the intended time of a send allowed now, if any.
     #[inline]
     pub fn take_scheduled(&mut self) -> Option<u64> {
-        if self.exhausted() {
+        if self.exhausted() || self.closing {
             return None;
         }
         let t = self.sched.as_mut()?.take()?;
@@ -341,7 +355,15 @@ impl<'a> Ctx<'a> {
         Some(t)
     }
 
-    /// The driver's loop ended with these requests unanswered.
+    /// The driver's loop has ended at `now`: answers that already arrived
+    /// may still be read, but nothing more is sent.
+    pub fn close(&mut self, now: u64) {
+        self.stopped_ns = Some(now);
+        self.closing = true;
+    }
+
+    /// After [`Ctx::close`] and the last reads: these requests are left
+    /// unanswered.
     pub fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
         self.left.extend(sent);
     }
@@ -374,6 +396,7 @@ impl<'a> Ctx<'a> {
 
     /// Marks the end of the run.
     pub fn finish(&mut self, now: u64) {
+        let now = self.stopped_ns.unwrap_or(now);
         self.measured_to_ns = now.min(self.end_ns);
         // The window often ends on a tick boundary: publish that last tick.
         // One that ends between ticks publishes the part it measured, with
@@ -394,6 +417,15 @@ impl<'a> Ctx<'a> {
             self.measured_from_ns = self.measured_to_ns;
         }
         let exhausted = self.exhausted();
+        if self.measuring && !exhausted {
+            // Every send intended before the window's end is intended, sent
+            // or not: the loop's last look may have come a little before
+            // the last of them (intended = sent + dropped = rate × window).
+            let end = self.measured_to_ns;
+            if let Some(s) = self.sched.as_mut() {
+                s.advance(end.saturating_sub(1));
+            }
+        }
         if self.measuring {
             self.record_unanswered(exhausted);
         }
@@ -505,6 +537,8 @@ pub fn run_observed(
                     sched,
                     open_loop,
                     left: Vec::new(),
+                    stopped_ns: None,
+                    closing: false,
                 };
                 let res = match engine {
                     EngineKind::Uring => uring::run_worker(&mut ctx, index),

@@ -318,9 +318,14 @@ impl Recorder {
     /// The thresholds for [`Recorder::record_unanswered`], taken once when
     /// the window closes, before any unanswered request is recorded.
     pub fn unanswered_censor(&mut self) -> Censor {
+        // Under 100 answers a p99 is no figure: the slowest answer stands
+        // in; with none, nothing is known to be slow and nothing is
+        // recorded (an age alone is no latency).
         let p99 = |h: &Histogram<u64>| {
             if h.is_empty() {
-                0
+                u64::MAX
+            } else if h.len() < 100 {
+                h.max()
             } else {
                 h.value_at_quantile(0.99)
             }
@@ -330,7 +335,9 @@ impl Recorder {
             .open_loop
             .as_ref()
             .map_or(corrected_us, |o| p99(&o.latency_uncorrected_us));
-        self.unanswered.threshold_us = self.unanswered.threshold_us.max(corrected_us);
+        if corrected_us != u64::MAX {
+            self.unanswered.threshold_us = self.unanswered.threshold_us.max(corrected_us);
+        }
         Censor {
             corrected_us,
             uncorrected_us,

@@ -610,6 +610,15 @@ impl Report {
         out.schedule_lag_us = lag.as_ref().map(LatencySummary::from_histogram);
         out.histogram_schedule_lag = lag.as_ref().map(histogram_string);
         out.timeseries = rows.into_values().collect();
+        if reports.len() > 1 && !out.timeseries.is_empty() {
+            // Rows keep no histogram: their percentiles cannot be merged.
+            out.extra.insert(
+                "timeseries_percentiles".into(),
+                serde_json::Value::String(
+                    "worst of the merged reports: each second's p50_us and p99_us are the highest of the inputs', not a merge".into(),
+                ),
+            );
+        }
         out.client = merge_clients(reports);
         Ok(out)
     }

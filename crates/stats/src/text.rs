@@ -257,7 +257,7 @@ impl Report {
     /// or two is always a little older than the p99.
     pub fn unanswered_text(&self) -> Option<String> {
         let u = &self.unanswered_at_end;
-        if u.recorded == 0 || u.oldest_us < 2 * u.threshold_us.max(1) {
+        if u.recorded == 0 || u.oldest_us < u.threshold_us.max(1).saturating_mul(2) {
             return None;
         }
         let unsent = if u.unsent > 0 {

@@ -382,3 +382,24 @@ fn unanswered_requests_older_than_the_answered_p99_are_recorded_at_their_age() {
     m.reset();
     assert_eq!(m.unanswered(), Default::default());
 }
+
+#[test]
+fn with_few_answers_the_slowest_stands_in_for_the_p99_and_with_none_nothing_is_recorded() {
+    let mut r = Recorder::new();
+    let c = r.unanswered_censor();
+    r.record_unanswered(&c, 5_000_000, Some(5_000_000));
+    assert_eq!((r.unanswered().in_flight, r.unanswered().recorded), (1, 0));
+    assert!(r.latency_histogram().is_empty(), "no answer: no latency");
+    let mut r = Recorder::new();
+    for l in [100, 200, 5_000] {
+        r.record_response(l, 200, 10);
+    }
+    let c = r.unanswered_censor();
+    r.record_unanswered(&c, 4_000, Some(4_000));
+    r.record_unanswered(&c, 9_000, Some(9_000));
+    assert_eq!(
+        r.unanswered().recorded,
+        1,
+        "only past the slowest answer (5 ms)"
+    );
+}

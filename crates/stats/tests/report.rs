@@ -414,6 +414,14 @@ fn merge_of_timeseries_adds_rows_by_second_and_bounds_percentiles() {
         errors: 2,
     }];
     let m = Report::merge(&[a, b]).expect("merges");
+    // The JSON says what the rows' percentiles are.
+    assert!(
+        m.extra["timeseries_percentiles"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("worst of the merged reports")),
+        "{:?}",
+        m.extra
+    );
     assert_eq!(
         m.timeseries,
         vec![

@@ -89,7 +89,7 @@ pub struct CommonArgs {
 
     /// Seed of --arrival poisson's gaps (default: a new one each run, so that generators
     /// merged with `xload merge` do not send in step); give one to repeat a run's arrivals.
-    #[arg(long = "seed", value_parser = parse_count_u64)]
+    #[arg(long = "seed", value_parser = clap::value_parser!(u64))]
     pub seed: Option<u64>,
 
     /// Fail (exit 3) if a condition holds: 'p99>50ms' (any pNN: p95, p99.99), 'errors>0', 'error_rate>0.01',

@@ -104,9 +104,12 @@ fn assert_uniform_pacing(rate_per_s: u32, engine: &str) {
         r.rps
     );
     assert_eq!(r.errors_total, 0, "{s}");
-    assert_eq!(
-        r.dropped,
-        Some(0),
+    // Nothing is dropped against a fast server, but a send due in a
+    // worker's last instant that its loop (waking a little late, as a VM
+    // timer may) could not make before the end counts as dropped: at most
+    // one per worker.
+    assert!(
+        r.dropped.unwrap_or(0) <= 2,
         "nothing may be dropped against a fast server: {s}"
     );
     // A late send left more than 1 ms after its intended time. Against a
@@ -195,7 +198,7 @@ fn poisson_arrivals_average_the_target_rate_within_three_percent() {
         "Poisson arrivals achieved {:.1} req/s, not within 3% of 5000: {s}",
         poisson.rps
     );
-    assert_eq!(poisson.dropped, Some(0), "{s}");
+    assert!(poisson.dropped.unwrap_or(0) <= 2, "{s}");
     assert_eq!(poisson.errors_total, 0, "{s}");
     // The arrivals really are random: an evenly spaced schedule puts exactly
     // rate × window requests in the window, a Poisson one almost never does.
@@ -302,9 +305,9 @@ fn stalled_server_gets_no_catch_up_burst_above_twice_the_rate() {
         "the server saw {} requests in 2.2 s at 1000/s: {s}",
         run.server_requests
     );
-    assert_eq!(
-        r.dropped,
-        Some(0),
+    // (At most one per worker: a send due in its last instant.)
+    assert!(
+        r.dropped.unwrap_or(0) <= 2,
         "a 500 ms backlog is far below the queue cap: {s}"
     );
     assert!(
@@ -682,9 +685,25 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
     if last_run_disturbed() {
         // The machine took the CPU away: lateness measures that, not xload.
         eprintln!("late sends not judged on a disturbed machine: {late}");
-        return;
+    } else {
+        assert!(late <= 2, "{late} late sends in runs that intend 25 sends");
     }
-    assert!(late <= 2, "{late} late sends in runs that intend 25 sends");
+    // At a rate whose last sends come due just before the end, each
+    // worker still intends exactly its share: sent + dropped = R × D.
+    let r = measure(&args(&[
+        &server.url("/"),
+        "--rate",
+        "20000",
+        "-t",
+        "2",
+        "-c",
+        "16",
+        "-d",
+        "1s",
+    ]));
+    let s = summary(&r);
+    let intended = r.sends.unwrap_or(0) + r.dropped.unwrap_or(0);
+    assert_eq!(intended, 20_000, "{s}");
 }
 
 /// A rate the server cannot take at this many connections: the late sends
@@ -715,10 +734,10 @@ fn sends_late_for_want_of_a_connection_are_the_servers_pace_not_the_clients() {
     let waiting = r.late_waiting_for_connection.unwrap_or(0);
     // Two connections at 50 ms: about 40 sends of the 200 intended.
     assert!((30..=45).contains(&sends), "{s}");
-    // Intended = sent + dropped: 200/s over the second less the setup
-    // before the first connection was open (the schedule starts then).
+    // Intended = sent + dropped: 200/s over the second, which starts
+    // with the first connection (the schedule starts then).
     let intended = sends + r.dropped.unwrap_or(0);
-    assert!((195..=200).contains(&intended), "intended {intended}: {s}");
+    assert_eq!(intended, 200, "intended {intended}: {s}");
     assert!(late <= sends, "{s}");
     assert!(waiting >= 30, "waiting {waiting} of late {late}: {s}");
     let client = r.client.as_ref().expect("client section");
@@ -772,12 +791,13 @@ fn a_stall_at_the_end_is_in_the_latency_not_hidden() {
         let dir = TempDir::new("stall-end");
         let open = dir.join("open.json");
         let closed = dir.join("closed.json");
-        // Answers for 400 ms after its start, then holds every answer
-        // until 2.5 s, past the end of the 1.2 s runs.
+        // Answers for 700 ms after its start (xload's start and connect
+        // take a fraction of it even on a loaded VM), then holds every
+        // answer until 3.1 s, past the end of the 1.8 s runs.
         let (code, stdout, stderr) = undisturbed(|| {
             let server = TestServer::start(Behavior::Stall {
-                at: Duration::from_millis(400),
-                pause: Duration::from_millis(2100),
+                at: Duration::from_millis(700),
+                pause: Duration::from_millis(2400),
             });
             let (status, stdout, stderr, _) = run_xload(args(&[
                 &server.url("/"),
@@ -786,7 +806,7 @@ fn a_stall_at_the_end_is_in_the_latency_not_hidden() {
                 "-c",
                 "8",
                 "-d",
-                "1200ms",
+                "1800ms",
                 "--engine",
                 engine,
                 "--fail-if",
@@ -822,15 +842,15 @@ fn a_stall_at_the_end_is_in_the_latency_not_hidden() {
         // Closed loop: the 4 requests in flight are in it too (the max).
         let (code, stdout, stderr) = undisturbed(|| {
             let server = TestServer::start(Behavior::Stall {
-                at: Duration::from_millis(400),
-                pause: Duration::from_millis(2100),
+                at: Duration::from_millis(700),
+                pause: Duration::from_millis(2400),
             });
             let (status, stdout, stderr, _) = run_xload(args(&[
                 &server.url("/"),
                 "-c",
                 "4",
                 "-d",
-                "1200ms",
+                "1800ms",
                 "--engine",
                 engine,
                 "--json",
