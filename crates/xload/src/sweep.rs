@@ -913,7 +913,7 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_sweep_has_its_knee_before_the_first_step_that_falls_behind() {
+    fn a_rate_sweep_has_its_knee_at_the_first_step_that_falls_behind() {
         // Fine steps, each kept up, p99 moving by noise: no knee.
         let fine = pts(&[
             (1900.0, 1_900.0, 100.0),

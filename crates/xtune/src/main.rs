@@ -848,6 +848,13 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
     if !sysctl_d {
         return usage_error(cli, "export needs a format: --sysctl-d");
     }
+    if cli.json {
+        // It writes a sysctl.d file, not a report: --json was ignored.
+        return usage_error(
+            cli,
+            "export writes a sysctl.d file, not a report: leave out --json",
+        );
+    }
     let p = match load_profile(profile, cli.profile_label.as_deref()) {
         Ok(p) => p,
         Err(e) => return usage_error(cli, &e),

@@ -1197,3 +1197,18 @@ fn a_command_line_error_with_json_still_prints_a_report() {
     assert_eq!(code(&out), 2);
     assert!(stdout(&out).is_empty(), "{}", stdout(&out));
 }
+
+#[test]
+fn export_refuses_json_it_would_not_write() {
+    let dir = TempDir::new("export-json");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.core.somaxconn\" = 4096\n");
+    let out = xtune(&["export", &prof, "--sysctl-d", "--json"]);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("leave out --json"),
+        "{}",
+        stderr(&out)
+    );
+    let r = json_report(&out);
+    assert_eq!(r.exit_code, 2);
+}
