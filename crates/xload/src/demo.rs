@@ -88,6 +88,7 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         levels: &levels,
         fixed_conns: 0,
         cooldown: Duration::ZERO,
+        header: true,
     };
     let (steps, interrupted) = run_steps(&url, &common, steps_of, Sink::Stdout, &stop)?;
     let served = server.stats.requests();

@@ -472,6 +472,9 @@ pub struct Steps<'l> {
     pub levels: &'l [f64],
     pub fixed_conns: usize,
     pub cooldown: Duration,
+    /// Print the table's header first (not for a --find-max trial after
+    /// the first: the rows go under one header).
+    pub header: bool,
 }
 
 /// Runs the steps, printing each row as it completes.
@@ -487,6 +490,7 @@ pub fn run_steps(
         levels,
         fixed_conns,
         cooldown,
+        header: print_header,
     } = steps_of;
     let (d, w) = (Duration::from_secs(5), Duration::from_secs(1));
     let mut steps = Vec::new();
@@ -494,10 +498,12 @@ pub fn run_steps(
         Mode::Concurrency => "conc",
         Mode::Rate => "rate",
     };
-    out.line(&format!(
-        "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
-        "rps", "p50", "p95", "p99", "max", "errors", "cpu"
-    ));
+    if print_header {
+        out.line(&format!(
+            "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
+            "rps", "p50", "p95", "p99", "max", "errors", "cpu"
+        ));
+    }
     let mut addr: Option<std::net::SocketAddr> = None;
     for (i, &load) in levels.iter().enumerate() {
         let (conns, rate) = match mode {
@@ -601,6 +607,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
             levels: &levels,
             fixed_conns: fixed,
             cooldown: s.cooldown,
+            header: true,
         };
         let (steps, interrupted) = run_steps(&s.url, &s.common, steps_of, out, &stop)?;
         let mut r = SweepResult {
@@ -743,6 +750,7 @@ fn find_max(
             levels: &[rate],
             fixed_conns: conns,
             cooldown: s.cooldown,
+            header: steps.is_empty(),
         };
         let (mut st, intr) = run_steps(&s.url, &s.common, steps_of, out, stop)?;
         let Some((_, r)) = st.pop() else {

@@ -398,6 +398,13 @@ fn find_max_brackets_the_pool_capacity_under_a_p99_slo() {
         rate >= 250.0,
         "max rate {rate} is far below capacity: {shown}"
     );
+    // One table: the trials' rows under a single header.
+    let headers = run
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("rate ") && l.contains("p99"))
+        .count();
+    assert_eq!(headers, 1, "{shown}");
     // Every trial is recorded with its verdict; no trial above capacity passed.
     let trials = max["trials"].as_array().expect("max_rate.trials");
     assert!(!trials.is_empty() && trials.len() <= 6, "{shown}");
