@@ -109,10 +109,12 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     };
     d.main_loop();
     // Answers that arrived before the loop ended but were not read yet are
-    // answers, not requests left unanswered: one last look, no wait,
-    // nothing sent.
+    // not requests left unanswered: one last look, no wait, nothing sent.
     d.ctx.close(now_ns());
+    // What the last look reads is not counted (the window has closed).
+    let kept = std::mem::take(&mut d.ctx.rec);
     d.drain();
+    d.ctx.rec = kept;
     let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
     d.ctx.left_unanswered(left.into_iter());
     for i in 0..d.conns.len() {
@@ -243,13 +245,21 @@ impl Driver<'_, '_> {
     /// Handles what is ready now, without waiting.
     fn drain(&mut self) {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
-        // SAFETY: `events` is a valid buffer of its length.
-        let n = unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), events.len() as i32, 0) };
-        let now = now_ns();
-        for ev in &events[..n.max(0) as usize] {
-            let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
-            if i < self.conns.len() && self.conns[i].gen == gen {
-                self.on_event(i, ev.events, now);
+        // As many passes as there are ready connections (edge-triggered: each
+        // is reported once), at most one per connection and a few more.
+        for _ in 0..=self.conns.len() / events.len() + 1 {
+            // SAFETY: `events` is a valid buffer of its length.
+            let n =
+                unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), events.len() as i32, 0) };
+            let now = now_ns();
+            for ev in &events[..n.max(0) as usize] {
+                let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
+                if i < self.conns.len() && self.conns[i].gen == gen {
+                    self.on_event(i, ev.events, now);
+                }
+            }
+            if (n.max(0) as usize) < events.len() {
+                break;
             }
         }
     }
@@ -279,7 +289,9 @@ impl Driver<'_, '_> {
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 c.backoff.reset();
-                self.ctx.rec.record_connect();
+                if !self.ctx.closing() {
+                    self.ctx.rec.record_connect();
+                }
                 self.ready(i, now);
                 self.set_lowat(i);
             }
@@ -375,7 +387,8 @@ impl Driver<'_, '_> {
     }
 
     fn open_socket(&mut self, i: usize, now: u64) {
-        if self.ctx.exhausted() {
+        // Nothing more is sent once the quota is met or the loop has ended.
+        if self.ctx.exhausted() || self.ctx.closing() {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }

@@ -481,11 +481,14 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     };
     d.main_loop();
     // Answers that arrived before the loop ended but were not reaped yet
-    // are answers, not requests left unanswered: one last look, no wait,
-    // nothing sent.
+    // are not requests left unanswered: one last look, no wait, nothing
+    // sent. What it reads is not counted either (the window has closed:
+    // the run's counts stay those of the window).
     d.ctx.close(now_ns());
+    let kept = std::mem::take(&mut d.ctx.rec);
     d.wait(0);
     d.reap(now_ns());
+    d.ctx.rec = kept;
     let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
     d.ctx.left_unanswered(left.into_iter());
     let cq_overflow = d.ring.completion().overflow() as u64;
@@ -738,7 +741,9 @@ impl Driver<'_, '_> {
                     let c = &mut self.conns[i];
                     c.state = State::Open;
                     c.backoff.reset();
-                    self.ctx.rec.record_connect();
+                    if !self.ctx.closing() {
+                        self.ctx.rec.record_connect();
+                    }
                     self.arm_recv(i);
                     self.ready(i, now);
                     self.set_lowat(i);
@@ -832,7 +837,8 @@ impl Driver<'_, '_> {
     }
 
     fn open_socket(&mut self, i: usize, now: u64) {
-        if self.ctx.exhausted() {
+        // Nothing more is sent once the quota is met or the loop has ended.
+        if self.ctx.exhausted() || self.ctx.closing() {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }

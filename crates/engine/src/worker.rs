@@ -129,6 +129,9 @@ pub(crate) struct Ctx<'a> {
     /// Requests still in flight when the driver's loop ended (filled once,
     /// at the end, by [`Ctx::left_unanswered`]).
     left: Vec<Sent>,
+    /// The ages of what the window closed on, µs: (from the intended send
+    /// in open loop, else from the send; from the send, None if never sent).
+    unanswered: Vec<(u64, Option<u64>)>,
     /// When the driver's loop ended (the window's end after Ctrl-C; its
     /// teardown, which can take hundreds of milliseconds, comes after).
     stopped_ns: Option<u64>,
@@ -233,7 +236,9 @@ impl<'a> Ctx<'a> {
     /// (its rate is over the time it could send).
     #[inline]
     pub fn connection_ready(&mut self, now: u64) {
-        if self.sched_started {
+        // A first connection that completes after the loop ended changes
+        // no window.
+        if self.sched_started || self.closing {
             return;
         }
         self.sched_started = true;
@@ -362,6 +367,12 @@ impl<'a> Ctx<'a> {
         self.closing = true;
     }
 
+    /// The loop has ended ([`Ctx::close`]): no connection is opened.
+    #[inline]
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
     /// After [`Ctx::close`] and the last reads: these requests are left
     /// unanswered.
     pub fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
@@ -371,25 +382,29 @@ impl<'a> Ctx<'a> {
     /// Records what the window closed on (see [`xload_stats::Unanswered`]):
     /// requests in flight, and open-loop sends of the window still waiting
     /// to leave (not when the quota ended the run: none was refused).
+    /// Their ages are kept in `unanswered` and recorded once every
+    /// worker's answers are merged, against the run's p99 (a worker's own
+    /// can be no figure: a worker whose connections all stalled has none).
     fn record_unanswered(&mut self, exhausted: bool) {
         let end = self.measured_to_ns;
-        let censor = self.rec.unanswered_censor();
         let open = self.open_loop;
         for s in std::mem::take(&mut self.left) {
             let from = if open { s.intended_ns } else { s.sent_ns };
-            self.rec.record_unanswered(
-                &censor,
+            self.unanswered.push((
                 ns_to_us(end.saturating_sub(from)),
                 Some(ns_to_us(end.saturating_sub(s.sent_ns))),
-            );
+            ));
         }
         if let Some(sched) = self.sched.as_ref().filter(|_| !exhausted) {
+            // No more than the -n quota would still have sent.
+            let room = self.quota.map_or(usize::MAX, |q| q as usize);
             for t in sched
                 .queued_intended()
                 .filter(|&t| t >= self.measured_from_ns)
+                .take(room)
             {
-                self.rec
-                    .record_unanswered(&censor, ns_to_us(end.saturating_sub(t)), None);
+                self.unanswered
+                    .push((ns_to_us(end.saturating_sub(t)), None));
             }
         }
     }
@@ -537,6 +552,7 @@ pub fn run_observed(
                     sched,
                     open_loop,
                     left: Vec::new(),
+                    unanswered: Vec::new(),
                     stopped_ns: None,
                     closing: false,
                 };
@@ -565,7 +581,14 @@ pub fn run_observed(
                     go = cv.wait(go).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(go);
-                (ctx.rec, info, ctx.measured_from_ns, ctx.measured_to_ns)
+                let unanswered = std::mem::take(&mut ctx.unanswered);
+                (
+                    ctx.rec,
+                    info,
+                    ctx.measured_from_ns,
+                    ctx.measured_to_ns,
+                    unanswered,
+                )
             })
             .map_err(|e| format!("cannot start worker thread: {e}"))?;
         handles.push(h);
@@ -591,10 +614,12 @@ pub fn run_observed(
     // first connection and last as long: their union would be longer than
     // any (a 1 s run read 1.0026 s) and understate the rate.
     let mut longest = 0u64;
+    let mut unanswered = Vec::new();
     for h in handles {
-        let (rec, info, f, t) = h
+        let (rec, info, f, t, left) = h
             .join()
             .map_err(|_| "a worker thread panicked".to_string())?;
+        unanswered.extend(left);
         match recorder.as_mut() {
             Some(r) => r.merge(&rec),
             None => recorder = Some(rec),
@@ -606,7 +631,12 @@ pub fn run_observed(
         }
         workers.push(info);
     }
-    let recorder = recorder.ok_or("no workers")?;
+    let mut recorder = recorder.ok_or("no workers")?;
+    // Against the run's answers, all workers merged.
+    let censor = recorder.unanswered_censor();
+    for (age, since_sent) in unanswered {
+        recorder.record_unanswered(&censor, age, since_sent);
+    }
     let mut engine_reason = engine_reason;
     if engine == EngineKind::Uring {
         engine_reason.push_str(if workers.iter().all(|w| w.fixed_files) {

@@ -411,7 +411,7 @@ impl Report {
                     .filter_map(|(i, c)| {
                         c.get("verdict")
                             .and_then(|v| v.as_str())
-                            .map(|v| format!("[{i}] {v}"))
+                            .map(|v| format!("[{}] {v}", i + 1))
                     })
                     .collect()
             })

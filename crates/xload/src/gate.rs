@@ -185,7 +185,9 @@ impl Gate {
     /// `threshold failed: p99>50ms (measured 61.2ms)`.
     pub fn explain(&self, r: &Report) -> String {
         let v = self.measure(r);
-        let shown = if self.metric.is_latency() {
+        let shown = if v.is_nan() {
+            "nothing: the report's histogram cannot be read".to_string()
+        } else if self.metric.is_latency() {
             fmt_us(v)
         } else if matches!(self.metric, Metric::ErrorRate | Metric::Non2xxRate) {
             format!("{v:.4}")
@@ -282,6 +284,11 @@ mod tests {
         assert!(g.violated(&r), "a gate that cannot look must not pass");
         let slo = parse_gate("p95<1s").unwrap();
         assert!(!slo.holds(&r), "nor an SLO be met");
+        assert!(
+            g.explain(&r).contains("cannot be read"),
+            "{}",
+            g.explain(&r)
+        );
     }
 
     #[test]

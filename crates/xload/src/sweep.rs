@@ -200,11 +200,6 @@ pub struct Point {
     pub p99_us: f64,
 }
 
-/// The knee: index of the first step after which RPS grows by less than
-/// `min_gain` while p99 grows by more than `p99_factor`, and no later step
-/// beats its RPS by `min_gain` or more (a dip from a disturbed step — a VM
-/// whose CPU was stolen for a moment — is not a knee when the load that
-/// follows still raises throughput).
 /// A rate step kept up when it achieved this share of its target (as
 /// `--find-max` judges a trial).
 const KEPT_UP: f64 = 0.97;
@@ -221,11 +216,16 @@ pub fn find_knee_in(points: &[Point], mode: Mode, min_gain: f64, p99_factor: f64
         Mode::Concurrency => find_knee(points, min_gain, p99_factor),
         Mode::Rate => {
             let kept = |p: &Point| p.rps >= KEPT_UP * p.load;
-            (1..points.len()).find(|&k| !kept(&points[k]) && !points[k + 1..].iter().any(kept))
+            (0..points.len()).find(|&k| !kept(&points[k]) && !points[k + 1..].iter().any(kept))
         }
     }
 }
 
+/// The knee: index of the first step after which RPS grows by less than
+/// `min_gain` while p99 grows by more than `p99_factor`, and no later step
+/// beats its RPS by `min_gain` or more (a dip from a disturbed step — a VM
+/// whose CPU was stolen for a moment — is not a knee when the load that
+/// follows still raises throughput).
 pub fn find_knee(points: &[Point], min_gain: f64, p99_factor: f64) -> Option<usize> {
     (1..points.len()).find_map(|k| {
         let (a, b) = (points[k - 1], points[k]);
@@ -944,6 +944,9 @@ mod tests {
             (3000.0, 3_000.0, 120.0),
         ]);
         assert_eq!(find_knee_in(&d, Mode::Rate, 0.10, 1.5), None);
+        // The lowest step already behind: it is the knee.
+        let first = pts(&[(5000.0, 3_000.0, 9_000.0), (6000.0, 3_010.0, 9_500.0)]);
+        assert_eq!(find_knee_in(&first, Mode::Rate, 0.10, 1.5), Some(0));
     }
 
     #[test]
