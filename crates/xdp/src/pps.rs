@@ -391,7 +391,11 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             }
             sent_total = sent_of(&d);
             if let Some(rx) = &receiver {
-                rx.settle(Duration::from_millis(100), Duration::from_secs(2));
+                rx.settle(
+                    Duration::from_millis(100),
+                    Duration::from_secs(2),
+                    Some(sent_total),
+                );
             }
             d
         }
@@ -569,8 +573,13 @@ fn find_zero_loss(
     let mut trials = Vec::new();
     let mut trial = |rate: Option<f64>| -> Result<(Trial, TxRunData), PpsError> {
         let before = rx.delivered_now();
+        let matched_before = rx.counters_now().matched_packets;
         let d = sender.run(rate, search.trial, None)?;
-        rx.settle(Duration::from_millis(100), Duration::from_secs(2));
+        rx.settle(
+            Duration::from_millis(100),
+            Duration::from_secs(2),
+            Some(matched_before + sent_of(&d)),
+        );
         let delivered = rx.delivered_now().saturating_sub(before);
         let sent = sent_of(&d);
         for r in &d.results {

@@ -284,8 +284,12 @@ impl Receiver {
 
     /// Waits until every frame the XDP program matched is accounted for
     /// (read from a ring, test-dropped, without socket, or dropped at a
-    /// socket), or nothing moved for `quiet`, or `max` passed.
-    pub fn settle(&self, quiet: Duration, max: Duration) {
+    /// socket) and, when `expected` says how many it should have matched by
+    /// now (what was sent), it has matched that many; or nothing moved for
+    /// `quiet`; or `max` passed. Without `expected`, frames still on a
+    /// path with queueing (a shaper, a switch) were cut off and read as
+    /// lost: the receiver stopped as soon as it had caught up.
+    pub fn settle(&self, quiet: Duration, max: Duration, expected: Option<u64>) {
         let start = std::time::Instant::now();
         let mut last = (u64::MAX, u64::MAX);
         let mut since = std::time::Instant::now();
@@ -304,7 +308,8 @@ impl Receiver {
                     read + c.injected_drops + c.redirect_failed
                 }
             };
-            if done >= c.matched_packets && self.plan.mode == RxMode::Xsk {
+            let all_in = expected.is_none_or(|e| c.matched_packets >= e);
+            if done >= c.matched_packets && self.plan.mode == RxMode::Xsk && all_in {
                 return;
             }
             let now = (c.matched_packets, done);

@@ -33,6 +33,11 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     if let Some(path) = &a.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;
     }
+    // Before the sweep, not after it: a path that cannot be written is a
+    // bad argument.
+    if let Some(path) = a.json.as_deref().filter(|p| *p != "-") {
+        crate::run::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
+    }
     let allowed = xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
     // With two CPUs or more, the responder gets the last one and xload the rest,
     // so neither steals the other's CPU.

@@ -406,6 +406,8 @@ fn sweep_levels_must_make_sense_for_what_they_count() {
         &["sweep", "http://127.0.0.1:1/", "--rate", "1k..2G"][..],
         &["sweep", "http://127.0.0.1:1/", "-c", "1,2", "--latency"][..],
         &["demo", "--step", "0s"][..],
+        // Refused before the sweep (it ran the whole sweep, then exit 1).
+        &["demo", "--json", "/nonexistent-dir/d.json"][..],
     ] {
         let out = xload(case);
         assert_eq!(out.code, 2, "{}", out.show());
