@@ -393,6 +393,25 @@ fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
     );
 }
 
+/// Answers held when the responder stops (Ctrl-C, or --for's end) are
+/// counted abandoned; they were dropped without a word.
+#[test]
+fn answers_held_at_the_stop_are_counted_abandoned() {
+    let srv = Serve::start(&["--cpus", "0", "--delay", "5s"]);
+    let mut conns: Vec<_> = (0..3).map(|_| srv.connect()).collect();
+    for s in &mut conns {
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    }
+    // Held: in flight on the responder.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while srv.stats()["in_flight"] != 3 {
+        assert!(std::time::Instant::now() < deadline, "{}", srv.stats());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = srv.stop();
+    assert!(out.contains("3 abandoned"), "{out}");
+}
+
 /// A large body costs memory in proportion: the prebuilt batches of answers
 /// stay near 1 MiB unless one answer is larger. Before, each worker built
 /// two batches of 64 answers: 4.3 GB resident for --body-size 16 MiB, and
