@@ -393,6 +393,21 @@ fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
     );
 }
 
+/// A chunked request body (curl -T -, streaming uploads) is skipped and
+/// answered like any other request (it was answered 400 and closed).
+#[test]
+fn a_chunked_request_body_is_answered() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = srv.connect();
+    s.write_all(
+        b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+          5\r\nhello\r\n0\r\n\r\n",
+    )
+    .unwrap();
+    let got = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
+    assert!(got.starts_with("HTTP/1.1 200 OK"), "{got}");
+}
+
 /// Answers held when the responder stops (Ctrl-C, or --for's end) are
 /// counted abandoned; they were dropped without a word.
 #[test]

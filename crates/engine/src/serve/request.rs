@@ -1,6 +1,7 @@
 //! The responder's incremental request scanner: finds request boundaries in a
 //! byte stream split anywhere, reads what the responder needs (method, target,
-//! Content-Length, keep-alive) and rejects what it cannot frame.
+//! Content-Length or a chunked body, keep-alive) and rejects what it cannot
+//! frame. Bodies are skipped, not kept.
 //!
 //! A request head that arrives whole is parsed in place; only a head split
 //! across receives is copied, into a per-connection buffer reused for the
@@ -33,8 +34,11 @@ pub enum Bad {
     HeaderName,
     HeaderValue,
     ContentLength,
-    /// Chunked request bodies are not framed by this responder.
+    /// A Transfer-Encoding whose last coding is not chunked, one on an
+    /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 6.1, 6.3).
     TransferEncoding,
+    /// A chunked body that breaks its framing (size line, CRLFs, trailers).
+    Chunk,
     HeadTooLarge,
 }
 
@@ -48,9 +52,104 @@ pub struct Scanner {
     /// Body bytes still to skip, and the request they belong to.
     body_left: u64,
     pending: Option<Request>,
+    /// Where in a chunked body the scanner is (None: not in one).
+    chunk: Option<Chunk>,
     /// The last head parsed whole (at most `MEMO_MAX` bytes) and what it said.
     memo: Vec<u8>,
     memo_said: Option<(Request, u64)>,
+}
+
+/// The body length `parse_head` gives for a chunked body.
+const CHUNKED: u64 = u64::MAX;
+
+/// A chunked body's framing, byte by byte but for the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Chunk {
+    /// The chunk-size line: the size so far, its digits, past a `;` (an
+    /// extension, skipped) or whitespace.
+    Size {
+        size: u64,
+        digits: u8,
+        ext: bool,
+    },
+    /// After the size line's CR.
+    SizeLf {
+        size: u64,
+    },
+    /// Data bytes still to skip.
+    Data(u64),
+    DataCr,
+    DataLf,
+    /// A trailer line (or the final empty line), its length so far.
+    Trailer {
+        len: usize,
+    },
+    TrailerLf {
+        len: usize,
+    },
+}
+
+impl Chunk {
+    /// Consumes bytes of `input`; returns how many, and whether the body ended.
+    fn step(&mut self, input: &[u8]) -> Result<(usize, bool), Bad> {
+        let mut i = 0;
+        while i < input.len() {
+            let c = input[i];
+            *self = match *self {
+                Chunk::Data(n) => {
+                    let k = n.min((input.len() - i) as u64);
+                    i += k as usize;
+                    *self = if n == k {
+                        Chunk::DataCr
+                    } else {
+                        Chunk::Data(n - k)
+                    };
+                    continue;
+                }
+                Chunk::Size { size, digits, ext } => match c {
+                    b'\r' if digits > 0 => Chunk::SizeLf { size },
+                    b';' | b' ' | b'\t' if digits > 0 => Chunk::Size {
+                        size,
+                        digits,
+                        ext: true,
+                    },
+                    _ if ext && c != b'\n' && c != b'\r' => Chunk::Size { size, digits, ext },
+                    _ if !ext && c.is_ascii_hexdigit() && digits < 15 => Chunk::Size {
+                        size: size * 16 + u64::from((c as char).to_digit(16).unwrap_or(0)),
+                        digits: digits + 1,
+                        ext,
+                    },
+                    _ => return Err(Bad::Chunk),
+                },
+                Chunk::SizeLf { size } if c == b'\n' => {
+                    if size == 0 {
+                        Chunk::Trailer { len: 0 }
+                    } else {
+                        Chunk::Data(size)
+                    }
+                }
+                Chunk::DataCr if c == b'\r' => Chunk::DataLf,
+                Chunk::DataLf if c == b'\n' => Chunk::Size {
+                    size: 0,
+                    digits: 0,
+                    ext: false,
+                },
+                Chunk::Trailer { len } if c == b'\r' => Chunk::TrailerLf { len },
+                Chunk::Trailer { len } if c != b'\n' && len < MAX_HEAD => {
+                    Chunk::Trailer { len: len + 1 }
+                }
+                Chunk::TrailerLf { len } if c == b'\n' => {
+                    if len == 0 {
+                        return Ok((i + 1, true));
+                    }
+                    Chunk::Trailer { len: 0 }
+                }
+                _ => return Err(Bad::Chunk),
+            };
+            i += 1;
+        }
+        Ok((i, false))
+    }
 }
 
 /// Heads longer than this are not remembered.
@@ -65,6 +164,19 @@ impl Scanner {
     pub fn feed(&mut self, input: &[u8], mut on: impl FnMut(Request)) -> Result<(), Bad> {
         let mut i = 0;
         while i < input.len() {
+            if let Some(mut chunk) = self.chunk {
+                let (used, done) = chunk.step(&input[i..])?;
+                i += used;
+                if done {
+                    self.chunk = None;
+                    if let Some(r) = self.pending.take() {
+                        on(r);
+                    }
+                } else {
+                    self.chunk = Some(chunk);
+                }
+                continue;
+            }
             if self.body_left > 0 {
                 let k = self.body_left.min((input.len() - i) as u64);
                 self.body_left -= k;
@@ -156,7 +268,15 @@ impl Scanner {
                     ..req
                 });
             }
-            self.body_left = body;
+            if body == CHUNKED {
+                self.chunk = Some(Chunk::Size {
+                    size: 0,
+                    digits: 0,
+                    ext: false,
+                });
+            } else {
+                self.body_left = body;
+            }
             self.pending = Some(req);
         }
     }
@@ -167,6 +287,7 @@ impl Scanner {
         self.head.clear();
         self.body_left = 0;
         self.pending = None;
+        self.chunk = None;
     }
 }
 
@@ -227,6 +348,7 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
     let mut keep_alive = http11;
     let mut length: Option<u64> = None;
     let mut expect_continue = false;
+    let mut chunked = false;
     for line in lines {
         let line = line.strip_suffix(b"\r").ok_or(Bad::HeaderValue)?;
         let colon = line
@@ -256,7 +378,13 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
                 expect_continue = value.eq_ignore_ascii_case(b"100-continue");
             }
             17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                return Err(Bad::TransferEncoding)
+                // Framed by its last coding, which must be chunked; the
+                // body is skipped, so other codings need no decoding.
+                let last = value.rsplit(|&c| c == b',').map(trim).next().unwrap_or(b"");
+                if !http11 || chunked || !last.eq_ignore_ascii_case(b"chunked") {
+                    return Err(Bad::TransferEncoding);
+                }
+                chunked = true;
             }
             10 if name.eq_ignore_ascii_case(b"connection") => {
                 for tok in value.split(|&c| c == b',').map(trim) {
@@ -270,6 +398,10 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
             _ => {}
         }
     }
+    if chunked && length.is_some() {
+        // Both framings at once: the request-smuggling shape (RFC 9112 6.3).
+        return Err(Bad::TransferEncoding);
+    }
     let path = target.split(|&c| c == b'?').next().unwrap_or(target);
     Ok((
         Request {
@@ -280,7 +412,11 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
             // HTTP/1.1 only (RFC 9110 10.1.1: ignore it from 1.0 clients).
             continue_only: expect_continue && http11,
         },
-        length.unwrap_or(0),
+        if chunked {
+            CHUNKED
+        } else {
+            length.unwrap_or(0)
+        },
     ))
 }
 
@@ -370,10 +506,18 @@ mod tests {
             scan_all(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]),
             Err(Bad::ContentLength)
         );
-        assert_eq!(
-            scan_all(&[b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"]),
-            Err(Bad::TransferEncoding)
-        );
+        for te in [
+            &b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
+            b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        ] {
+            assert_eq!(scan_all(&[te]), Err(Bad::TransferEncoding), "{te:?}");
+        }
+        for body in [&b"x\r\n"[..], b"5\r\nhelloXX", b"5\nhello\r\n0\r\n\r\n"] {
+            let mut req = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            req.extend_from_slice(body);
+            assert_eq!(scan_all(&[&req]), Err(Bad::Chunk), "{body:?}");
+        }
         let big = vec![b'a'; MAX_HEAD + 10];
         assert_eq!(
             scan_all(&[b"GET / HTTP/1.1\r\nX: ", &big]),
@@ -482,5 +626,20 @@ mod tests {
             r.iter().map(|r| r.head).collect::<Vec<_>>(),
             [true, false, false]
         );
+    }
+
+    #[test]
+    fn chunked_bodies_are_skipped_split_at_every_byte() {
+        let stream: &[u8] = b"POST /up HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+            5;name=v\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n\
+            GET /stats HTTP/1.1\r\n\r\n\
+            POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+        let whole = scan_all(&[stream]).unwrap();
+        assert_eq!(whole.len(), 3, "{whole:?}");
+        assert!(whole[1].stats && !whole[0].stats && !whole[2].stats);
+        for at in 1..stream.len() {
+            let (a, b) = stream.split_at(at);
+            assert_eq!(scan_all(&[a, b]).unwrap(), whole, "split at {at}");
+        }
     }
 }
