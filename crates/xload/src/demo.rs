@@ -112,6 +112,12 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     crate::outln!(
         "the responder answered {served} requests in all (measured windows: {measured}; the rest were warm-ups and in flight at step ends)"
     );
+    if allowed.len() < 2 {
+        // Both on one CPU: a busy CPU is theirs together.
+        crate::outln!(
+            "note: the generator and the responder shared one CPU (only one is allowed here): a SATURATED verdict cannot tell which of them is the limit; run on two CPUs or more"
+        );
+    }
     if let Some(path) = &a.json {
         let doc = serde_json::to_string_pretty(&r.to_json(&url)).unwrap_or_default();
         crate::run::write_out(path, &doc)?;

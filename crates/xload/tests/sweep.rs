@@ -479,6 +479,30 @@ fn plot_path_with_an_unknown_extension_is_a_usage_error_before_any_traffic() {
     );
 }
 
+/// On one CPU the generator and the responder share it: the demo says its
+/// verdict cannot tell which is the limit.
+#[test]
+fn demo_on_one_cpu_says_the_two_share_it() {
+    let _serial = serial();
+    let out = std::process::Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            support::run::xload_bin(),
+            "demo",
+            "--step",
+            "100ms",
+        ])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("no taskset here: skipped");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("shared one CPU"), "{stdout}");
+}
+
 /// The README's first command: `xload demo` starts its own responder, sweeps
 /// connections 1 → 256 against it and reports each step, the knee and how
 /// many requests the responder answered. Short steps here; every step must

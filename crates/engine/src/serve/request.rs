@@ -402,7 +402,7 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
         // Both framings at once: the request-smuggling shape (RFC 9112 6.3).
         return Err(Bad::TransferEncoding);
     }
-    let path = target.split(|&c| c == b'?').next().unwrap_or(target);
+    let path = origin_path(target);
     Ok((
         Request {
             keep_alive,
@@ -418,6 +418,25 @@ fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
             length.unwrap_or(0)
         },
     ))
+}
+
+/// The path of a request target: origin-form (`/stats?x=1`) or
+/// absolute-form (`http://host/stats`, which a server must accept, RFC 9112
+/// 3.2.2; it was answered as `/`), without its query.
+fn origin_path(target: &[u8]) -> &[u8] {
+    let scheme = |p: &[u8]| {
+        (target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p))
+            .then(|| &target[p.len()..])
+    };
+    let path = match scheme(b"http://").or_else(|| scheme(b"https://")) {
+        // Past the authority: the path starts at the first '/' (none: "/").
+        Some(rest) => match rest.iter().position(|&c| c == b'/' || c == b'?') {
+            Some(p) if rest[p] == b'/' => &rest[p..],
+            _ => &b"/"[..],
+        },
+        None => target,
+    };
+    path.split(|&c| c == b'?').next().unwrap_or(path)
 }
 
 fn trim(v: &[u8]) -> &[u8] {
@@ -641,5 +660,17 @@ mod tests {
             let (a, b) = stream.split_at(at);
             assert_eq!(scan_all(&[a, b]).unwrap(), whole, "split at {at}");
         }
+    }
+
+    #[test]
+    fn absolute_form_targets_name_their_path() {
+        assert_eq!(origin_path(b"/stats?x=1"), b"/stats");
+        assert_eq!(origin_path(b"http://a/stats"), b"/stats");
+        assert_eq!(origin_path(b"HTTP://a:8080/stats?x"), b"/stats");
+        assert_eq!(origin_path(b"https://a"), b"/");
+        assert_eq!(origin_path(b"http://a?q"), b"/");
+        assert_eq!(origin_path(b"*"), b"*");
+        let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\n\r\n"]).unwrap();
+        assert!(r[0].stats, "{r:?}");
     }
 }
