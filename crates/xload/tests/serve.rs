@@ -393,6 +393,23 @@ fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
     );
 }
 
+/// HEAD /stats carries GET /stats's header fields (RFC 9110 9.3.2), and a
+/// request that says Connection: close gets it back.
+#[test]
+fn stats_answers_head_and_close_as_get_would() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = srv.connect();
+    s.write_all(b"HEAD /stats HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let got = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
+    let answers: Vec<&str> = got.split("HTTP/1.1 200 OK").skip(1).collect();
+    assert_eq!(answers.len(), 2, "{got}");
+    assert!(answers[0].contains("application/json"), "{got}");
+    assert!(answers[0].ends_with("\r\n\r\n"), "HEAD: no body: {got}");
+    assert!(answers[1].contains("Connection: close"), "{got}");
+    assert!(answers[1].trim_end().ends_with('}'), "GET: the body: {got}");
+}
+
 /// A chunked request body (curl -T -, streaming uploads) is skipped and
 /// answered like any other request (it was answered 400 and closed).
 #[test]

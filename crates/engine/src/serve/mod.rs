@@ -274,23 +274,17 @@ const BATCH_BYTES: usize = 1 << 20;
 #[derive(Debug)]
 enum Owed {
     /// `n` plain answers, of which `ready` may go now (the rest are delayed).
-    Ok {
-        n: u32,
-        ready: u32,
-    },
+    Ok { n: u32, ready: u32 },
     /// The last answer: says Connection: close, then the connection ends.
-    OkClose {
-        ready: bool,
-    },
+    OkClose { ready: bool },
     /// `100 Continue` for a request that asked before sending its body.
     Continue,
     /// The answer to a HEAD: the plain answer's head only; `close` when it
     /// is the last one.
-    Head {
-        ready: bool,
-        close: bool,
-    },
-    Stats,
+    Head { ready: bool, close: bool },
+    /// `/stats`: its head only for HEAD (the same fields as for GET), and
+    /// `Connection: close` when the request said so.
+    Stats { head: bool, close: bool },
     /// 400, then close.
     Bad,
 }
@@ -706,8 +700,11 @@ impl Responder {
             }
             *says_keep_alive |= r.says_keep_alive;
             ends |= !r.keep_alive;
-            if r.stats && !r.head {
-                owed.push_back(Owed::Stats); // never delayed
+            if r.stats {
+                owed.push_back(Owed::Stats {
+                    head: r.head,
+                    close: !r.keep_alive,
+                }); // never delayed
                 return;
             }
             if delayed {
@@ -859,15 +856,26 @@ impl Responder {
         let mut ok = 0u32;
         let mut ends = false;
         match c.owed.front() {
-            Some(Owed::Stats) => {
+            Some(&Owed::Stats {
+                head: only_head,
+                close,
+            }) => {
                 let body = self.stats.json();
+                let connection = if close {
+                    "Connection: close\r\n"
+                } else if c.says_keep_alive {
+                    "Connection: keep-alive\r\n"
+                } else {
+                    ""
+                };
                 let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n",
+                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{connection}\r\n",
                     body.len(),
-                    if c.says_keep_alive { "Connection: keep-alive\r\n" } else { "" }
                 );
                 c.out.extend_from_slice(head.as_bytes());
-                c.out.extend_from_slice(body.as_bytes());
+                if !only_head {
+                    c.out.extend_from_slice(body.as_bytes());
+                }
                 c.owed.pop_front();
             }
             Some(Owed::OkClose { ready: true }) => {
