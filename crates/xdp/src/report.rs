@@ -182,15 +182,18 @@ pub struct TxReport {
     pub cpu: Vec<CpuUsage>,
     pub xdp_statistics: XdpStatistics,
     pub interface: InterfaceReport,
-    /// Receiver-side figures when the receiver ran in this process.
+    /// Receiver-side figures when the receiver ran in this process (absent
+    /// otherwise); the inner None is a figure its mode cannot know (count
+    /// mode has no sequence numbers), written null as by `pps-rx`, so the
+    /// keys are there whenever the receiver ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivered: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lost: Option<u64>,
+    pub lost: Option<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reordered: Option<u64>,
+    pub reordered: Option<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub duplicated: Option<u64>,
+    pub duplicated: Option<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rx: Option<RxReport>,
     #[serde(skip_serializing_if = "Option::is_none")]

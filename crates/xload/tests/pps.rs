@@ -538,6 +538,49 @@ fn one_command_run_reports_json_and_detaches_on_normal_exit() {
     assert_detached(&lab);
 }
 
+/// In count mode the receiver has no sequence numbers: the keys are there
+/// all the same, null, as `pps-rx --mode count` writes them (they were
+/// left out at the top level).
+#[test]
+fn count_mode_keeps_every_receiver_key() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    let json = temp_json("count-keys");
+    let o = xload_in(
+        Some(&lab.ns_tx),
+        &[
+            "pps",
+            "--dev",
+            &lab.dev_tx,
+            "--dst-ip",
+            &lab.ip_rx,
+            "--rx-dev",
+            &lab.dev_rx,
+            "--peer-ns",
+            &lab.ns_rx,
+            "--rx-mode",
+            "count",
+            "--rate",
+            "50k",
+            "-n",
+            "2000",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = read_json(&json);
+    assert!(j["delivered"].is_u64(), "{j}");
+    for key in ["lost", "reordered", "duplicated"] {
+        let v = j
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} missing at top level: {j}"));
+        assert!(v.is_null() || v.is_u64(), "{key}: {v}");
+    }
+    assert_detached(&lab);
+}
+
 #[test]
 fn standalone_receiver_counts_what_the_sender_sent() {
     standalone_receiver(Some("xsk"));
