@@ -106,16 +106,16 @@ pub(crate) trait Transport<'p> {
                 ctx.free_connection(now);
                 break;
             };
-            let cause = ctx.late_cause(intended, LATE_NS);
             let lag_ns = now.saturating_sub(intended);
+            // Why it is late, only for a send that is.
+            let late = (lag_ns > LATE_NS).then(|| ctx.late_cause(intended, LATE_NS));
             let rec = &mut ctx.rec;
             rec.record_send(lag_ns / 1_000);
-            if lag_ns > LATE_NS {
-                match cause {
-                    Late::Waiting => rec.record_late_send_waiting(),
-                    Late::CatchUp => rec.record_late_send_catch_up(),
-                    Late::Own => rec.record_late_send(),
-                }
+            match late {
+                Some(Late::Waiting) => rec.record_late_send_waiting(),
+                Some(Late::CatchUp) => rec.record_late_send_catch_up(),
+                Some(Late::Own) => rec.record_late_send(),
+                None => {}
             }
             self.idle().pop();
             self.send(

@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase, Sent};
+use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
@@ -111,12 +111,9 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     // Answers that arrived before the loop ended but were not read yet are
     // not requests left unanswered: one last look, no wait, nothing sent.
     d.ctx.close(now_ns());
-    // What the last look reads is not counted (the window has closed).
-    let kept = std::mem::take(&mut d.ctx.rec);
     d.drain();
-    d.ctx.rec = kept;
-    let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
-    d.ctx.left_unanswered(left.into_iter());
+    d.ctx
+        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
     for i in 0..d.conns.len() {
         d.close(i);
     }
@@ -289,9 +286,7 @@ impl Driver<'_, '_> {
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 c.backoff.reset();
-                if !self.ctx.closing() {
-                    self.ctx.rec.record_connect();
-                }
+                self.ctx.rec.record_connect();
                 self.ready(i, now);
                 self.set_lowat(i);
             }
@@ -316,15 +311,7 @@ impl Driver<'_, '_> {
 
     fn read(&mut self, i: usize, mut now: u64) {
         let timing = self.ctx.timing();
-        let mut fresh = true;
         loop {
-            // A request sent by the previous pass (stamped `now`) can be
-            // answered before this one reads: its answer needs a later stamp
-            // (a thread preempted in between read the same `now`: 0 µs).
-            if !fresh {
-                now = now_ns();
-            }
-            fresh = false;
             let (fd, gen) = (self.conns[i].fd, self.conns[i].gen);
             // SAFETY: `buf` is ours and valid for its length.
             let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
@@ -337,6 +324,10 @@ impl Driver<'_, '_> {
                 if self.conns[i].gen != gen || self.conns[i].state != State::Open {
                     return; // replaced: the new socket has its own events
                 }
+                // A request sent just now (stamped `now`) can be answered
+                // before the next pass reads: its answer needs a later stamp
+                // (a thread preempted in between read the same `now`: 0 µs).
+                now = now_ns();
             } else if n == 0 {
                 return self.on_eof(i, now);
             } else {

@@ -25,7 +25,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase, Sent};
+use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::drive::Transport;
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
@@ -485,12 +485,10 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     // sent. What it reads is not counted either (the window has closed:
     // the run's counts stay those of the window).
     d.ctx.close(now_ns());
-    let kept = std::mem::take(&mut d.ctx.rec);
     d.wait(0);
     d.reap(now_ns());
-    d.ctx.rec = kept;
-    let left: Vec<Sent> = d.conns.iter().flat_map(|c| c.ex.pending.iter()).collect();
-    d.ctx.left_unanswered(left.into_iter());
+    d.ctx
+        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
     let cq_overflow = d.ring.completion().overflow() as u64;
     // Before the shutdown, which turns the tick off.
     let batching = d.tick.on.then(|| d.waits.seen.report());
@@ -741,9 +739,7 @@ impl Driver<'_, '_> {
                     let c = &mut self.conns[i];
                     c.state = State::Open;
                     c.backoff.reset();
-                    if !self.ctx.closing() {
-                        self.ctx.rec.record_connect();
-                    }
+                    self.ctx.rec.record_connect();
                     self.arm_recv(i);
                     self.ready(i, now);
                     self.set_lowat(i);

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use xload_stats::{Interval, Recorder};
 
-use crate::clock::now_ns;
-use crate::clock::ns_to_us;
+use crate::clock::{now_ns, ns_to_us};
 use crate::conn::{Sent, Timing};
 use crate::plan::{EngineChoice, EngineKind, Plan};
 use crate::sched::Schedule;
@@ -134,10 +133,11 @@ pub(crate) struct Ctx<'a> {
     unanswered: Vec<(u64, Option<u64>)>,
     /// When the driver's loop ended (the window's end after Ctrl-C; its
     /// teardown, which can take hundreds of milliseconds, comes after).
+    /// Set, the loop's last look is on: nothing more is sent.
     stopped_ns: Option<u64>,
-    /// The loop has ended and reads what already arrived: nothing more is
-    /// sent.
-    closing: bool,
+    /// The window's recorder, set aside during the last look (what it
+    /// reads is not counted: the window has closed).
+    window_rec: Option<Recorder>,
 }
 
 impl<'a> Ctx<'a> {
@@ -238,7 +238,7 @@ impl<'a> Ctx<'a> {
     pub fn connection_ready(&mut self, now: u64) {
         // A first connection that completes after the loop ended changes
         // no window.
-        if self.sched_started || self.closing {
+        if self.sched_started || self.closing() {
             return;
         }
         self.sched_started = true;
@@ -315,7 +315,7 @@ impl<'a> Ctx<'a> {
     /// them during the warm-up, else what the quota allows.
     #[inline]
     pub fn allow(&mut self, want: usize) -> usize {
-        if self.closing {
+        if self.closing() {
             return 0;
         }
         if !self.measuring {
@@ -350,7 +350,7 @@ impl<'a> Ctx<'a> {
     /// Open loop: the intended time of a send allowed now, if any.
     #[inline]
     pub fn take_scheduled(&mut self) -> Option<u64> {
-        if self.exhausted() || self.closing {
+        if self.exhausted() || self.closing() {
             return None;
         }
         let t = self.sched.as_mut()?.take()?;
@@ -360,22 +360,26 @@ impl<'a> Ctx<'a> {
         Some(t)
     }
 
-    /// The driver's loop has ended at `now`: answers that already arrived
-    /// may still be read, but nothing more is sent.
+    /// The driver's loop has ended at `now`: its last look may read answers
+    /// that already arrived (so that they are not taken for requests left
+    /// unanswered), but nothing more is sent and nothing it reads counts.
     pub fn close(&mut self, now: u64) {
         self.stopped_ns = Some(now);
-        self.closing = true;
+        self.window_rec = Some(std::mem::take(&mut self.rec));
     }
 
     /// The loop has ended ([`Ctx::close`]): no connection is opened.
     #[inline]
     pub fn closing(&self) -> bool {
-        self.closing
+        self.stopped_ns.is_some()
     }
 
-    /// After [`Ctx::close`] and the last reads: these requests are left
-    /// unanswered.
+    /// The last look is over: these requests are left unanswered. The
+    /// window's recorder is back.
     pub fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
+        if let Some(rec) = self.window_rec.take() {
+            self.rec = rec;
+        }
         self.left.extend(sent);
     }
 
@@ -554,7 +558,7 @@ pub fn run_observed(
                     left: Vec::new(),
                     unanswered: Vec::new(),
                     stopped_ns: None,
-                    closing: false,
+                    window_rec: None,
                 };
                 let res = match engine {
                     EngineKind::Uring => uring::run_worker(&mut ctx, index),

@@ -1146,13 +1146,16 @@ mod tests {
         host.put("/proc/irq/40/smp_affinity", "3\n");
         host.put("/proc/irq/41/smp_affinity", "3\n");
         for errno in [libc::EPERM, libc::EIO] {
-            let fs = FaultyFs {
+            // The first write (IRQ 40's) is refused, as the kernel refuses a
+            // managed interrupt.
+            let managed = || FaultyFs {
                 inner: RootFs::new(host.path()),
                 fail_on: 1,
                 errno,
                 writes: RefCell::new(0),
                 keep: None,
             };
+            let fs = managed();
             let store = Store::new(host.path().join(format!("state{errno}")));
             let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
             let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
@@ -1163,13 +1166,7 @@ mod tests {
             assert_eq!(snap.fixed_by_kernel, vec!["irq:40".to_string()]);
             // Again: only the managed one is left to change and it does
             // not move; no snapshot is kept for nothing.
-            let fs = FaultyFs {
-                inner: RootFs::new(host.path()),
-                fail_on: 1,
-                errno,
-                writes: RefCell::new(0),
-                keep: None,
-            };
+            let fs = managed();
             let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
             let again = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
             assert_eq!(again.error, None);

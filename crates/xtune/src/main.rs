@@ -256,11 +256,7 @@ fn run(cli: Cli) -> i32 {
         return multi(&cli, profile.as_ref(), roles);
     }
 
-    let target = cli
-        .netns
-        .as_ref()
-        .map(|n| format!("netns:{n}"))
-        .unwrap_or_else(|| "host".into());
+    let target = local_target(&cli);
     let fs = RootFs::new(cli.root.clone().unwrap_or_else(|| PathBuf::from("/")));
     let ctx = Ctx {
         store: Store::new(
@@ -878,16 +874,23 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
     }
 }
 
+/// The target of a local run, as snapshots and reports name it.
+fn local_target(cli: &Cli) -> String {
+    cli.netns
+        .as_ref()
+        .map(|n| format!("netns:{n}"))
+        .unwrap_or_else(|| "host".into())
+}
+
 /// Bad arguments or profile: exit 2, nothing read or written on the host.
 fn usage_error(cli: &Cli, msg: &str) -> i32 {
     eprintln!("xtune: {msg}");
     if cli.json {
         // The target the command was aimed at, as in every other report.
-        let target = match (&cli.netns, &cli.ssh) {
-            (Some(n), _) => format!("netns:{n}"),
-            (None, Some(h)) => format!("ssh:{h}"),
-            (None, None) if !cli.on.is_empty() => "-".into(),
-            (None, None) => "host".into(),
+        let target = match &cli.ssh {
+            Some(h) if cli.netns.is_none() => format!("ssh:{h}"),
+            None if cli.netns.is_none() && !cli.on.is_empty() => "-".into(),
+            _ => local_target(cli),
         };
         let mut r = Report::new(cli.cmd.name(), &hostname(), &target);
         r.ok = false;
