@@ -101,6 +101,8 @@ pub struct ApplyMeta {
     pub profile: String,
     /// A namespace target's [`crate::netns::cookie`].
     pub netns_cookie: Option<u64>,
+    /// The kernel's boot id ([`crate::snapshot::Snapshot::boot_id`]).
+    pub boot_id: Option<String>,
 }
 
 /// Result of [`apply`].
@@ -213,6 +215,7 @@ pub fn apply(
         state: State::Pending,
         seq: store.next_seq(),
         netns_cookie: meta.netns_cookie,
+        boot_id: meta.boot_id.clone(),
         rolled_back_unix_ms: None,
     };
     store.save(&snap)?;
@@ -1037,6 +1040,7 @@ mod tests {
     fn meta() -> ApplyMeta {
         ApplyMeta {
             netns_cookie: None,
+            boot_id: None,
             target: "host".into(),
             hostname: "test".into(),
             profile: "p".into(),

@@ -186,7 +186,17 @@ struct Ctx {
     store: Store,
     target: String,
     hostname: String,
+    /// The running kernel's boot id (None where it cannot be read).
+    boot_id: Option<String>,
     json: bool,
+}
+
+/// `/proc/sys/kernel/random/boot_id`, new at every boot.
+fn boot_id(fs: &RootFs) -> Option<String> {
+    fs.read("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 fn run(cli: Cli) -> i32 {
@@ -266,6 +276,7 @@ fn run(cli: Cli) -> i32 {
         ),
         target,
         hostname: hostname(),
+        boot_id: boot_id(&fs),
         json: cli.json,
         fs,
     };
@@ -550,6 +561,7 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
             .starts_with("netns:")
             .then(xtune::netns::cookie)
             .flatten(),
+        boot_id: ctx.boot_id.clone(),
     };
     // A rollback after this apply would stop on an unreadable snapshot
     // that may be this target's: refuse before writing anything.
@@ -616,12 +628,14 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
     };
     // IRQs apply found fixed by the kernel (managed) are not drift: a
     // snapshot of this target still in force that recorded one (applied,
-    // or undone with nothing to restore). Not rolled-back ones: IRQ
-    // numbers change across reboots and driver reloads.
+    // or undone with nothing to restore). Not rolled-back ones, nor ones
+    // from an earlier boot: IRQ numbers change across reboots and driver
+    // reloads.
     let (snaps, _) = ctx.store.list();
     let fixed: BTreeSet<String> = snaps
         .iter()
         .filter(|s| s.target == ctx.target && s.state != State::RolledBack)
+        .filter(|s| !earlier_boot(s, ctx))
         .flat_map(|s| s.fixed_by_kernel.iter().cloned())
         .collect();
     let agents = Agents::scan(&ctx.fs);
@@ -674,18 +688,37 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
 
 /// A note for each snapshot of this target left pending: an apply that
 /// did not finish (killed or crashed between its writes) may have left the
-/// target half-tuned; `xtune rollback` restores it.
+/// target half-tuned; `xtune rollback` restores it. And one for each
+/// snapshot still in force from before the last reboot, which reset what it
+/// saved and which `xtune rollback` refuses.
 fn pending_notes(ctx: &Ctx) -> Vec<String> {
-    ctx.store
+    let mut notes: Vec<String> = ctx
+        .store
         .pending_for(&ctx.target)
         .iter()
+        .filter(|s| !earlier_boot(s, ctx))
         .map(|s| {
             format!(
                 "snapshot {} (profile {}) is still pending: an apply that did not finish (killed or crashed mid-write), or one running now; {} may be half-tuned: `xtune rollback` restores it",
                 s.id, s.profile, ctx.target
             )
         })
-        .collect()
+        .collect();
+    let (snaps, _) = ctx.store.list();
+    notes.extend(
+        snaps
+            .iter()
+            .filter(|s| s.target == ctx.target && s.state.restorable() && earlier_boot(s, ctx))
+            .map(|s| {
+                format!(
+                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset what it saved, and `xtune rollback` refuses it; move {} out of the state dir",
+                    s.id,
+                    s.profile,
+                    ctx.store.dir().join(format!("{}.json", s.id)).display()
+                )
+            }),
+    );
+    notes
 }
 
 fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
@@ -767,6 +800,27 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
             );
         }
     }
+    // A reboot since the snapshot reset every runtime value it saved, and
+    // the IRQ numbers it names may now be other devices' (or none): writing
+    // its originals would tune what nobody tuned. Refused like a namespace
+    // made again, nothing written, the snapshot kept.
+    if earlier_boot(&snap, ctx) {
+        return emit_error(
+            ctx,
+            "rollback",
+            None,
+            &format!(
+                "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset \
+                 the runtime values it saved (sysctl, IRQ affinity, RPS/XPS/RFS, governor), and its IRQ \
+                 numbers may now name other devices; nothing written. Move {} out of the state dir to go past it",
+                snap.id,
+                snap.boot_id.as_deref().unwrap_or("?"),
+                ctx.boot_id.as_deref().unwrap_or("?"),
+                ctx.store.dir().join(format!("{}.json", snap.id)).display()
+            ),
+            1,
+        );
+    }
     let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap);
     r.knobs = lines;
     r.ok = ok;
@@ -776,6 +830,12 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
     }
     r.count();
     emit(ctx, r)
+}
+
+/// The snapshot was taken before the running kernel booted (both boot ids
+/// known and different).
+fn earlier_boot(snap: &xtune::snapshot::Snapshot, ctx: &Ctx) -> bool {
+    matches!((&snap.boot_id, &ctx.boot_id), (Some(then), Some(now)) if then != now)
 }
 
 fn snapshots(ctx: &Ctx) -> i32 {
@@ -791,6 +851,7 @@ fn snapshots(ctx: &Ctx) -> i32 {
                         "id": s.id, "created_unix_ms": s.created_unix_ms, "target": s.target,
                         "host": s.hostname, "profile": s.profile, "knobs": s.entries.len(),
                         "state": s.state, "fixed_by_kernel": s.fixed_by_kernel,
+                        "earlier_boot": earlier_boot(s, ctx),
                     })
                 })
                 .collect::<Vec<_>>(),
@@ -813,10 +874,13 @@ fn snapshots(ctx: &Ctx) -> i32 {
                 "KNOBS"
             );
             for s in &snaps {
-                let state = serde_json::to_value(s.state)
+                let mut state = serde_json::to_value(s.state)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
+                if earlier_boot(s, ctx) {
+                    state.push_str(" (earlier boot)");
+                }
                 outln!(
                     "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  {state}",
                     s.id,

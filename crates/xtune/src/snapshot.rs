@@ -109,6 +109,11 @@ pub struct Snapshot {
     /// another one, whose values this snapshot does not hold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns_cookie: Option<u64>,
+    /// The kernel's boot id when taken (`/proc/sys/kernel/random/boot_id`):
+    /// a reboot resets every runtime value a snapshot saves, and IRQ
+    /// numbers may name other devices after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// When rolled back.
     #[serde(default)]
     pub rolled_back_unix_ms: Option<u64>,
@@ -516,6 +521,7 @@ mod tests {
             state,
             seq: 0,
             netns_cookie: None,
+            boot_id: None,
             rolled_back_unix_ms: None,
         }
     }

@@ -607,6 +607,58 @@ fn fake_ssh(dir: &TempDir) -> String {
 }
 
 #[test]
+fn a_snapshot_from_before_a_reboot_is_not_rolled_back() {
+    let dir = TempDir::new("reboot");
+    let root = fake_tree(&dir);
+    let boot = dir.file("root/proc/sys/kernel/random/boot_id", "aaaa-1\n");
+    let fin = dir.join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
+    let state = dir.join("state");
+    let run = |args: &[&str]| {
+        let mut a = args.to_vec();
+        a.extend(["--root", &root, "--state-dir", &state, "--json"]);
+        xtune(&a)
+    };
+    let out = run(&["apply", &prof]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "15\n");
+
+    // The host reboots: a new boot id, the kernel's default back.
+    std::fs::write(&boot, "bbbb-2\n").unwrap();
+    std::fs::write(&fin, "60\n").unwrap();
+    let out = run(&["verify", &prof]);
+    let notes = json_report(&out).notes.join("\n");
+    assert!(notes.contains("before the host last booted"), "{notes}");
+    let out = run(&["snapshots"]);
+    let listing: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listing["snapshots"][0]["earlier_boot"], true, "{listing}");
+    // Someone tunes it by hand after the reboot: a rollback must not touch it.
+    std::fs::write(&fin, "20\n").unwrap();
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    let e = json_report(&out).error.unwrap_or_default();
+    assert!(
+        e.contains("rebooted since snapshot") && e.contains("Move "),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&fin).unwrap(),
+        "20\n",
+        "nothing written"
+    );
+
+    // In the boot it was taken in (still tuned), the same snapshot rolls back.
+    std::fs::write(&boot, "aaaa-1\n").unwrap();
+    std::fs::write(&fin, "15\n").unwrap();
+    let out = run(&["snapshots"]);
+    let listing: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listing["snapshots"][0]["earlier_boot"], false, "{listing}");
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "60\n");
+}
+
+#[test]
 fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
     let dir = TempDir::new("ssh");
     let root = fake_tree(&dir);
