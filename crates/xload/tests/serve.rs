@@ -494,3 +494,75 @@ fn expect_100_continue_is_answered_before_the_body() {
         "the interim answer is not a request"
     );
 }
+
+/// The `Date` values in `text` as seconds since the epoch, parsed from the
+/// IMF-fixdate form (`Thu, 03 Dec 2026 16:30:07 GMT`).
+fn dates(text: &str) -> Vec<u64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    text.split("\r\n")
+        .filter_map(|l| l.strip_prefix("Date: "))
+        .map(|d| {
+            let f: Vec<&str> = d.split([' ', ':']).collect();
+            assert!(d.len() == 29 && f.len() == 8 && f[7] == "GMT", "{d}");
+            let (day, year): (u64, i64) = (f[1].parse().unwrap(), f[3].parse().unwrap());
+            let month = MONTHS.iter().position(|m| *m == f[2]).expect("a month") as i64 + 1;
+            // Days from civil (H. Hinnant), then the time of day.
+            let y = if month <= 2 { year - 1 } else { year };
+            let era = y.div_euclid(400);
+            let yoe = y - era * 400;
+            let mp = (month + 9) % 12;
+            let doy = (153 * mp + 2) / 5 + day as i64 - 1;
+            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+            let days = (era * 146_097 + doe - 719_468) as u64;
+            let hms: Vec<u64> = f[4..7].iter().map(|v| v.parse().unwrap()).collect();
+            days * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]
+        })
+        .collect()
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// RFC 9110 6.6.1: an origin server with a clock sends `Date` in its 2xx and
+/// 4xx answers. Every kind of answer has one, of the current second, and it
+/// moves with the clock.
+#[test]
+fn every_answer_has_the_current_date() {
+    let srv = Serve::start(&["--cpus", "0", "--body-size", "3"]);
+    let before = unix_now();
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let text = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
+    let mut bad = srv.connect();
+    bad.write_all(b"NOT HTTP\r\n\r\n").unwrap();
+    let bad_text = String::from_utf8_lossy(&read_to_close(&mut bad)).into_owned();
+    let after = unix_now();
+    let got = dates(&text);
+    assert_eq!(got.len(), 6, "one per answer: {text}");
+    let got_bad = dates(&bad_text);
+    assert_eq!(got_bad.len(), 1, "{bad_text}");
+    for d in got.iter().chain(&got_bad) {
+        assert!(
+            (before..=after).contains(d),
+            "{d} not in {before}..={after}: {text}"
+        );
+    }
+    // Two seconds later the prebuilt answers say so.
+    std::thread::sleep(Duration::from_millis(2100));
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let later = dates(&String::from_utf8_lossy(&read_to_close(&mut s)));
+    assert_eq!(later.len(), 1);
+    assert!(
+        later[0] >= before + 2 && later[0] <= unix_now(),
+        "{later:?} {before}"
+    );
+}

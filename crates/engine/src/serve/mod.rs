@@ -12,6 +12,7 @@
 //! connection pool in front of a slow dependency. `/stats` answers the
 //! responder's own counters as JSON.
 
+mod date;
 mod request;
 
 pub use request::{Bad, Request, Scanner};
@@ -378,7 +379,11 @@ struct Responder {
     ok_close: Box<[u8]>,
     /// Body bytes at the end of each plain answer (left out for HEAD).
     body_size: usize,
-    bad: &'static [u8],
+    bad: Box<[u8]>,
+    /// The second the answers' `Date` says, and its header line (for the
+    /// answers built on the spot).
+    date_secs: u64,
+    date_line: [u8; date::LINE_LEN],
     delay_ns: Option<u64>,
     pool: Option<usize>,
     /// Held answers: (conn, gen, release time), in release order.
@@ -393,12 +398,29 @@ struct Responder {
     slots: Box<[RawFd]>,
 }
 
+/// Every prebuilt answer starts with this; its `Date` value follows at
+/// [`OK_DATE_AT`] (patched in place by [`Responder::stamp_dates`]).
+const OK_START: &str = "HTTP/1.1 200 OK\r\nServer: xload\r\n";
+const OK_DATE_AT: usize = OK_START.len() + "Date: ".len();
+const BAD_START: &str = "HTTP/1.1 400 Bad Request\r\nServer: xload\r\n";
+const BAD_DATE_AT: usize = BAD_START.len() + "Date: ".len();
+
 fn ok_response(body_size: usize, connection: &str) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: text/plain\r\nContent-Length: {body_size}\r\n{connection}\r\n"
-    )
-    .into_bytes();
+    let date = date::line_now();
+    let mut r = OK_START.as_bytes().to_vec();
+    r.extend_from_slice(&date);
+    r.extend_from_slice(
+        format!("Content-Type: text/plain\r\nContent-Length: {body_size}\r\n{connection}\r\n")
+            .as_bytes(),
+    );
     r.resize(r.len() + body_size, b'x');
+    r
+}
+
+fn bad_response() -> Vec<u8> {
+    let mut r = BAD_START.as_bytes().to_vec();
+    r.extend_from_slice(&date::line_now());
+    r.extend_from_slice(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
     r
 }
 
@@ -452,7 +474,9 @@ impl Responder {
             ok_ka_len,
             ok_close: ok_response(body_size, "Connection: close\r\n").into_boxed_slice(),
             body_size,
-            bad: b"HTTP/1.1 400 Bad Request\r\nServer: xload\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            bad: bad_response().into_boxed_slice(),
+            date_secs: date::unix_secs(),
+            date_line: date::line_now(),
             delay_ns,
             pool,
             held: VecDeque::new(),
@@ -496,9 +520,33 @@ impl Responder {
         unsafe { self.push(&e) };
     }
 
+    /// Writes the date of `secs` into every prebuilt answer. A send already
+    /// queued from them has been copied into its socket (sends are issued in
+    /// this thread, at submit or in its task work), or is copied later with
+    /// the new date: either is a date of its answer.
+    fn stamp_dates(&mut self, secs: u64) {
+        let date = date::imf_fixdate(secs);
+        self.date_secs = secs;
+        self.date_line[6..6 + date::LEN].copy_from_slice(&date);
+        for (buf, stride) in [
+            (&mut self.ok_batch, self.ok_len),
+            (&mut self.ok_ka_batch, self.ok_ka_len),
+        ] {
+            for answer in buf.chunks_exact_mut(stride) {
+                answer[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
+            }
+        }
+        self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
+        self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
+    }
+
     fn run(&mut self, stop: &AtomicBool) {
         self.arm_accept();
         while !stop.load(Ordering::Relaxed) {
+            let secs = date::unix_secs();
+            if secs != self.date_secs {
+                self.stamp_dates(secs);
+            }
             let now = now_ns();
             let mut wait_ns: u64 = 100_000_000;
             if let Some(&(_, _, t)) = self.held.front() {
@@ -869,9 +917,11 @@ impl Responder {
                     ""
                 };
                 let head = format!(
-                    "HTTP/1.1 200 OK\r\nServer: xload\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{connection}\r\n",
+                    "Content-Type: application/json\r\nContent-Length: {}\r\n{connection}\r\n",
                     body.len(),
                 );
+                c.out.extend_from_slice(OK_START.as_bytes());
+                c.out.extend_from_slice(&self.date_line);
                 c.out.extend_from_slice(head.as_bytes());
                 if !only_head {
                     c.out.extend_from_slice(body.as_bytes());
@@ -906,7 +956,7 @@ impl Responder {
                 }
             }
             Some(Owed::Bad) => {
-                c.out.extend_from_slice(self.bad);
+                c.out.extend_from_slice(&self.bad);
                 c.owed.clear();
                 ends = true;
             }
