@@ -37,6 +37,12 @@ pub struct ServeArgs {
     #[arg(long = "pool", requires = "delay")]
     pub pool: Option<usize>,
 
+    /// Close a keep-alive connection that sends nothing for this long while
+    /// no answer is owed to it (nginx's keepalive_timeout; 0: never). /stats
+    /// counts them as "idle_closed".
+    #[arg(long = "idle-timeout", value_parser = parse_duration, default_value = "75s")]
+    pub idle_timeout: Duration,
+
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
@@ -74,6 +80,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         cpus,
         delay: a.delay,
         pool: a.pool,
+        idle_timeout: (!a.idle_timeout.is_zero()).then_some(a.idle_timeout),
     })
 }
 
@@ -95,12 +102,13 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
     crate::outln!(
-        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned) in {:.1}s",
+        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle) in {:.1}s",
         stats.requests(),
         stats.connections(),
         if stats.connections() == 1 { "" } else { "s" },
         stats.bad_requests(),
         stats.abandoned(),
+        stats.idle_closed(),
         started.elapsed().as_secs_f64()
     );
     Ok(0)

@@ -566,3 +566,63 @@ fn every_answer_has_the_current_date() {
         "{later:?} {before}"
     );
 }
+
+/// Reads one whole answer with an empty body; panics on EOF or a timeout.
+fn one_answer(s: &mut TcpStream) -> String {
+    read_responses(s, 1, 0)
+}
+
+/// The server closes: the next read is the end of the stream (not the 5 s
+/// read timeout, not bytes).
+fn expect_close(s: &mut TcpStream) {
+    let mut buf = [0u8; 256];
+    match s.read(&mut buf) {
+        Ok(0) => {}
+        Ok(n) => panic!(
+            "bytes instead of a close: {}",
+            String::from_utf8_lossy(&buf[..n])
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("no close: {e}"),
+    }
+}
+
+/// `--idle-timeout` closes a connection that sends nothing for that long
+/// (nginx's keepalive_timeout); one that keeps asking stays open, and an
+/// answer still held (`--delay`) is not idleness.
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout() {
+    let srv = Serve::start(&["--cpus", "0", "--idle-timeout", "600ms"]);
+    let mut quiet = srv.connect();
+    quiet.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    one_answer(&mut quiet);
+    let answered = Instant::now();
+    let mut busy = srv.connect();
+    for _ in 0..8 {
+        busy.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        assert!(one_answer(&mut busy).starts_with("HTTP/1.1 200 OK"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // 1.6 s of requests 200 ms apart: still open.
+    busy.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    assert!(one_answer(&mut busy).starts_with("HTTP/1.1 200 OK"));
+    // The quiet one was closed by the server, 600 ms (plus at most a
+    // quarter of it) after its last answer.
+    expect_close(&mut quiet);
+    let took = answered.elapsed();
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+    assert_eq!(srv.stats()["idle_closed"], 1);
+
+    // An answer held longer than the timeout still comes, then the
+    // connection goes idle and is closed.
+    let held = Serve::start(&["--cpus", "0", "--idle-timeout", "300ms", "--delay", "1s"]);
+    let mut s = held.connect();
+    let asked = Instant::now();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    assert!(one_answer(&mut s).starts_with("HTTP/1.1 200 OK"));
+    assert!(asked.elapsed() >= Duration::from_secs(1));
+    expect_close(&mut s);
+    let stats = held.stats();
+    assert_eq!(stats["idle_closed"], 1, "{stats}");
+    assert_eq!(stats["abandoned"], 0, "{stats}");
+}

@@ -44,6 +44,9 @@ pub struct ServeConfig {
     pub delay: Option<Duration>,
     /// At most this many answers held at once (over all workers, split evenly).
     pub pool: Option<usize>,
+    /// Close a connection that has sent nothing for this long while nothing
+    /// was owed to it (None: never).
+    pub idle_timeout: Option<Duration>,
 }
 
 /// Counters of one worker, alone on its cache line (written by that worker only).
@@ -58,6 +61,8 @@ pub struct WorkerCounters {
     /// Answers never sent because the client closed its side while they
     /// were held or queued (--delay, --pool).
     pub abandoned: AtomicU64,
+    /// Connections closed by the idle timeout.
+    pub idle_closed: AtomicU64,
 }
 
 /// The responder's counters, readable from any thread.
@@ -96,15 +101,20 @@ impl ServeStats {
     pub fn abandoned(&self) -> u64 {
         self.total(|w| &w.abandoned)
     }
+    /// Connections closed for being idle longer than the idle timeout.
+    pub fn idle_closed(&self) -> u64 {
+        self.total(|w| &w.idle_closed)
+    }
     /// The `/stats` document.
     pub fn json(&self) -> String {
         format!(
-            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"workers\":{}}}",
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"workers\":{}}}",
             self.requests(),
             self.in_flight(),
             self.connections(),
             self.bad_requests(),
             self.abandoned(),
+            self.idle_closed(),
             self.workers.len()
         )
     }
@@ -149,6 +159,7 @@ impl Server {
             let stop = Arc::clone(&stop);
             let body_size = cfg.body_size;
             let delay_ns = cfg.delay.map(|d| d.as_nanos() as u64);
+            let idle_ns = cfg.idle_timeout.map(|d| (d.as_nanos() as u64).max(1));
             let pool_w = pool.map(|p| (p / n + usize::from(w < p % n)).max(1));
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
@@ -158,6 +169,7 @@ impl Server {
                         pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
                     }
                     let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
+                    r.idle_ns = idle_ns;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())
@@ -329,6 +341,8 @@ struct SConn {
     says_keep_alive: bool,
     /// The socket sits in the registered file table at this connection's index.
     fixed: bool,
+    /// When it was accepted or last sent bytes or was last written to.
+    last_ns: u64,
 }
 
 impl SConn {
@@ -384,6 +398,11 @@ struct Responder {
     /// answers built on the spot).
     date_secs: u64,
     date_line: [u8; date::LINE_LEN],
+    /// The loop's clock, read once per pass.
+    now: u64,
+    /// The idle timeout, and when connections are next looked over for it.
+    idle_ns: Option<u64>,
+    next_idle_sweep: u64,
     delay_ns: Option<u64>,
     pool: Option<usize>,
     /// Held answers: (conn, gen, release time), in release order.
@@ -477,6 +496,9 @@ impl Responder {
             bad: bad_response().into_boxed_slice(),
             date_secs: date::unix_secs(),
             date_line: date::line_now(),
+            now: now_ns(),
+            idle_ns: None,
+            next_idle_sweep: 0,
             delay_ns,
             pool,
             held: VecDeque::new(),
@@ -540,6 +562,24 @@ impl Responder {
         self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
     }
 
+    /// Closes every connection idle for `idle` ns with nothing owed to it
+    /// and nothing being sent (an answer held by --delay is owed).
+    fn close_idle(&mut self, now: u64, idle: u64) {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            if c.live
+                && !c.closing
+                && !c.sending
+                && c.owed.is_empty()
+                && now.saturating_sub(c.last_ns) >= idle
+            {
+                c.closing = true;
+                add(&self.counters().idle_closed, 1);
+                self.try_finish(i);
+            }
+        }
+    }
+
     fn run(&mut self, stop: &AtomicBool) {
         self.arm_accept();
         while !stop.load(Ordering::Relaxed) {
@@ -548,6 +588,16 @@ impl Responder {
                 self.stamp_dates(secs);
             }
             let now = now_ns();
+            self.now = now;
+            if let Some(idle) = self.idle_ns {
+                if now >= self.next_idle_sweep {
+                    // Looked over a few times per timeout (at most every
+                    // second): a connection closes within a quarter of the
+                    // timeout (or a second) after it expires.
+                    self.next_idle_sweep = now + (idle / 4).clamp(1_000_000, 1_000_000_000);
+                    self.close_idle(now, idle);
+                }
+            }
             let mut wait_ns: u64 = 100_000_000;
             if let Some(&(_, _, t)) = self.held.front() {
                 wait_ns = wait_ns.min(t.saturating_sub(now));
@@ -657,6 +707,7 @@ impl Responder {
                     return;
                 }
                 self.conns[i].sending = false;
+                self.conns[i].last_ns = self.now;
                 if res < 0 {
                     self.conns[i].owed.clear();
                     self.conns[i].closing = true;
@@ -689,6 +740,7 @@ impl Responder {
                     sending_ok: 0,
                     says_keep_alive: false,
                     fixed: false,
+                    last_ns: 0,
                 });
                 self.conns.len() - 1
             }
@@ -696,6 +748,7 @@ impl Responder {
         let c = &mut self.conns[i];
         c.fd = fd;
         c.live = true;
+        c.last_ns = self.now;
         c.closing = false;
         c.sending = false;
         c.sending_ok = 0;
@@ -734,6 +787,7 @@ impl Responder {
         let delayed = self.delay_ns.is_some();
         let data = self.bufs.buffer(bid, len);
         let c = &mut self.conns[i];
+        c.last_ns = self.now;
         let mut new_held = 0u32;
         let owed = &mut c.owed;
         let says_keep_alive = &mut c.says_keep_alive;
