@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::fs::{trim_value, Fs, FsError};
-use crate::host::ProcInfo;
+use crate::host::{irq_actions, irq_of_path, ProcInfo};
 use crate::knob::{compare, with_banned_cpulist, Comparison, Current, Stage, Target, Wanted};
 use crate::plan::{is_writable, observe_one, Item, Plan};
 use crate::report::{KnobLine, Verdict};
@@ -196,10 +196,12 @@ pub fn apply(
     }
     let mut entries = Vec::with_capacity(changes.len());
     for item in &changes {
+        let original = original_of(item)?;
         entries.push(Entry {
             knob: item.desired.knob.clone(),
             stage: item.desired.stage,
-            original: original_of(item)?,
+            irq_actions: saved_irq_actions(fs, &original, item.desired.stage),
+            original,
         });
     }
     let created = now_ms();
@@ -472,6 +474,16 @@ pub fn apply(
 /// snapshot first; step 4 then reads every written knob back. Returns
 /// whether any was written; an error names the knob that could not be (the
 /// caller undoes every write).
+/// The handlers of the IRQ an `[irq]` entry saves, kept beside its value.
+fn saved_irq_actions(fs: &dyn Fs, original: &Original, stage: Stage) -> Vec<String> {
+    match (original, stage) {
+        (Original::File { path, .. }, Stage::Irq) => {
+            irq_of_path(path).map_or_else(Vec::new, |irq| irq_actions(fs, irq))
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn rewrite_reset(
     fs: &dyn Fs,
     services: &dyn Services,
@@ -502,6 +514,7 @@ fn rewrite_reset(
         snap.entries.push(Entry {
             knob: item.desired.knob.clone(),
             stage: item.desired.stage,
+            irq_actions: saved_irq_actions(fs, &original, item.desired.stage),
             original,
         });
     }
@@ -773,6 +786,9 @@ pub fn rollback(
                     Err(e) if e.errno == libc::ENOENT => "(gone)".into(),
                     Err(e) => format!("unreadable: {}", e.errno_name()),
                 };
+                let now_actions = irq_of_path(path)
+                    .filter(|_| !entry.irq_actions.is_empty())
+                    .map(|irq| irq_actions(fs, irq));
                 if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
                     // The device (or the whole knob) went away since the
                     // apply: there is nothing left to restore.
@@ -780,6 +796,18 @@ pub fn rollback(
                         Verdict::NotApplicable,
                         "gone: the file no longer exists (device removed?); nothing to restore"
                             .into(),
+                        Some(path.clone()),
+                    )
+                } else if let Some(now) = now_actions.filter(|now| *now != entry.irq_actions) {
+                    // The number was handed to other handlers (a driver
+                    // reloaded): the saved affinity was another device's.
+                    (
+                        Verdict::NotApplicable,
+                        format!(
+                            "the IRQ now serves {} (saved for {}): another device's since a driver reload; not restored",
+                            if now.is_empty() { "nothing".to_string() } else { now.join(", ") },
+                            entry.irq_actions.join(", ")
+                        ),
                         Some(path.clone()),
                     )
                 } else if before.as_deref() == Ok(raw.as_str()) {
@@ -1181,6 +1209,38 @@ mod tests {
             assert_eq!(store.latest_for("host").unwrap().id, snap.id);
             host.put("/proc/irq/41/smp_affinity", "3\n");
         }
+    }
+
+    #[test]
+    fn rollback_leaves_an_irq_number_that_now_serves_another_device() {
+        let host = fake_host("apply-irq-reload", 2, &[], &[]);
+        host.put("/sys/class/net/eth0/tx_queue_len", "1000\n");
+        host.mkdir("/sys/class/net/eth0/device");
+        host.mkdir("/proc/irq/40/eth0-TxRx-0");
+        host.mkdir("/proc/irq/41/eth0-TxRx-1");
+        host.put("/proc/irq/40/smp_affinity", "3\n");
+        host.put("/proc/irq/41/smp_affinity", "3\n");
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None);
+        let snap = store.latest_for("host").unwrap();
+        let saved: Vec<&[String]> = snap.entries.iter().map(|e| &e.irq_actions[..]).collect();
+        assert_eq!(saved, [["eth0-TxRx-0"], ["eth0-TxRx-1"]]);
+        // The NIC driver is reloaded and IRQ 40 goes to a disk queue.
+        std::fs::remove_dir(host.path().join("proc/irq/40/eth0-TxRx-0")).unwrap();
+        host.mkdir("/proc/irq/40/nvme0q1");
+        host.put("/proc/irq/40/smp_affinity", "2\n");
+        let (lines, ok) = rollback(&fs, &NoServices, &store, snap);
+        assert!(ok, "{lines:?}");
+        let irq40 = lines.iter().find(|l| l.knob == "irq:40").unwrap();
+        assert_eq!(irq40.verdict, Verdict::NotApplicable, "{irq40:?}");
+        assert!(irq40.reason.contains("nvme0q1"), "{irq40:?}");
+        assert_eq!(host.get("/proc/irq/40/smp_affinity"), "2\n", "not touched");
+        let irq41 = lines.iter().find(|l| l.knob == "irq:41").unwrap();
+        assert_eq!(irq41.verdict, Verdict::Restored, "{irq41:?}");
+        assert_eq!(host.get("/proc/irq/41/smp_affinity"), "3\n");
     }
 
     #[test]

@@ -190,15 +190,32 @@ fn irq_action_names(fs: &dyn Fs) -> BTreeMap<u32, Vec<String>> {
         let Ok(irq) = entry.parse::<u32>() else {
             continue;
         };
-        let names = fs
-            .list(&format!("/proc/irq/{irq}"))
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| !IRQ_FILES.contains(&n.as_str()))
-            .collect();
-        out.insert(irq, names);
+        out.insert(irq, irq_actions(fs, irq));
     }
     out
+}
+
+/// The handlers registered on `irq` (the directories of `/proc/irq/N`, named
+/// after their devices: `eth0-TxRx-3`, `virtio2-input.0`), sorted; empty when
+/// it has none or does not exist.
+pub fn irq_actions(fs: &dyn Fs, irq: u32) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list(&format!("/proc/irq/{irq}"))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !IRQ_FILES.contains(&n.as_str()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The IRQ number of a `/proc/irq/N/...` path.
+pub fn irq_of_path(path: &str) -> Option<u32> {
+    path.strip_prefix("/proc/irq/")?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn queue_sort(mut qs: Vec<String>) -> Vec<String> {

@@ -53,6 +53,11 @@ pub struct Entry {
     pub stage: Stage,
     /// Value before apply.
     pub original: Original,
+    /// An IRQ's handlers when saved (`/proc/irq/N/` directories): IRQ numbers
+    /// are handed out again when a driver is reloaded, and a rollback does
+    /// not pin another device's interrupt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irq_actions: Vec<String>,
 }
 
 /// Life of a snapshot.
@@ -516,6 +521,7 @@ mod tests {
                     path: "/proc/sys/net/core/somaxconn".into(),
                     raw: "4096\n".into(),
                 },
+                irq_actions: vec![],
             }],
             fixed_by_kernel: vec![],
             state,
