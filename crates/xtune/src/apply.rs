@@ -768,11 +768,18 @@ pub fn display_value(raw: &str) -> String {
 /// Restores a snapshot: every entry, last written first. A file is written
 /// only when its content differs from the original, and read back to check
 /// it is the original byte for byte.
+///
+/// `rebooted`: the host has booted since the snapshot was taken. The reboot
+/// reset every kernel value it saved (sysctl, IRQ affinity, RPS/XPS/RFS,
+/// governor) and may have renumbered its IRQs, so those are left as the boot
+/// made them; what survives a reboot (the irqbalance config file, whether
+/// irqbalance runs) is restored.
 pub fn rollback(
     fs: &dyn Fs,
     services: &dyn Services,
     store: &Store,
     mut snap: Snapshot,
+    rebooted: bool,
 ) -> (Vec<KnobLine>, bool) {
     let mut lines = Vec::new();
     let mut ok = true;
@@ -789,7 +796,14 @@ pub fn rollback(
                 let now_actions = irq_of_path(path)
                     .filter(|_| !entry.irq_actions.is_empty())
                     .map(|irq| irq_actions(fs, irq));
-                if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
+                if rebooted {
+                    (
+                        Verdict::NotApplicable,
+                        "reset by the reboot since the snapshot (the boot's value is in force; IRQ numbers may name other devices): not restored"
+                            .into(),
+                        Some(path.clone()),
+                    )
+                } else if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
                     // The device (or the whole knob) went away since the
                     // apply: there is nothing left to restore.
                     (
@@ -1232,7 +1246,7 @@ mod tests {
         std::fs::remove_dir(host.path().join("proc/irq/40/eth0-TxRx-0")).unwrap();
         host.mkdir("/proc/irq/40/nvme0q1");
         host.put("/proc/irq/40/smp_affinity", "2\n");
-        let (lines, ok) = rollback(&fs, &NoServices, &store, snap);
+        let (lines, ok) = rollback(&fs, &NoServices, &store, snap, false);
         assert!(ok, "{lines:?}");
         let irq40 = lines.iter().find(|l| l.knob == "irq:40").unwrap();
         assert_eq!(irq40.verdict, Verdict::NotApplicable, "{irq40:?}");
@@ -1262,7 +1276,7 @@ mod tests {
         assert_eq!(out.error, None);
         assert_ne!(host.get(paths[0]), before[0]);
         let snap = store.latest_for("host").unwrap();
-        let (lines, ok) = rollback(&fs, &NoServices, &store, snap);
+        let (lines, ok) = rollback(&fs, &NoServices, &store, snap, false);
         assert!(ok, "{lines:?}");
         let after: Vec<String> = paths.iter().map(|p| host.get(p)).collect();
         assert_eq!(before, after);
@@ -1290,9 +1304,53 @@ mod tests {
         assert!(host
             .get("/etc/default/irqbalance")
             .contains("IRQBALANCE_BANNED_CPULIST=1\n"));
-        let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
+        let (lines, ok) = rollback(
+            &fs,
+            &NoServices,
+            &store,
+            store.latest_for("host").unwrap(),
+            false,
+        );
         assert!(ok, "{lines:?}");
         assert!(!fs.exists("/etc/default/irqbalance"));
+    }
+
+    #[test]
+    fn after_a_reboot_rollback_restores_the_config_file_and_leaves_kernel_values() {
+        let host = fake_host("apply-reboot", 2, SYSCTLS, &[]);
+        host.mkdir("/etc/default");
+        host.put("/proc/700/comm", "irqbalance\n");
+        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let text = format!("{PROFILE}[irqbalance]\nban = \"1\"\n");
+        let plan = plan_for(&fs, &text, &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None, "{out:?}");
+        let tuned = host.get("/proc/sys/net/core/somaxconn");
+        assert!(fs.exists("/etc/default/irqbalance"));
+        let (lines, ok) = rollback(
+            &fs,
+            &NoServices,
+            &store,
+            store.latest_for("host").unwrap(),
+            true,
+        );
+        assert!(ok, "{lines:?}");
+        // The config file (kept across a reboot) is undone; the kernel value
+        // (reset by the reboot, here left as found) is not written.
+        assert!(!fs.exists("/etc/default/irqbalance"));
+        assert_eq!(host.get("/proc/sys/net/core/somaxconn"), tuned);
+        let sysctl = lines
+            .iter()
+            .find(|l| l.knob == "sysctl:net.core.somaxconn")
+            .unwrap();
+        assert_eq!(sysctl.verdict, Verdict::NotApplicable, "{sysctl:?}");
+        assert!(sysctl.reason.contains("reboot"), "{sysctl:?}");
+        assert!(
+            store.latest_for("host").is_err(),
+            "the snapshot is done with"
+        );
     }
 
     #[test]
@@ -1428,7 +1486,13 @@ mod tests {
         // The ban restarted 700 as 800; the stop must stop 800.
         assert_eq!(*daemon.stopped.borrow(), vec![700, 800]);
         assert!(crate::host::find_processes(&fs, "irqbalance").is_empty());
-        let (lines, ok) = rollback(&fs, &daemon, &store, store.latest_for("host").unwrap());
+        let (lines, ok) = rollback(
+            &fs,
+            &daemon,
+            &store,
+            store.latest_for("host").unwrap(),
+            false,
+        );
         assert!(ok, "{lines:?}");
         let service = lines
             .iter()
@@ -1449,7 +1513,13 @@ mod tests {
         let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
         assert_eq!(out.error, None, "{out:?}");
         std::fs::remove_dir_all(host.path().join("sys/class/net/va")).unwrap();
-        let (lines, ok) = rollback(&fs, &NoServices, &store, store.latest_for("host").unwrap());
+        let (lines, ok) = rollback(
+            &fs,
+            &NoServices,
+            &store,
+            store.latest_for("host").unwrap(),
+            false,
+        );
         assert!(ok, "{lines:?}");
         let gone = lines.iter().find(|l| l.knob.contains("va")).unwrap();
         assert_eq!(gone.verdict, Verdict::NotApplicable);

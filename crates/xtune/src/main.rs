@@ -711,10 +711,8 @@ fn pending_notes(ctx: &Ctx) -> Vec<String> {
             .filter(|s| s.target == ctx.target && s.state.restorable() && earlier_boot(s, ctx))
             .map(|s| {
                 format!(
-                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset what it saved, and `xtune rollback` refuses it; move {} out of the state dir",
-                    s.id,
-                    s.profile,
-                    ctx.store.dir().join(format!("{}.json", s.id)).display()
+                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config and service",
+                    s.id, s.profile
                 )
             }),
     );
@@ -779,7 +777,9 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
         .starts_with("netns:")
         .then(xtune::netns::cookie)
         .flatten();
-    if let (Some(then), Some(now)) = (snap.netns_cookie, now_cookie) {
+    if let (Some(then), Some(now), false) =
+        (snap.netns_cookie, now_cookie, earlier_boot(&snap, ctx))
+    {
         if then != now {
             // Refused, nothing written, the snapshot kept: a physical NIC
             // moved back to the host when the old namespace went keeps its
@@ -800,28 +800,17 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
             );
         }
     }
-    // A reboot since the snapshot reset every runtime value it saved, and
-    // the IRQ numbers it names may now be other devices' (or none): writing
-    // its originals would tune what nobody tuned. Refused like a namespace
-    // made again, nothing written, the snapshot kept.
-    if earlier_boot(&snap, ctx) {
-        return emit_error(
-            ctx,
-            "rollback",
-            None,
-            &format!(
-                "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset \
-                 the runtime values it saved (sysctl, IRQ affinity, RPS/XPS/RFS, governor), and its IRQ \
-                 numbers may now name other devices; nothing written. Move {} out of the state dir to go past it",
-                snap.id,
-                snap.boot_id.as_deref().unwrap_or("?"),
-                ctx.boot_id.as_deref().unwrap_or("?"),
-                ctx.store.dir().join(format!("{}.json", snap.id)).display()
-            ),
-            1,
-        );
+    let rebooted = earlier_boot(&snap, ctx);
+    if rebooted {
+        r.notes.push(format!(
+            "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset the kernel values it saved \
+             and may have renumbered its IRQs, so they are left as the boot set them; its irqbalance config and service are restored",
+            snap.id,
+            snap.boot_id.as_deref().unwrap_or("?"),
+            ctx.boot_id.as_deref().unwrap_or("?"),
+        ));
     }
-    let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap);
+    let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap, rebooted);
     r.knobs = lines;
     r.ok = ok;
     r.exit_code = i32::from(!ok);

@@ -607,7 +607,7 @@ fn fake_ssh(dir: &TempDir) -> String {
 }
 
 #[test]
-fn a_snapshot_from_before_a_reboot_is_not_rolled_back() {
+fn a_snapshot_from_before_a_reboot_leaves_kernel_values_to_the_boot() {
     let dir = TempDir::new("reboot");
     let root = fake_tree(&dir);
     let boot = dir.file("root/proc/sys/kernel/random/boot_id", "aaaa-1\n");
@@ -632,30 +632,49 @@ fn a_snapshot_from_before_a_reboot_is_not_rolled_back() {
     let out = run(&["snapshots"]);
     let listing: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(listing["snapshots"][0]["earlier_boot"], true, "{listing}");
-    // Someone tunes it by hand after the reboot: a rollback must not touch it.
+    // Someone tunes it by hand after the reboot: the rollback leaves the
+    // kernel value as it is (the reboot already undid the apply), says so,
+    // and the snapshot is done with.
     std::fs::write(&fin, "20\n").unwrap();
     let out = run(&["rollback"]);
-    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
-    let e = json_report(&out).error.unwrap_or_default();
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
     assert!(
-        e.contains("rebooted since snapshot") && e.contains("Move "),
-        "{e}"
+        r.notes.join("\n").contains("has rebooted since snapshot"),
+        "{:?}",
+        r.notes
+    );
+    let line = serde_json::to_value(&r.knobs[0]).unwrap();
+    assert_eq!(line["verdict"], "not_applicable", "{line}");
+    assert!(
+        line["reason"].as_str().unwrap().contains("reboot"),
+        "{line}"
     );
     assert_eq!(
         std::fs::read_to_string(&fin).unwrap(),
         "20\n",
         "nothing written"
     );
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 1, "nothing left to roll back: {}", stdout(&out));
 
-    // In the boot it was taken in (still tuned), the same snapshot rolls back.
-    std::fs::write(&boot, "aaaa-1\n").unwrap();
-    std::fs::write(&fin, "15\n").unwrap();
+    // A snapshot of this boot rolls back as usual.
+    let out = run(&["apply", &prof]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "15\n");
     let out = run(&["snapshots"]);
     let listing: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(listing["snapshots"][0]["earlier_boot"], false, "{listing}");
+    let fresh: Vec<&serde_json::Value> = listing["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"] == "applied")
+        .collect();
+    assert_eq!(fresh.len(), 1, "{listing}");
+    assert_eq!(fresh[0]["earlier_boot"], false, "{listing}");
     let out = run(&["rollback"]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
-    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "60\n");
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "20\n");
 }
 
 #[test]
