@@ -35,11 +35,11 @@ pub(crate) fn imf_fixdate(secs: u64) -> [u8; LEN] {
     out
 }
 
-/// The `Date: ...\r\n` line for now.
-pub(crate) fn line_now() -> [u8; LINE_LEN] {
+/// The `Date: ...\r\n` line of `secs`.
+pub(crate) fn line(secs: u64) -> [u8; LINE_LEN] {
     let mut line = [0u8; LINE_LEN];
     line[..6].copy_from_slice(b"Date: ");
-    line[6..6 + LEN].copy_from_slice(&imf_fixdate(unix_secs()));
+    line[6..6 + LEN].copy_from_slice(&imf_fixdate(secs));
     line[6 + LEN..].copy_from_slice(b"\r\n");
     line
 }
@@ -128,7 +128,8 @@ mod tests {
 
     #[test]
     fn the_line_is_a_header_line() {
-        let line = line_now();
+        let line = line(784_111_777);
+        assert_eq!(&line[..], b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
         assert!(line.starts_with(b"Date: ") && line.ends_with(b" GMT\r\n"));
         assert_eq!(line.len(), LINE_LEN);
     }

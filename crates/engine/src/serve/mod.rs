@@ -337,6 +337,8 @@ struct SConn {
     out: Vec<u8>,
     /// Plain answers in the send in flight.
     sending_ok: u32,
+    /// The send in flight reads the prebuilt answers of this copy.
+    send_copy: Option<usize>,
     /// The client asked for keep-alive explicitly (HTTP/1.0): answers say it too.
     says_keep_alive: bool,
     /// The socket sits in the registered file table at this connection's index.
@@ -382,14 +384,19 @@ struct Responder {
     conns: Vec<SConn>,
     free: Vec<u32>,
     /// `batch_n` keep-alive answers back to back.
-    ok_batch: Box<[u8]>,
+    /// Two copies of each prebuilt batch ([`Responder::stamp_dates`]):
+    /// sends go from `copy`; the other is re-dated once its sends are done.
+    ok_batch: [Box<[u8]>; 2],
     ok_len: usize,
     /// Answers in a prebuilt batch: MAX_BATCH, fewer for large bodies (the
     /// batches stay within about BATCH_BYTES unless one answer is larger).
     batch_n: usize,
     /// The same with `Connection: keep-alive`, for HTTP/1.0 keep-alive clients.
-    ok_ka_batch: Box<[u8]>,
+    ok_ka_batch: [Box<[u8]>; 2],
     ok_ka_len: usize,
+    /// The copy new sends go from, and the sends in flight from each.
+    copy: usize,
+    copy_sends: [u32; 2],
     ok_close: Box<[u8]>,
     /// Body bytes at the end of each plain answer (left out for HEAD).
     body_size: usize,
@@ -424,8 +431,8 @@ const OK_DATE_AT: usize = OK_START.len() + "Date: ".len();
 const BAD_START: &str = "HTTP/1.1 400 Bad Request\r\nServer: xload\r\n";
 const BAD_DATE_AT: usize = BAD_START.len() + "Date: ".len();
 
-fn ok_response(body_size: usize, connection: &str) -> Vec<u8> {
-    let date = date::line_now();
+fn ok_response(body_size: usize, connection: &str, secs: u64) -> Vec<u8> {
+    let date = date::line(secs);
     let mut r = OK_START.as_bytes().to_vec();
     r.extend_from_slice(&date);
     r.extend_from_slice(
@@ -436,9 +443,9 @@ fn ok_response(body_size: usize, connection: &str) -> Vec<u8> {
     r
 }
 
-fn bad_response() -> Vec<u8> {
+fn bad_response(secs: u64) -> Vec<u8> {
     let mut r = BAD_START.as_bytes().to_vec();
-    r.extend_from_slice(&date::line_now());
+    r.extend_from_slice(&date::line(secs));
     r.extend_from_slice(b"Content-Length: 0\r\nConnection: close\r\n\r\n");
     r
 }
@@ -457,13 +464,17 @@ impl Responder {
         bufs.register(&ring)
             .map_err(|e| format!("register buffer ring: {e}"))?;
         // 64 answers of a 16 MiB body were 1 GiB per batch and per worker.
-        // (The head is under 128 bytes.)
-        let batch_n = (BATCH_BYTES / (body_size + 128)).clamp(1, MAX_BATCH);
+        // (The head is under 192 bytes.)
+        let batch_n = (BATCH_BYTES / (body_size + 192)).clamp(1, MAX_BATCH);
+        let secs = date::unix_secs();
         let batch_of = |connection: &str| {
-            let one = ok_response(body_size, connection);
+            let one = ok_response(body_size, connection, secs);
             let len = one.len();
             let batch: Vec<u8> = one.iter().copied().cycle().take(len * batch_n).collect();
-            (batch.into_boxed_slice(), len)
+            (
+                [batch.clone().into_boxed_slice(), batch.into_boxed_slice()],
+                len,
+            )
         };
         // Connection i's socket goes in slot i: sends and receives then skip
         // the kernel's file lookup and reference count.
@@ -491,11 +502,13 @@ impl Responder {
             batch_n,
             ok_ka_batch,
             ok_ka_len,
-            ok_close: ok_response(body_size, "Connection: close\r\n").into_boxed_slice(),
+            ok_close: ok_response(body_size, "Connection: close\r\n", secs).into_boxed_slice(),
             body_size,
-            bad: bad_response().into_boxed_slice(),
-            date_secs: date::unix_secs(),
-            date_line: date::line_now(),
+            bad: bad_response(secs).into_boxed_slice(),
+            copy: 0,
+            copy_sends: [0, 0],
+            date_secs: secs,
+            date_line: date::line(secs),
             now: now_ns(),
             idle_ns: None,
             next_idle_sweep: 0,
@@ -542,24 +555,33 @@ impl Responder {
         unsafe { self.push(&e) };
     }
 
-    /// Writes the date of `secs` into every prebuilt answer. A send already
-    /// queued from them has been copied into its socket (sends are issued in
-    /// this thread, at submit or in its task work), or is copied later with
-    /// the new date: either is a date of its answer.
-    fn stamp_dates(&mut self, secs: u64) {
+    /// Writes the date of `secs` into the prebuilt answers. A send in
+    /// flight may still read its batch (a send the socket could not take
+    /// whole goes on from where it stopped), so a copy is re-dated only once
+    /// no send reads it, and new sends then go from it; while both copies
+    /// are read (a send blocked for a second), the date waits (false).
+    /// What is copied into a connection's own buffer (close, 400, /stats,
+    /// HEAD) takes the date at once.
+    fn stamp_dates(&mut self, secs: u64) -> bool {
         let date = date::imf_fixdate(secs);
-        self.date_secs = secs;
         self.date_line[6..6 + date::LEN].copy_from_slice(&date);
+        self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
+        self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
+        let idle = 1 - self.copy;
+        if self.copy_sends[idle] > 0 {
+            return false;
+        }
         for (buf, stride) in [
-            (&mut self.ok_batch, self.ok_len),
-            (&mut self.ok_ka_batch, self.ok_ka_len),
+            (&mut self.ok_batch[idle], self.ok_len),
+            (&mut self.ok_ka_batch[idle], self.ok_ka_len),
         ] {
             for answer in buf.chunks_exact_mut(stride) {
                 answer[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
             }
         }
-        self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
-        self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
+        self.copy = idle;
+        self.date_secs = secs;
+        true
     }
 
     /// Closes every connection idle for `idle` ns with nothing owed to it
@@ -589,21 +611,15 @@ impl Responder {
             }
             let now = now_ns();
             self.now = now;
-            if let Some(idle) = self.idle_ns {
-                if now >= self.next_idle_sweep {
-                    // Looked over a few times per timeout (at most every
-                    // second): a connection closes within a quarter of the
-                    // timeout (or a second) after it expires.
-                    self.next_idle_sweep = now + (idle / 4).clamp(1_000_000, 1_000_000_000);
-                    self.close_idle(now, idle);
-                }
-            }
             let mut wait_ns: u64 = 100_000_000;
             if let Some(&(_, _, t)) = self.held.front() {
                 wait_ns = wait_ns.min(t.saturating_sub(now));
             }
             if !self.accept_armed && self.accept_paused_until > now {
                 wait_ns = wait_ns.min(self.accept_paused_until - now);
+            }
+            if self.idle_ns.is_some() {
+                wait_ns = wait_ns.min(self.next_idle_sweep.saturating_sub(now));
             }
             let res = if wait_ns < 2_000 {
                 self.ring.submit()
@@ -620,6 +636,9 @@ impl Responder {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
+            // What the completions did happened after the wait: an accept or
+            // a request is as old as this, not as the pass before the wait.
+            self.now = now_ns();
             let mut cqes = std::mem::take(&mut self.cqes);
             cqes.clear();
             cqes.extend(self.ring.completion());
@@ -636,6 +655,17 @@ impl Responder {
             }
             if !self.accept_armed && now_ns() >= self.accept_paused_until {
                 self.arm_accept();
+            }
+            if let Some(idle) = self.idle_ns {
+                // After the completions: a request that came during the
+                // wait has been read. Looked over a few times per timeout
+                // (at most every second): a connection closes within a
+                // quarter of the timeout (or a second) after it expires.
+                let now = self.now;
+                if now >= self.next_idle_sweep {
+                    self.next_idle_sweep = now + (idle / 4).clamp(1_000_000, 1_000_000_000);
+                    self.close_idle(now, idle);
+                }
             }
         }
         self.last_look();
@@ -708,6 +738,9 @@ impl Responder {
                 }
                 self.conns[i].sending = false;
                 self.conns[i].last_ns = self.now;
+                if let Some(k) = self.conns[i].send_copy.take() {
+                    self.copy_sends[k] -= 1;
+                }
                 if res < 0 {
                     self.conns[i].owed.clear();
                     self.conns[i].closing = true;
@@ -738,6 +771,7 @@ impl Responder {
                     owed: VecDeque::with_capacity(8),
                     out: Vec::new(),
                     sending_ok: 0,
+                    send_copy: None,
                     says_keep_alive: false,
                     fixed: false,
                     last_ns: 0,
@@ -941,10 +975,12 @@ impl Responder {
                 }
                 c.sending = true;
                 c.sending_ok = k as u32;
+                c.send_copy = Some(self.copy);
+                self.copy_sends[self.copy] += 1;
                 let (batch, len) = if c.says_keep_alive {
-                    (&self.ok_ka_batch, self.ok_ka_len)
+                    (&self.ok_ka_batch[self.copy], self.ok_ka_len)
                 } else {
-                    (&self.ok_batch, self.ok_len)
+                    (&self.ok_batch[self.copy], self.ok_len)
                 };
                 let (buf, n) = (batch.as_ptr(), (k * len) as u32);
                 // SAFETY: the batches are owned by the responder for its lifetime.
@@ -996,9 +1032,9 @@ impl Responder {
                 let one: &[u8] = if close {
                     &self.ok_close
                 } else if c.says_keep_alive {
-                    &self.ok_ka_batch[..self.ok_ka_len]
+                    &self.ok_ka_batch[self.copy][..self.ok_ka_len]
                 } else {
-                    &self.ok_batch[..self.ok_len]
+                    &self.ok_batch[self.copy][..self.ok_len]
                 };
                 c.out.extend_from_slice(&one[..one.len() - self.body_size]);
                 ok = 1;
