@@ -43,6 +43,13 @@ pub struct ServeArgs {
     #[arg(long = "idle-timeout", value_parser = parse_duration, default_value = "75s")]
     pub idle_timeout: Duration,
 
+    /// Close a connection whose request head has not come whole this long
+    /// after its first bytes (nginx's client_header_timeout; 0: never): a
+    /// client sending a byte at a time is not idle. /stats counts them as
+    /// "header_timeouts".
+    #[arg(long = "header-timeout", value_parser = parse_duration, default_value = "60s")]
+    pub header_timeout: Duration,
+
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
@@ -81,6 +88,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         delay: a.delay,
         pool: a.pool,
         idle_timeout: (!a.idle_timeout.is_zero()).then_some(a.idle_timeout),
+        header_timeout: (!a.header_timeout.is_zero()).then_some(a.header_timeout),
     })
 }
 
@@ -102,13 +110,14 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
     crate::outln!(
-        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle) in {:.1}s",
+        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle, {} header timeouts) in {:.1}s",
         stats.requests(),
         stats.connections(),
         if stats.connections() == 1 { "" } else { "s" },
         stats.bad_requests(),
         stats.abandoned(),
         stats.idle_closed(),
+        stats.header_timeouts(),
         started.elapsed().as_secs_f64()
     );
     Ok(0)

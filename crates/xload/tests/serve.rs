@@ -646,3 +646,57 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     assert_eq!(stats["idle_closed"], 1, "{stats}");
     assert_eq!(stats["abandoned"], 0, "{stats}");
 }
+
+/// `--header-timeout` closes a connection whose request head does not come
+/// whole in time, even while bytes keep trickling in (a slow-headers client
+/// is not idle); a head split across two sends in time is answered.
+#[test]
+fn a_request_head_that_does_not_come_whole_in_time_is_closed() {
+    let srv = Serve::start(&["--cpus", "0", "--header-timeout", "500ms"]);
+    let mut split = srv.connect();
+    split.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    split.write_all(b"\r\n").unwrap();
+    assert!(one_answer(&mut split).starts_with("HTTP/1.1 200 OK"));
+
+    let mut slow = srv.connect();
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let started = Instant::now();
+    // A header byte every 100 ms: never idle, never whole.
+    let mut closed = false;
+    while started.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(100));
+        if slow.write_all(b"X-A: b\r\n").is_err() {
+            closed = true;
+            break;
+        }
+        slow.set_nonblocking(true).unwrap();
+        let mut probe = [0u8; 64];
+        let r = slow.read(&mut probe);
+        slow.set_nonblocking(false).unwrap();
+        match r {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => {
+                closed = true;
+                break;
+            }
+            Ok(n) => panic!(
+                "answered an incomplete head: {}",
+                String::from_utf8_lossy(&probe[..n])
+            ),
+        }
+    }
+    let took = started.elapsed();
+    assert!(closed, "still open after {took:?}");
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    let stats = srv.stats();
+    assert_eq!(stats["header_timeouts"], 1, "{stats}");
+    assert_eq!(stats["idle_closed"], 0, "{stats}");
+}

@@ -47,6 +47,9 @@ pub struct ServeConfig {
     /// Close a connection that has sent nothing for this long while nothing
     /// was owed to it (None: never).
     pub idle_timeout: Option<Duration>,
+    /// Close a connection whose request head has not come whole this long
+    /// after its first bytes (None: never).
+    pub header_timeout: Option<Duration>,
 }
 
 /// Counters of one worker, alone on its cache line (written by that worker only).
@@ -63,6 +66,8 @@ pub struct WorkerCounters {
     pub abandoned: AtomicU64,
     /// Connections closed by the idle timeout.
     pub idle_closed: AtomicU64,
+    /// Connections closed by the header timeout.
+    pub header_timeouts: AtomicU64,
 }
 
 /// The responder's counters, readable from any thread.
@@ -105,16 +110,21 @@ impl ServeStats {
     pub fn idle_closed(&self) -> u64 {
         self.total(|w| &w.idle_closed)
     }
+    /// Connections closed because a request head did not come whole in time.
+    pub fn header_timeouts(&self) -> u64 {
+        self.total(|w| &w.header_timeouts)
+    }
     /// The `/stats` document.
     pub fn json(&self) -> String {
         format!(
-            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"workers\":{}}}",
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"header_timeouts\":{},\"workers\":{}}}",
             self.requests(),
             self.in_flight(),
             self.connections(),
             self.bad_requests(),
             self.abandoned(),
             self.idle_closed(),
+            self.header_timeouts(),
             self.workers.len()
         )
     }
@@ -160,6 +170,7 @@ impl Server {
             let body_size = cfg.body_size;
             let delay_ns = cfg.delay.map(|d| d.as_nanos() as u64);
             let idle_ns = cfg.idle_timeout.map(|d| (d.as_nanos() as u64).max(1));
+            let header_ns = cfg.header_timeout.map(|d| (d.as_nanos() as u64).max(1));
             let pool_w = pool.map(|p| (p / n + usize::from(w < p % n)).max(1));
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
@@ -170,6 +181,7 @@ impl Server {
                     }
                     let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
                     r.idle_ns = idle_ns;
+                    r.header_ns = header_ns;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())
@@ -345,6 +357,8 @@ struct SConn {
     fixed: bool,
     /// When it was accepted or last sent bytes or was last written to.
     last_ns: u64,
+    /// When the first bytes of a request head still incomplete came (0: none).
+    head_since: u64,
 }
 
 impl SConn {
@@ -407,8 +421,10 @@ struct Responder {
     date_line: [u8; date::LINE_LEN],
     /// The loop's clock, read once per pass.
     now: u64,
-    /// The idle timeout, and when connections are next looked over for it.
+    /// The idle and header timeouts, and when connections are next looked
+    /// over for them.
     idle_ns: Option<u64>,
+    header_ns: Option<u64>,
     next_idle_sweep: u64,
     delay_ns: Option<u64>,
     pool: Option<usize>,
@@ -511,6 +527,7 @@ impl Responder {
             date_line: date::line(secs),
             now: now_ns(),
             idle_ns: None,
+            header_ns: None,
             next_idle_sweep: 0,
             delay_ns,
             pool,
@@ -584,19 +601,31 @@ impl Responder {
         true
     }
 
-    /// Closes every connection idle for `idle` ns with nothing owed to it
-    /// and nothing being sent (an answer held by --delay is owed).
-    fn close_idle(&mut self, now: u64, idle: u64) {
+    /// Closes every connection with nothing owed to it and nothing being
+    /// sent (an answer held by --delay is owed) that has been idle for the
+    /// idle timeout, or has had a request head incomplete for the header
+    /// timeout (a client sending it a byte at a time is not idle).
+    fn close_idle(&mut self, now: u64) {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
-            if c.live
-                && !c.closing
-                && !c.sending
-                && c.owed.is_empty()
-                && now.saturating_sub(c.last_ns) >= idle
-            {
+            if !c.live || c.closing || c.sending || !c.owed.is_empty() {
+                continue;
+            }
+            let idle = self
+                .idle_ns
+                .is_some_and(|t| now.saturating_sub(c.last_ns) >= t);
+            let slow_head = c.head_since != 0
+                && self
+                    .header_ns
+                    .is_some_and(|t| now.saturating_sub(c.head_since) >= t);
+            if idle || slow_head {
                 c.closing = true;
-                add(&self.counters().idle_closed, 1);
+                let counter = if idle {
+                    &self.counters().idle_closed
+                } else {
+                    &self.counters().header_timeouts
+                };
+                add(counter, 1);
                 self.try_finish(i);
             }
         }
@@ -618,7 +647,7 @@ impl Responder {
             if !self.accept_armed && self.accept_paused_until > now {
                 wait_ns = wait_ns.min(self.accept_paused_until - now);
             }
-            if self.idle_ns.is_some() {
+            if self.idle_ns.is_some() || self.header_ns.is_some() {
                 wait_ns = wait_ns.min(self.next_idle_sweep.saturating_sub(now));
             }
             let res = if wait_ns < 2_000 {
@@ -656,15 +685,19 @@ impl Responder {
             if !self.accept_armed && now_ns() >= self.accept_paused_until {
                 self.arm_accept();
             }
-            if let Some(idle) = self.idle_ns {
+            let shortest = match (self.idle_ns, self.header_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(t) = shortest {
                 // After the completions: a request that came during the
                 // wait has been read. Looked over a few times per timeout
                 // (at most every second): a connection closes within a
                 // quarter of the timeout (or a second) after it expires.
                 let now = self.now;
                 if now >= self.next_idle_sweep {
-                    self.next_idle_sweep = now + (idle / 4).clamp(1_000_000, 1_000_000_000);
-                    self.close_idle(now, idle);
+                    self.next_idle_sweep = now + (t / 4).clamp(1_000_000, 1_000_000_000);
+                    self.close_idle(now);
                 }
             }
         }
@@ -775,6 +808,7 @@ impl Responder {
                     says_keep_alive: false,
                     fixed: false,
                     last_ns: 0,
+                    head_since: 0,
                 });
                 self.conns.len() - 1
             }
@@ -783,6 +817,7 @@ impl Responder {
         c.fd = fd;
         c.live = true;
         c.last_ns = self.now;
+        c.head_since = 0;
         c.closing = false;
         c.sending = false;
         c.sending_ok = 0;
@@ -865,6 +900,12 @@ impl Responder {
             }
         });
         self.bufs.recycle(bid);
+        // A head still incomplete keeps the time its first bytes came.
+        if !c.scanner.mid_head() {
+            c.head_since = 0;
+        } else if c.head_since == 0 {
+            c.head_since = self.now.max(1);
+        }
         if res.is_err() && !ends {
             c.owed.push_back(Owed::Bad);
             c.closing = true;

@@ -281,6 +281,11 @@ impl Scanner {
         }
     }
 
+    /// Part of a request head has come and not the rest.
+    pub fn mid_head(&self) -> bool {
+        !self.head.is_empty()
+    }
+
     /// A connection was replaced: forget everything (keeps the buffer's
     /// memory, and the remembered head: a pure function of its bytes).
     pub fn reset(&mut self) {
