@@ -1182,15 +1182,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn managed_irq_refusal_is_fixed_by_kernel_not_a_failure() {
-        let host = fake_host("apply-irq", 2, &[], &[]);
+    /// A host whose eth0 has two data-path IRQs, 40 and 41, on both CPUs.
+    fn nic_with_two_irqs(name: &str) -> TempDir {
+        let host = fake_host(name, 2, &[], &[]);
         host.put("/sys/class/net/eth0/tx_queue_len", "1000\n");
         host.mkdir("/sys/class/net/eth0/device");
         host.mkdir("/proc/irq/40/eth0-TxRx-0");
         host.mkdir("/proc/irq/41/eth0-TxRx-1");
         host.put("/proc/irq/40/smp_affinity", "3\n");
         host.put("/proc/irq/41/smp_affinity", "3\n");
+        host
+    }
+
+    #[test]
+    fn managed_irq_refusal_is_fixed_by_kernel_not_a_failure() {
+        let host = nic_with_two_irqs("apply-irq");
         for errno in [libc::EPERM, libc::EIO] {
             // The first write (IRQ 40's) is refused, as the kernel refuses a
             // managed interrupt.
@@ -1227,13 +1233,7 @@ mod tests {
 
     #[test]
     fn rollback_leaves_an_irq_number_that_now_serves_another_device() {
-        let host = fake_host("apply-irq-reload", 2, &[], &[]);
-        host.put("/sys/class/net/eth0/tx_queue_len", "1000\n");
-        host.mkdir("/sys/class/net/eth0/device");
-        host.mkdir("/proc/irq/40/eth0-TxRx-0");
-        host.mkdir("/proc/irq/41/eth0-TxRx-1");
-        host.put("/proc/irq/40/smp_affinity", "3\n");
-        host.put("/proc/irq/41/smp_affinity", "3\n");
+        let host = nic_with_two_irqs("apply-irq-reload");
         let fs = RootFs::new(host.path());
         let store = Store::new(host.path().join("state"));
         let plan = plan_for(&fs, "[irq]\neth0 = \"spread\"\n", &host);
