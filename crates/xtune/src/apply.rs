@@ -617,6 +617,10 @@ fn original_of(item: &Item) -> Result<Original, ApplyError> {
         (Target::IrqbalanceConfig { path }, Current::Config(content)) => Ok(Original::Config {
             path: path.clone(),
             content: content.clone(),
+            written: match &item.desired.wanted {
+                Wanted::BannedCpus(cpus) => Some(with_banned_cpulist(content.as_deref(), cpus)),
+                _ => None,
+            },
         }),
         (Target::IrqbalanceService, Current::Service(running)) => Ok(Original::Service {
             running: running.clone(),
@@ -726,7 +730,7 @@ fn write_knob(
 fn restore_entry(fs: &dyn Fs, services: &dyn Services, entry: &Entry) -> Result<(), String> {
     match &entry.original {
         Original::File { path, raw } => fs.write(path, trim_value(raw)).map_err(|e| e.to_string()),
-        Original::Config { path, content } => {
+        Original::Config { path, content, .. } => {
             match content {
                 Some(c) => fs.replace_file(path, c).map_err(|e| e.to_string())?,
                 None => match fs.remove(path) {
@@ -868,18 +872,46 @@ pub fn rollback(
                     }
                     Original::File { .. } => String::new(),
                 };
-                match restore_entry(fs, services, entry) {
-                    Ok(()) => (
-                        Verdict::Restored,
-                        String::new(),
-                        match other {
-                            Original::Config { path, .. } => Some(path.clone()),
-                            _ => None,
-                        },
-                    ),
-                    Err(m) => {
-                        ok = false;
-                        (Verdict::UndoFailed, m, None)
+                let config_now = match other {
+                    Original::Config {
+                        path,
+                        written: Some(w),
+                        ..
+                    } => Some((path, w, fs.read(path).ok())),
+                    _ => None,
+                };
+                if let Some((path, _, now)) =
+                    config_now.filter(|(_, w, now)| now.as_deref() != Some(w.as_str()))
+                {
+                    (
+                        Verdict::NotApplicable,
+                        format!(
+                            "{}: changed since the apply (a package upgrade, an edit?): left as is; its original is in the snapshot",
+                            if now.is_some() { "the file" } else { "the file is gone" }
+                        ),
+                        Some(path.clone()),
+                    )
+                } else if rebooted && matches!(other, Original::Service { .. }) {
+                    (
+                        Verdict::NotApplicable,
+                        "the boot decided whether irqbalance runs (the apply stopped it for one boot only): left as is"
+                            .into(),
+                        None,
+                    )
+                } else {
+                    match restore_entry(fs, services, entry) {
+                        Ok(()) => (
+                            Verdict::Restored,
+                            String::new(),
+                            match other {
+                                Original::Config { path, .. } => Some(path.clone()),
+                                _ => None,
+                            },
+                        ),
+                        Err(m) => {
+                            ok = false;
+                            (Verdict::UndoFailed, m, None)
+                        }
                     }
                 }
             }
@@ -1322,16 +1354,21 @@ mod tests {
         host.put("/proc/700/comm", "irqbalance\n");
         host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
         let fs = RootFs::new(host.path());
+        let daemon = FakeDaemon {
+            host: &host,
+            next_pid: RefCell::new(800),
+            stopped: RefCell::new(Vec::new()),
+        };
         let store = Store::new(host.path().join("state"));
-        let text = format!("{PROFILE}[irqbalance]\nban = \"1\"\n");
+        let text = format!("{PROFILE}[irqbalance]\nban = \"1\"\nstop = true\n");
         let plan = plan_for(&fs, &text, &host);
-        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        let out = apply(&fs, &daemon, &store, &plan, &meta()).unwrap();
         assert_eq!(out.error, None, "{out:?}");
         let tuned = host.get("/proc/sys/net/core/somaxconn");
         assert!(fs.exists("/etc/default/irqbalance"));
         let (lines, ok) = rollback(
             &fs,
-            &NoServices,
+            &daemon,
             &store,
             store.latest_for("host").unwrap(),
             true,
@@ -1347,10 +1384,59 @@ mod tests {
             .unwrap();
         assert_eq!(sysctl.verdict, Verdict::NotApplicable, "{sysctl:?}");
         assert!(sysctl.reason.contains("reboot"), "{sysctl:?}");
+        // Whether irqbalance runs is the boot's to say: not started again.
+        let service = lines
+            .iter()
+            .find(|l| l.knob == "irqbalance:service")
+            .unwrap();
+        assert_eq!(service.verdict, Verdict::NotApplicable, "{service:?}");
+        assert!(!fs.exists("/proc/800/comm"), "irqbalance was started again");
         assert!(
             store.latest_for("host").is_err(),
             "the snapshot is done with"
         );
+    }
+
+    #[test]
+    fn a_config_file_changed_since_the_apply_is_not_rolled_back_over() {
+        let host = fake_host("apply-ban-edit", 2, &[], &[]);
+        host.mkdir("/etc/default");
+        host.put("/etc/default/irqbalance", "OPTIONS=\"\"\n");
+        let fs = RootFs::new(host.path());
+        let store = Store::new(host.path().join("state"));
+        let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);
+        let out = apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        assert_eq!(out.error, None, "{out:?}");
+        // A package upgrade rewrites the file after the apply.
+        let upgraded = "OPTIONS=\"--policyscript=/x\"\nIRQBALANCE_BANNED_CPULIST=1\n";
+        host.put("/etc/default/irqbalance", upgraded);
+        let (lines, ok) = rollback(
+            &fs,
+            &NoServices,
+            &store,
+            store.latest_for("host").unwrap(),
+            false,
+        );
+        assert!(ok, "{lines:?}");
+        let line = lines
+            .iter()
+            .find(|l| l.knob.contains("ban"))
+            .expect("the ban line");
+        assert_eq!(line.verdict, Verdict::NotApplicable, "{line:?}");
+        assert!(line.reason.contains("changed since the apply"), "{line:?}");
+        assert_eq!(host.get("/etc/default/irqbalance"), upgraded, "left as is");
+        // Unchanged since the apply: restored byte for byte.
+        let plan = plan_for(&fs, "[irqbalance]\nban = \"0\"\n", &host);
+        apply(&fs, &NoServices, &store, &plan, &meta()).unwrap();
+        let (lines, ok) = rollback(
+            &fs,
+            &NoServices,
+            &store,
+            store.latest_for("host").unwrap(),
+            false,
+        );
+        assert!(ok, "{lines:?}");
+        assert_eq!(host.get("/etc/default/irqbalance"), upgraded);
     }
 
     #[test]

@@ -689,8 +689,8 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
 /// A note for each snapshot of this target left pending: an apply that
 /// did not finish (killed or crashed between its writes) may have left the
 /// target half-tuned; `xtune rollback` restores it. And one for each
-/// snapshot still in force from before the last reboot, which reset what it
-/// saved and which `xtune rollback` refuses.
+/// snapshot still in force from before the last reboot, which reset the
+/// kernel values it saved: `xtune rollback` leaves those to the boot.
 fn pending_notes(ctx: &Ctx) -> Vec<String> {
     let mut notes: Vec<String> = ctx
         .store
@@ -711,7 +711,7 @@ fn pending_notes(ctx: &Ctx) -> Vec<String> {
             .filter(|s| s.target == ctx.target && s.state.restorable() && earlier_boot(s, ctx))
             .map(|s| {
                 format!(
-                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config and service",
+                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config file",
                     s.id, s.profile
                 )
             }),
@@ -804,7 +804,7 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
     if rebooted {
         r.notes.push(format!(
             "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset the kernel values it saved \
-             and may have renumbered its IRQs, so they are left as the boot set them; its irqbalance config and service are restored",
+             and may have renumbered its IRQs, so they are left as the boot set them, as is whether irqbalance runs; its irqbalance config file is restored",
             snap.id,
             snap.boot_id.as_deref().unwrap_or("?"),
             ctx.boot_id.as_deref().unwrap_or("?"),

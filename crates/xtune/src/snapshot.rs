@@ -36,6 +36,11 @@ pub enum Original {
         path: String,
         /// Content, or None when absent.
         content: Option<String>,
+        /// What the apply wrote there: a file that no longer reads so (a
+        /// package upgrade, an edit) is not rolled back over. None in
+        /// snapshots from before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        written: Option<String>,
     },
     /// irqbalance processes that were running.
     Service {
