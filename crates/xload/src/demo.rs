@@ -59,6 +59,7 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         pool: None,
         idle_timeout: None,
         header_timeout: None,
+        send_timeout: None,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let url = format!("http://{}/", server.addr);

@@ -50,6 +50,12 @@ pub struct ServeArgs {
     #[arg(long = "header-timeout", value_parser = parse_duration, default_value = "60s")]
     pub header_timeout: Duration,
 
+    /// Close a connection whose answer has not gone out this long after it
+    /// was sent: a client that stopped reading (nginx's send_timeout; 0:
+    /// never). /stats counts them as "send_timeouts".
+    #[arg(long = "send-timeout", value_parser = parse_duration, default_value = "60s")]
+    pub send_timeout: Duration,
+
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
@@ -89,6 +95,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         pool: a.pool,
         idle_timeout: (!a.idle_timeout.is_zero()).then_some(a.idle_timeout),
         header_timeout: (!a.header_timeout.is_zero()).then_some(a.header_timeout),
+        send_timeout: (!a.send_timeout.is_zero()).then_some(a.send_timeout),
     })
 }
 
@@ -110,7 +117,7 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
     crate::outln!(
-        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle, {} header timeouts) in {:.1}s",
+        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle, {} header and {} send timeouts) in {:.1}s",
         stats.requests(),
         stats.connections(),
         if stats.connections() == 1 { "" } else { "s" },
@@ -118,6 +125,7 @@ pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
         stats.abandoned(),
         stats.idle_closed(),
         stats.header_timeouts(),
+        stats.send_timeouts(),
         started.elapsed().as_secs_f64()
     );
     Ok(0)

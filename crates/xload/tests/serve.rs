@@ -700,3 +700,56 @@ fn a_request_head_that_does_not_come_whole_in_time_is_closed() {
     assert_eq!(stats["header_timeouts"], 1, "{stats}");
     assert_eq!(stats["idle_closed"], 0, "{stats}");
 }
+
+/// A client that asks for ~20 MB and reads nothing: the responder's send to
+/// it stays in flight once both socket buffers are full.
+fn non_reader(srv: &Serve) -> TcpStream {
+    let mut s = srv.connect();
+    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(200)).unwrap();
+    s
+}
+
+/// A client that stops reading holds the batch copy its send reads from;
+/// the Date of everybody else's answers still moves (another copy is
+/// re-dated, or made), and `--send-timeout` ends that client's connection.
+#[test]
+fn a_client_that_does_not_read_neither_freezes_the_date_nor_stays_forever() {
+    let srv = Serve::start(&[
+        "--cpus",
+        "0",
+        "--body-size",
+        "100000",
+        "--send-timeout",
+        "3s",
+    ]);
+    let mut stuck = non_reader(&srv);
+    // Three second boundaries with that send blocked.
+    std::thread::sleep(Duration::from_millis(2600));
+    let since = unix_now();
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let text = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
+    let got = dates(&text);
+    assert_eq!(got.len(), 2, "{}", &text[..text.len().min(400)]);
+    let now = unix_now();
+    for d in got {
+        assert!((since..=now).contains(&d), "{d} not in {since}..={now}");
+    }
+    assert_eq!(srv.stats()["send_timeouts"], 0);
+    // 3 s after its send the stuck client is cut off: what it reads ends.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(srv.stats()["send_timeouts"], 1);
+    stuck
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut sink = vec![0u8; 1 << 20];
+    loop {
+        match stuck.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the connection was not ended: {e}"),
+        }
+    }
+}

@@ -50,6 +50,9 @@ pub struct ServeConfig {
     /// Close a connection whose request head has not come whole this long
     /// after its first bytes (None: never).
     pub header_timeout: Option<Duration>,
+    /// Close a connection whose answer has not gone out this long after it
+    /// was sent: a client that does not read (None: never).
+    pub send_timeout: Option<Duration>,
 }
 
 /// Counters of one worker, alone on its cache line (written by that worker only).
@@ -68,6 +71,8 @@ pub struct WorkerCounters {
     pub idle_closed: AtomicU64,
     /// Connections closed by the header timeout.
     pub header_timeouts: AtomicU64,
+    /// Connections closed by the send timeout.
+    pub send_timeouts: AtomicU64,
 }
 
 /// The responder's counters, readable from any thread.
@@ -114,10 +119,14 @@ impl ServeStats {
     pub fn header_timeouts(&self) -> u64 {
         self.total(|w| &w.header_timeouts)
     }
+    /// Connections closed because their client did not take an answer in time.
+    pub fn send_timeouts(&self) -> u64 {
+        self.total(|w| &w.send_timeouts)
+    }
     /// The `/stats` document.
     pub fn json(&self) -> String {
         format!(
-            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"header_timeouts\":{},\"workers\":{}}}",
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"header_timeouts\":{},\"send_timeouts\":{},\"workers\":{}}}",
             self.requests(),
             self.in_flight(),
             self.connections(),
@@ -125,6 +134,7 @@ impl ServeStats {
             self.abandoned(),
             self.idle_closed(),
             self.header_timeouts(),
+            self.send_timeouts(),
             self.workers.len()
         )
     }
@@ -171,6 +181,7 @@ impl Server {
             let delay_ns = cfg.delay.map(|d| d.as_nanos() as u64);
             let idle_ns = cfg.idle_timeout.map(|d| (d.as_nanos() as u64).max(1));
             let header_ns = cfg.header_timeout.map(|d| (d.as_nanos() as u64).max(1));
+            let send_ns = cfg.send_timeout.map(|d| (d.as_nanos() as u64).max(1));
             let pool_w = pool.map(|p| (p / n + usize::from(w < p % n)).max(1));
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
@@ -182,6 +193,7 @@ impl Server {
                     let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
                     r.idle_ns = idle_ns;
                     r.header_ns = header_ns;
+                    r.send_ns = send_ns;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())
@@ -359,6 +371,10 @@ struct SConn {
     last_ns: u64,
     /// When the first bytes of a request head still incomplete came (0: none).
     head_since: u64,
+    /// When the send in flight was queued, and whether the send timeout has
+    /// shut the socket under it already.
+    send_since: u64,
+    send_killed: bool,
 }
 
 impl SConn {
@@ -397,20 +413,17 @@ struct Responder {
     stats: Arc<ServeStats>,
     conns: Vec<SConn>,
     free: Vec<u32>,
-    /// `batch_n` keep-alive answers back to back.
-    /// Two copies of each prebuilt batch ([`Responder::stamp_dates`]):
-    /// sends go from `copy`; the other is re-dated once its sends are done.
-    ok_batch: [Box<[u8]>; 2],
+    /// Copies of the prebuilt batches ([`Responder::stamp_dates`]): sends go
+    /// from `copies[copy]`; another is re-dated once no send reads it.
+    copies: Vec<Batches>,
+    copy: usize,
+    /// Length of one plain answer in `Batches::ok`.
     ok_len: usize,
     /// Answers in a prebuilt batch: MAX_BATCH, fewer for large bodies (the
     /// batches stay within about BATCH_BYTES unless one answer is larger).
     batch_n: usize,
-    /// The same with `Connection: keep-alive`, for HTTP/1.0 keep-alive clients.
-    ok_ka_batch: [Box<[u8]>; 2],
+    /// Length of one answer in `Batches::ka`.
     ok_ka_len: usize,
-    /// The copy new sends go from, and the sends in flight from each.
-    copy: usize,
-    copy_sends: [u32; 2],
     ok_close: Box<[u8]>,
     /// Body bytes at the end of each plain answer (left out for HEAD).
     body_size: usize,
@@ -425,6 +438,7 @@ struct Responder {
     /// over for them.
     idle_ns: Option<u64>,
     header_ns: Option<u64>,
+    send_ns: Option<u64>,
     next_idle_sweep: u64,
     delay_ns: Option<u64>,
     pool: Option<usize>,
@@ -446,6 +460,21 @@ const OK_START: &str = "HTTP/1.1 200 OK\r\nServer: xload\r\n";
 const OK_DATE_AT: usize = OK_START.len() + "Date: ".len();
 const BAD_START: &str = "HTTP/1.1 400 Bad Request\r\nServer: xload\r\n";
 const BAD_DATE_AT: usize = BAD_START.len() + "Date: ".len();
+
+/// One copy of the prebuilt answers sent by pointer, and the sends in flight
+/// that read it.
+struct Batches {
+    /// `batch_n` keep-alive answers back to back.
+    ok: Box<[u8]>,
+    /// The same with `Connection: keep-alive`, for HTTP/1.0 keep-alive clients.
+    ka: Box<[u8]>,
+    sends: u32,
+}
+
+/// At most this many copies of the prebuilt batches (two when one answer is
+/// larger than BATCH_BYTES): past that, a client that does not read (all
+/// copies held by its blocked sends) makes the date wait, not the memory grow.
+const MAX_COPIES: usize = 4;
 
 fn ok_response(body_size: usize, connection: &str, secs: u64) -> Vec<u8> {
     let date = date::line(secs);
@@ -487,10 +516,7 @@ impl Responder {
             let one = ok_response(body_size, connection, secs);
             let len = one.len();
             let batch: Vec<u8> = one.iter().copied().cycle().take(len * batch_n).collect();
-            (
-                [batch.clone().into_boxed_slice(), batch.into_boxed_slice()],
-                len,
-            )
+            (batch.into_boxed_slice(), len)
         };
         // Connection i's socket goes in slot i: sends and receives then skip
         // the kernel's file lookup and reference count.
@@ -500,8 +526,8 @@ impl Responder {
         } else {
             Box::default()
         };
-        let (ok_batch, ok_len) = batch_of("");
-        let (ok_ka_batch, ok_ka_len) = batch_of("Connection: keep-alive\r\n");
+        let (ok, ok_len) = batch_of("");
+        let (ka, ok_ka_len) = batch_of("Connection: keep-alive\r\n");
         Ok(Responder {
             ring,
             bufs,
@@ -513,21 +539,20 @@ impl Responder {
             stats,
             conns: Vec::new(),
             free: Vec::new(),
-            ok_batch,
+            copies: vec![Batches { ok, ka, sends: 0 }],
+            copy: 0,
             ok_len,
             batch_n,
-            ok_ka_batch,
             ok_ka_len,
             ok_close: ok_response(body_size, "Connection: close\r\n", secs).into_boxed_slice(),
             body_size,
             bad: bad_response(secs).into_boxed_slice(),
-            copy: 0,
-            copy_sends: [0, 0],
             date_secs: secs,
             date_line: date::line(secs),
             now: now_ns(),
             idle_ns: None,
             header_ns: None,
+            send_ns: None,
             next_idle_sweep: 0,
             delay_ns,
             pool,
@@ -574,9 +599,11 @@ impl Responder {
 
     /// Writes the date of `secs` into the prebuilt answers. A send in
     /// flight may still read its batch (a send the socket could not take
-    /// whole goes on from where it stopped), so a copy is re-dated only once
-    /// no send reads it, and new sends then go from it; while both copies
-    /// are read (a send blocked for a second), the date waits (false).
+    /// whole goes on from where it stopped), so only a copy no send reads
+    /// is re-dated, and new sends then go from it. With every copy read (a
+    /// client that does not read holds one for as long as its send is
+    /// blocked), another copy is made, up to MAX_COPIES; past that the date
+    /// waits (false) until a send completes (or `--send-timeout` ends it).
     /// What is copied into a connection's own buffer (close, 400, /stats,
     /// HEAD) takes the date at once.
     fn stamp_dates(&mut self, secs: u64) -> bool {
@@ -584,19 +611,33 @@ impl Responder {
         self.date_line[6..6 + date::LEN].copy_from_slice(&date);
         self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
         self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
-        let idle = 1 - self.copy;
-        if self.copy_sends[idle] > 0 {
-            return false;
-        }
-        for (buf, stride) in [
-            (&mut self.ok_batch[idle], self.ok_len),
-            (&mut self.ok_ka_batch[idle], self.ok_ka_len),
-        ] {
+        let free = (0..self.copies.len()).find(|&k| k != self.copy && self.copies[k].sends == 0);
+        let max = if self.ok_len > BATCH_BYTES {
+            2
+        } else {
+            MAX_COPIES
+        };
+        let k = match free {
+            Some(k) => k,
+            None if self.copies.len() < max => {
+                let cur = &self.copies[self.copy];
+                let fresh = Batches {
+                    ok: cur.ok.clone(),
+                    ka: cur.ka.clone(),
+                    sends: 0,
+                };
+                self.copies.push(fresh);
+                self.copies.len() - 1
+            }
+            None => return false,
+        };
+        let c = &mut self.copies[k];
+        for (buf, stride) in [(&mut c.ok, self.ok_len), (&mut c.ka, self.ok_ka_len)] {
             for answer in buf.chunks_exact_mut(stride) {
                 answer[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
             }
         }
-        self.copy = idle;
+        self.copy = k;
         self.date_secs = secs;
         true
     }
@@ -608,6 +649,22 @@ impl Responder {
     fn close_idle(&mut self, now: u64) {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
+            if c.live
+                && c.sending
+                && !c.send_killed
+                && self
+                    .send_ns
+                    .is_some_and(|t| now.saturating_sub(c.send_since) >= t)
+            {
+                // The send fails once the socket is shut (EPIPE), and its
+                // completion closes the connection as any failed send does.
+                c.send_killed = true;
+                c.closing = true;
+                // SAFETY: our fd, still open (closed only once not sending).
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+                add(&self.counters().send_timeouts, 1);
+                continue;
+            }
             if !c.live || c.closing || c.sending || !c.owed.is_empty() {
                 continue;
             }
@@ -647,7 +704,7 @@ impl Responder {
             if !self.accept_armed && self.accept_paused_until > now {
                 wait_ns = wait_ns.min(self.accept_paused_until - now);
             }
-            if self.idle_ns.is_some() || self.header_ns.is_some() {
+            if self.idle_ns.is_some() || self.header_ns.is_some() || self.send_ns.is_some() {
                 wait_ns = wait_ns.min(self.next_idle_sweep.saturating_sub(now));
             }
             let res = if wait_ns < 2_000 {
@@ -685,10 +742,10 @@ impl Responder {
             if !self.accept_armed && now_ns() >= self.accept_paused_until {
                 self.arm_accept();
             }
-            let shortest = match (self.idle_ns, self.header_ns) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let shortest = [self.idle_ns, self.header_ns, self.send_ns]
+                .into_iter()
+                .flatten()
+                .min();
             if let Some(t) = shortest {
                 // After the completions: a request that came during the
                 // wait has been read. Looked over a few times per timeout
@@ -772,7 +829,7 @@ impl Responder {
                 self.conns[i].sending = false;
                 self.conns[i].last_ns = self.now;
                 if let Some(k) = self.conns[i].send_copy.take() {
-                    self.copy_sends[k] -= 1;
+                    self.copies[k].sends -= 1;
                 }
                 if res < 0 {
                     self.conns[i].owed.clear();
@@ -809,6 +866,8 @@ impl Responder {
                     fixed: false,
                     last_ns: 0,
                     head_since: 0,
+                    send_since: 0,
+                    send_killed: false,
                 });
                 self.conns.len() - 1
             }
@@ -818,6 +877,7 @@ impl Responder {
         c.live = true;
         c.last_ns = self.now;
         c.head_since = 0;
+        c.send_killed = false;
         c.closing = false;
         c.sending = false;
         c.sending_ok = 0;
@@ -1017,11 +1077,12 @@ impl Responder {
                 c.sending = true;
                 c.sending_ok = k as u32;
                 c.send_copy = Some(self.copy);
-                self.copy_sends[self.copy] += 1;
+                let copy = &mut self.copies[self.copy];
+                copy.sends += 1;
                 let (batch, len) = if c.says_keep_alive {
-                    (&self.ok_ka_batch[self.copy], self.ok_ka_len)
+                    (&copy.ka, self.ok_ka_len)
                 } else {
-                    (&self.ok_batch[self.copy], self.ok_len)
+                    (&copy.ok, self.ok_len)
                 };
                 let (buf, n) = (batch.as_ptr(), (k * len) as u32);
                 // SAFETY: the batches are owned by the responder for its lifetime.
@@ -1073,9 +1134,9 @@ impl Responder {
                 let one: &[u8] = if close {
                     &self.ok_close
                 } else if c.says_keep_alive {
-                    &self.ok_ka_batch[self.copy][..self.ok_ka_len]
+                    &self.copies[self.copy].ka[..self.ok_ka_len]
                 } else {
-                    &self.ok_batch[self.copy][..self.ok_len]
+                    &self.copies[self.copy].ok[..self.ok_len]
                 };
                 c.out.extend_from_slice(&one[..one.len() - self.body_size]);
                 ok = 1;
@@ -1160,6 +1221,7 @@ impl Responder {
     /// # Safety
     /// `buf` must stay valid and unchanged until the send completes.
     unsafe fn queue_send(&mut self, i: usize, buf: *const u8, n: u32) {
+        self.conns[i].send_since = self.now;
         let c = &self.conns[i];
         let tok = Token {
             kind: OP_SEND,
