@@ -226,7 +226,7 @@ impl Receiver {
             // everything attached so far is undone by drop) before any
             // worker runs.
             for (i, &q) in plan.queues.iter().enumerate() {
-                let sock = XskSocket::open(XskConfig {
+                let mut sock = XskSocket::open(XskConfig {
                     ifindex: link_before.ifindex,
                     queue: q,
                     frame_size: FRAME_SIZE,
@@ -242,6 +242,15 @@ impl Receiver {
                     queue: q,
                     source,
                 })?;
+                // Every frame goes to the kernel before the program may
+                // redirect to the socket: frames arriving at a receiver
+                // started under traffic are not dropped for want of fill
+                // buffers (and counted against the path) in its first moments.
+                let n = sock.fill.free(FRAME_COUNT).min(FRAME_COUNT);
+                for i in 0..n {
+                    sock.fill.write(i, u64::from(i) * u64::from(FRAME_SIZE));
+                }
+                sock.fill.submit(n);
                 rx.program.register_socket(q, sock.fd()).map_err(prog_err)?;
                 let cpu = plan.cpus.get(i).copied().flatten();
                 let live = Arc::new(RxLive::default());
@@ -423,12 +432,7 @@ fn rx_thread(
         let _ = clock::pin_to_cpu(c);
     }
     let cpu_start = clock::thread_cpu_ns();
-    // Give every frame to the kernel.
-    let n = sock.fill.free(FRAME_COUNT).min(FRAME_COUNT);
-    for i in 0..n {
-        sock.fill.write(i, u64::from(i) * u64::from(FRAME_SIZE));
-    }
-    sock.fill.submit(n);
+    // (The fill ring was filled before the socket went into the map.)
     let mut recycled: Vec<u64> = Vec::with_capacity(BATCH as usize);
     loop {
         let stopping = stop.load(Ordering::Relaxed);
