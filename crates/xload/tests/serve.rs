@@ -14,6 +14,8 @@ use support::run::{free_port, read_json, run_xload, spawn_xload, TempDir, XloadC
 struct Serve {
     child: Option<XloadChild>,
     port: u16,
+    /// When it was spawned: a child's wait timeout counts from its spawn.
+    spawned: Instant,
 }
 
 impl Serve {
@@ -27,6 +29,7 @@ impl Serve {
             "20s".into(),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
+        let spawned = Instant::now();
         let child = spawn_xload(args);
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -39,6 +42,7 @@ impl Serve {
         Serve {
             child: Some(child),
             port,
+            spawned,
         }
     }
 
@@ -68,7 +72,7 @@ impl Serve {
     fn stop(mut self) -> String {
         let c = self.child.take().expect("running");
         c.interrupt();
-        let out = c.wait_timeout(Duration::from_secs(5));
+        let out = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
         assert!(!out.timed_out, "xload serve did not stop on SIGINT");
         out.stdout
     }
@@ -78,7 +82,7 @@ impl Drop for Serve {
     fn drop(&mut self) {
         if let Some(c) = self.child.take() {
             c.interrupt();
-            let out = c.wait_timeout(Duration::from_secs(5));
+            let out = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
             assert!(!out.timed_out, "xload serve did not stop on SIGINT");
         }
     }
@@ -737,8 +741,9 @@ fn a_client_that_does_not_read_neither_freezes_the_date_nor_stays_forever() {
         assert!((since..=now).contains(&d), "{d} not in {since}..={now}");
     }
     assert_eq!(srv.stats()["send_timeouts"], 0);
-    // 3 s after its send the stuck client is cut off: what it reads ends.
-    std::thread::sleep(Duration::from_millis(1500));
+    // 3 s after its send, and one more look (a quarter of that) finding
+    // nothing taken, the stuck client is cut off: what it reads ends.
+    std::thread::sleep(Duration::from_millis(2600));
     assert_eq!(srv.stats()["send_timeouts"], 1);
     stuck
         .set_read_timeout(Some(Duration::from_secs(5)))

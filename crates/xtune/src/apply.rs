@@ -875,13 +875,20 @@ pub fn rollback(
                 let config_now = match other {
                     Original::Config {
                         path,
+                        content,
                         written: Some(w),
-                        ..
-                    } => Some((path, w, fs.read(path).ok())),
+                    } => Some((path, content, w, fs.read(path).ok())),
                     _ => None,
                 };
-                if let Some((path, _, now)) =
-                    config_now.filter(|(_, w, now)| now.as_deref() != Some(w.as_str()))
+                if let Some((path, ..)) = config_now
+                    .as_ref()
+                    .filter(|(_, content, _, now)| now == *content)
+                {
+                    // Still the original (an apply that stopped before
+                    // writing it): nothing to restore.
+                    (Verdict::Unchanged, String::new(), Some((*path).clone()))
+                } else if let Some((path, _, _, now)) =
+                    config_now.filter(|(_, _, w, now)| now.as_deref() != Some(w.as_str()))
                 {
                     (
                         Verdict::NotApplicable,
@@ -1390,7 +1397,10 @@ mod tests {
             .find(|l| l.knob == "irqbalance:service")
             .unwrap();
         assert_eq!(service.verdict, Verdict::NotApplicable, "{service:?}");
-        assert!(!fs.exists("/proc/800/comm"), "irqbalance was started again");
+        assert!(
+            crate::host::find_processes(&fs, "irqbalance").is_empty(),
+            "irqbalance was started again"
+        );
         assert!(
             store.latest_for("host").is_err(),
             "the snapshot is done with"

@@ -375,6 +375,13 @@ struct SConn {
     /// shut the socket under it already.
     send_since: u64,
     send_killed: bool,
+    /// The socket's send queue (unsent and unacknowledged bytes) when the
+    /// send timeout last looked: a send the client is still draining (a
+    /// large body to a slow reader) is not timed out, as nginx's send_timeout
+    /// runs between two writes, not over the whole answer.
+    send_outq: Option<i32>,
+    /// Bytes of the send in flight.
+    send_len: u32,
 }
 
 impl SConn {
@@ -383,6 +390,15 @@ impl SConn {
     fn slot(&self, i: usize) -> Option<u32> {
         self.fixed.then_some(i as u32)
     }
+}
+
+/// Bytes in a TCP socket's send queue, sent or not, not yet acknowledged
+/// (`SIOCOUTQ`); None if the kernel does not say.
+fn send_queue_bytes(fd: RawFd) -> Option<i32> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int into `v`.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut v) };
+    (rc == 0).then_some(v)
 }
 
 /// The soft RLIMIT_NOFILE (0 if unknown): a registered file table may not be larger.
@@ -611,7 +627,10 @@ impl Responder {
         self.date_line[6..6 + date::LEN].copy_from_slice(&date);
         self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
         self.bad[BAD_DATE_AT..BAD_DATE_AT + date::LEN].copy_from_slice(&date);
-        let free = (0..self.copies.len()).find(|&k| k != self.copy && self.copies[k].sends == 0);
+        // The current copy if no send reads it, else another that none reads.
+        let free = std::iter::once(self.copy)
+            .chain(0..self.copies.len())
+            .find(|&k| self.copies[k].sends == 0);
         let max = if self.ok_len > BATCH_BYTES {
             2
         } else {
@@ -656,6 +675,25 @@ impl Responder {
                     .send_ns
                     .is_some_and(|t| now.saturating_sub(c.send_since) >= t)
             {
+                // Has the client taken anything since the last look? The
+                // first look takes the measure and the next decides.
+                match (c.send_outq, send_queue_bytes(c.fd)) {
+                    // The kernel does not say: timed out.
+                    (_, None) => {}
+                    // First look: measured, decided at the next one.
+                    (None, Some(q)) => {
+                        c.send_outq = Some(q);
+                        continue;
+                    }
+                    // It moved: a full timeout more.
+                    (Some(prev), Some(q)) if prev != q => {
+                        c.send_outq = Some(q);
+                        c.send_since = now;
+                        continue;
+                    }
+                    // Nothing taken since the last look: timed out.
+                    (Some(_), Some(_)) => {}
+                }
                 // The send fails once the socket is shut (EPIPE), and its
                 // completion closes the connection as any failed send does.
                 c.send_killed = true;
@@ -831,7 +869,11 @@ impl Responder {
                 if let Some(k) = self.conns[i].send_copy.take() {
                     self.copies[k].sends -= 1;
                 }
-                if res < 0 {
+                // With MSG_WAITALL a send ends short only on an error after
+                // part of it went (a reset, the send timeout's shutdown):
+                // its answers were not all delivered and are not counted.
+                if res < 0 || (res as u32) < self.conns[i].send_len {
+                    self.conns[i].sending_ok = 0;
                     self.conns[i].owed.clear();
                     self.conns[i].closing = true;
                     self.try_finish(i);
@@ -868,6 +910,8 @@ impl Responder {
                     head_since: 0,
                     send_since: 0,
                     send_killed: false,
+                    send_outq: None,
+                    send_len: 0,
                 });
                 self.conns.len() - 1
             }
@@ -1222,6 +1266,8 @@ impl Responder {
     /// `buf` must stay valid and unchanged until the send completes.
     unsafe fn queue_send(&mut self, i: usize, buf: *const u8, n: u32) {
         self.conns[i].send_since = self.now;
+        self.conns[i].send_outq = None;
+        self.conns[i].send_len = n;
         let c = &self.conns[i];
         let tok = Token {
             kind: OP_SEND,
