@@ -758,3 +758,59 @@ fn a_client_that_does_not_read_neither_freezes_the_date_nor_stays_forever() {
         }
     }
 }
+
+fn set_rcvbuf(s: &TcpStream, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: an int option on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+}
+
+/// `--send-timeout` is about progress, as nginx's send_timeout: a client
+/// reading a large answer slowly (each 1 MB send then takes ~2 s) keeps
+/// its connection past the timeout; once it stops reading, it is cut off.
+#[test]
+fn a_slow_reader_is_not_timed_out_while_it_reads() {
+    let srv = Serve::start(&[
+        "--cpus",
+        "0",
+        "--body-size",
+        "1000000",
+        "--send-timeout",
+        "1s",
+    ]);
+    let mut s = srv.connect();
+    // A small receive buffer: the window opens as the client reads, not
+    // once per megabytes.
+    set_rcvbuf(&s, 64 * 1024);
+    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(30)).unwrap();
+    let mut chunk = vec![0u8; 100_000];
+    let started = Instant::now();
+    let mut got = 0usize;
+    // ~0.5 MB/s for 3.5 s.
+    while started.elapsed() < Duration::from_millis(3500) {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut want = chunk.len();
+        while want > 0 {
+            let n = s.read(&mut chunk[..want]).expect("still served");
+            assert!(
+                n > 0,
+                "closed while the client was reading, after {got} bytes"
+            );
+            got += n;
+            want -= n;
+        }
+    }
+    assert_eq!(srv.stats()["send_timeouts"], 0, "after {got} bytes");
+    // Stops reading: within the timeout and a look or two, it is cut off.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(srv.stats()["send_timeouts"], 1);
+}

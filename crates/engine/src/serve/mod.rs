@@ -375,11 +375,11 @@ struct SConn {
     /// shut the socket under it already.
     send_since: u64,
     send_killed: bool,
-    /// The socket's send queue (unsent and unacknowledged bytes) when the
-    /// send timeout last looked: a send the client is still draining (a
-    /// large body to a slow reader) is not timed out, as nginx's send_timeout
-    /// runs between two writes, not over the whole answer.
-    send_outq: Option<i32>,
+    /// The bytes the client had acknowledged when the send timeout last
+    /// looked: a send the client is still draining (a large body to a slow
+    /// reader) is not timed out, as nginx's send_timeout runs between two
+    /// writes, not over the whole answer.
+    send_acked: Option<u64>,
     /// Bytes of the send in flight.
     send_len: u32,
 }
@@ -392,13 +392,25 @@ impl SConn {
     }
 }
 
-/// Bytes in a TCP socket's send queue, sent or not, not yet acknowledged
-/// (`SIOCOUTQ`); None if the kernel does not say.
-fn send_queue_bytes(fd: RawFd) -> Option<i32> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int into `v`.
-    let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut v) };
-    (rc == 0).then_some(v)
+/// The bytes a TCP socket's peer has acknowledged (`tcpi_bytes_acked`,
+/// Linux 4.1+; it grows only as the peer's receive window lets data in, so
+/// as the client reads); None if the kernel does not say.
+fn bytes_acked(fd: RawFd) -> Option<u64> {
+    // SAFETY: tcp_info is plain integers; all zeroes is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `info`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let need = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    (rc == 0 && len as usize >= need).then_some(info.tcpi_bytes_acked)
 }
 
 /// The soft RLIMIT_NOFILE (0 if unknown): a registered file table may not be larger.
@@ -677,17 +689,17 @@ impl Responder {
             {
                 // Has the client taken anything since the last look? The
                 // first look takes the measure and the next decides.
-                match (c.send_outq, send_queue_bytes(c.fd)) {
+                match (c.send_acked, bytes_acked(c.fd)) {
                     // The kernel does not say: timed out.
                     (_, None) => {}
                     // First look: measured, decided at the next one.
-                    (None, Some(q)) => {
-                        c.send_outq = Some(q);
+                    (None, Some(b)) => {
+                        c.send_acked = Some(b);
                         continue;
                     }
-                    // It moved: a full timeout more.
-                    (Some(prev), Some(q)) if prev != q => {
-                        c.send_outq = Some(q);
+                    // The client took more: a full timeout more.
+                    (Some(prev), Some(b)) if b > prev => {
+                        c.send_acked = Some(b);
                         c.send_since = now;
                         continue;
                     }
@@ -910,7 +922,7 @@ impl Responder {
                     head_since: 0,
                     send_since: 0,
                     send_killed: false,
-                    send_outq: None,
+                    send_acked: None,
                     send_len: 0,
                 });
                 self.conns.len() - 1
@@ -1266,7 +1278,7 @@ impl Responder {
     /// `buf` must stay valid and unchanged until the send completes.
     unsafe fn queue_send(&mut self, i: usize, buf: *const u8, n: u32) {
         self.conns[i].send_since = self.now;
-        self.conns[i].send_outq = None;
+        self.conns[i].send_acked = None;
         self.conns[i].send_len = n;
         let c = &self.conns[i];
         let tok = Token {
