@@ -340,11 +340,18 @@ impl Receiver {
             .unwrap_or_default()
     }
 
-    /// Stops the workers, reads the counters, then detaches the program.
+    /// Reads the counters, stops the workers, then detaches the program.
     /// `link_after` is read in the calling thread's namespace: call this
     /// from the namespace the receiver was started in.
     pub fn finish(mut self) -> Result<RxRun, RxError> {
         let wall_ns = clock::monotonic_ns() - self.start_ns;
+        // The program's counters and the device's are read at the end of
+        // the window, before the sockets close: under traffic still flowing,
+        // what the program can no longer redirect after that (redirect
+        // failures) and what the device then drops belong to the teardown,
+        // not to the path. The workers still drain what is in their rings.
+        let counters = self.counters_now();
+        let link_after = netdev::link_by_name(&self.plan.dev)?;
         self.stop.store(true, Ordering::Relaxed);
         let mut queues = Vec::new();
         let mut panicked = false;
@@ -357,8 +364,6 @@ impl Receiver {
                 Err(_) => panicked = true,
             }
         }
-        let counters = self.counters_now();
-        let link_after = netdev::link_by_name(&self.plan.dev)?;
         // Count mode has no threads: its work is the XDP program in softirq
         // on whichever CPUs take the device's interrupts, so show them all.
         let cpus: Vec<usize> = match self.plan.mode {
