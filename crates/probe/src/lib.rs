@@ -19,6 +19,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod budget;
+pub mod calendar;
 mod duration;
 mod error;
 pub mod observe;

@@ -469,11 +469,6 @@ pub fn apply(
     Ok(outcome)
 }
 
-/// Step 4a of [`apply`]: writes the knobs that meant their value at plan
-/// time and no longer do after the profile's writes, each saved in the
-/// snapshot first; step 4 then reads every written knob back. Returns
-/// whether any was written; an error names the knob that could not be (the
-/// caller undoes every write).
 /// The handlers of the IRQ an `[irq]` entry saves, kept beside its value.
 fn saved_irq_actions(fs: &dyn Fs, original: &Original, stage: Stage) -> Vec<String> {
     match (original, stage) {
@@ -484,6 +479,21 @@ fn saved_irq_actions(fs: &dyn Fs, original: &Original, stage: Stage) -> Vec<Stri
     }
 }
 
+/// The handlers now on the IRQ an `[irq]` entry saved, if they are others
+/// than those it saved (its number was handed out again: a driver reloaded).
+fn irq_moved(fs: &dyn Fs, path: &str, saved: &[String]) -> Option<Vec<String>> {
+    if saved.is_empty() {
+        return None;
+    }
+    let now = irq_actions(fs, irq_of_path(path)?);
+    (now != saved).then_some(now)
+}
+
+/// Step 4a of [`apply`]: writes the knobs that meant their value at plan
+/// time and no longer do after the profile's writes, each saved in the
+/// snapshot first; step 4 then reads every written knob back. Returns
+/// whether any was written; an error names the knob that could not be (the
+/// caller undoes every write).
 fn rewrite_reset(
     fs: &dyn Fs,
     services: &dyn Services,
@@ -797,9 +807,6 @@ pub fn rollback(
                     Err(e) if e.errno == libc::ENOENT => "(gone)".into(),
                     Err(e) => format!("unreadable: {}", e.errno_name()),
                 };
-                let now_actions = irq_of_path(path)
-                    .filter(|_| !entry.irq_actions.is_empty())
-                    .map(|irq| irq_actions(fs, irq));
                 if rebooted {
                     (
                         Verdict::NotApplicable,
@@ -816,7 +823,7 @@ pub fn rollback(
                             .into(),
                         Some(path.clone()),
                     )
-                } else if let Some(now) = now_actions.filter(|now| *now != entry.irq_actions) {
+                } else if let Some(now) = irq_moved(fs, path, &entry.irq_actions) {
                     // The number was handed to other handlers (a driver
                     // reloaded): the saved affinity was another device's.
                     (
@@ -862,64 +869,64 @@ pub fn rollback(
                 }
             }
             other => {
-                before_text = match other {
-                    Original::Config { path, .. } => match fs.read(path) {
-                        Ok(_) => "(file content)".into(),
-                        Err(_) => "(no file)".into(),
-                    },
-                    Original::Service { .. } => {
-                        service_text(&crate::host::find_processes(fs, "irqbalance"))
-                    }
-                    Original::File { .. } => String::new(),
-                };
+                // A config file is read once: for the line and for the checks.
                 let config_now = match other {
-                    Original::Config {
-                        path,
-                        content,
-                        written: Some(w),
-                    } => Some((path, content, w, fs.read(path).ok())),
+                    Original::Config { path, .. } => Some(fs.read(path).ok()),
                     _ => None,
                 };
-                if let Some((path, ..)) = config_now
-                    .as_ref()
-                    .filter(|(_, content, _, now)| now == *content)
-                {
+                before_text = match (other, &config_now) {
+                    (_, Some(Some(_))) => "(file content)".into(),
+                    (_, Some(None)) => "(no file)".into(),
+                    (Original::Service { .. }, _) => {
+                        service_text(&crate::host::find_processes(fs, "irqbalance"))
+                    }
+                    _ => String::new(),
+                };
+                let path = match other {
+                    Original::Config { path, .. } => Some(path.clone()),
+                    _ => None,
+                };
+                let left = match (other, config_now) {
                     // Still the original (an apply that stopped before
                     // writing it): nothing to restore.
-                    (Verdict::Unchanged, String::new(), Some((*path).clone()))
-                } else if let Some((path, _, _, now)) =
-                    config_now.filter(|(_, _, w, now)| now.as_deref() != Some(w.as_str()))
-                {
                     (
+                        Original::Config {
+                            content,
+                            written: Some(_),
+                            ..
+                        },
+                        Some(now),
+                    ) if now == *content => {
+                        Some((Verdict::Unchanged, String::new()))
+                    }
+                    (
+                        Original::Config {
+                            written: Some(w), ..
+                        },
+                        Some(now),
+                    ) if now.as_deref() != Some(w.as_str()) => Some((
                         Verdict::NotApplicable,
                         format!(
                             "{}: changed since the apply (a package upgrade, an edit?): left as is; its original is in the snapshot",
                             if now.is_some() { "the file" } else { "the file is gone" }
                         ),
-                        Some(path.clone()),
-                    )
-                } else if rebooted && matches!(other, Original::Service { .. }) {
-                    (
+                    )),
+                    (Original::Service { .. }, _) if rebooted => Some((
                         Verdict::NotApplicable,
                         "the boot decided whether irqbalance runs (the apply stopped it for one boot only): left as is"
                             .into(),
-                        None,
-                    )
-                } else {
-                    match restore_entry(fs, services, entry) {
-                        Ok(()) => (
-                            Verdict::Restored,
-                            String::new(),
-                            match other {
-                                Original::Config { path, .. } => Some(path.clone()),
-                                _ => None,
-                            },
-                        ),
+                    )),
+                    _ => None,
+                };
+                match left {
+                    Some((verdict, reason)) => (verdict, reason, path),
+                    None => match restore_entry(fs, services, entry) {
+                        Ok(()) => (Verdict::Restored, String::new(), path),
                         Err(m) => {
                             ok = false;
                             (Verdict::UndoFailed, m, None)
                         }
-                    }
+                    },
                 }
             }
         };
@@ -1221,6 +1228,13 @@ mod tests {
         );
     }
 
+    /// An irqbalance running as pid 700, its config dir without a config.
+    fn with_irqbalance(host: &TempDir) {
+        host.mkdir("/etc/default");
+        host.put("/proc/700/comm", "irqbalance\n");
+        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+    }
+
     /// A host whose eth0 has two data-path IRQs, 40 and 41, on both CPUs.
     fn nic_with_two_irqs(name: &str) -> TempDir {
         let host = fake_host(name, 2, &[], &[]);
@@ -1332,9 +1346,7 @@ mod tests {
     #[test]
     fn irqbalance_ban_writes_the_config_and_rollback_removes_a_created_file() {
         let host = fake_host("apply-ban", 2, &[], &[]);
-        host.mkdir("/etc/default");
-        host.put("/proc/700/comm", "irqbalance\n");
-        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        with_irqbalance(&host);
         let fs = RootFs::new(host.path());
         let store = Store::new(host.path().join("state"));
         let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);
@@ -1357,15 +1369,9 @@ mod tests {
     #[test]
     fn after_a_reboot_rollback_restores_the_config_file_and_leaves_kernel_values() {
         let host = fake_host("apply-reboot", 2, SYSCTLS, &[]);
-        host.mkdir("/etc/default");
-        host.put("/proc/700/comm", "irqbalance\n");
-        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        with_irqbalance(&host);
         let fs = RootFs::new(host.path());
-        let daemon = FakeDaemon {
-            host: &host,
-            next_pid: RefCell::new(800),
-            stopped: RefCell::new(Vec::new()),
-        };
+        let daemon = FakeDaemon::new(&host);
         let store = Store::new(host.path().join("state"));
         let text = format!("{PROFILE}[irqbalance]\nban = \"1\"\nstop = true\n");
         let plan = plan_for(&fs, &text, &host);
@@ -1541,6 +1547,17 @@ mod tests {
         stopped: RefCell<Vec<u32>>,
     }
 
+    impl<'a> FakeDaemon<'a> {
+        /// Nothing stopped yet; started daemons get pids from 800.
+        fn new(host: &'a TempDir) -> FakeDaemon<'a> {
+            FakeDaemon {
+                host,
+                next_pid: RefCell::new(800),
+                stopped: RefCell::new(Vec::new()),
+            }
+        }
+    }
+
     impl Services for FakeDaemon<'_> {
         fn stop_irqbalance(&self, running: &[ProcInfo]) -> Result<(), String> {
             for p in running {
@@ -1566,15 +1583,9 @@ mod tests {
     #[test]
     fn stop_after_a_ban_stops_the_restarted_daemon_and_rollback_starts_it_again() {
         let host = fake_host("apply-ban-stop", 2, &[], &[]);
-        host.mkdir("/etc/default");
-        host.put("/proc/700/comm", "irqbalance\n");
-        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
+        with_irqbalance(&host);
         let fs = RootFs::new(host.path());
-        let daemon = FakeDaemon {
-            host: &host,
-            next_pid: RefCell::new(800),
-            stopped: RefCell::new(Vec::new()),
-        };
+        let daemon = FakeDaemon::new(&host);
         let store = Store::new(host.path().join("state"));
         let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\nstop = true\n", &host);
         let out = apply(&fs, &daemon, &store, &plan, &meta()).unwrap();
@@ -1700,10 +1711,8 @@ mod tests {
             }
         }
         let host = fake_host("apply-ban-fail", 2, &[], &[]);
-        host.mkdir("/etc/default");
+        with_irqbalance(&host);
         host.put("/etc/default/irqbalance", "OPTIONS=\"\"\n");
-        host.put("/proc/700/comm", "irqbalance\n");
-        host.put("/proc/700/cmdline", "/usr/sbin/irqbalance\0");
         let fs = RootFs::new(host.path());
         let store = Store::new(host.path().join("state"));
         let plan = plan_for(&fs, "[irqbalance]\nban = \"1\"\n", &host);

@@ -556,11 +556,7 @@ fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
         target: ctx.target.clone(),
         hostname: ctx.hostname.clone(),
         profile: p.name.clone(),
-        netns_cookie: ctx
-            .target
-            .starts_with("netns:")
-            .then(xtune::netns::cookie)
-            .flatten(),
+        netns_cookie: target_cookie(ctx),
         boot_id: ctx.boot_id.clone(),
     };
     // A rollback after this apply would stop on an unreadable snapshot
@@ -692,31 +688,27 @@ fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) ->
 /// snapshot still in force from before the last reboot, which reset the
 /// kernel values it saved: `xtune rollback` leaves those to the boot.
 fn pending_notes(ctx: &Ctx) -> Vec<String> {
-    let mut notes: Vec<String> = ctx
-        .store
-        .pending_for(&ctx.target)
-        .iter()
-        .filter(|s| !earlier_boot(s, ctx))
+    let (snaps, _) = ctx.store.list();
+    let mine = || {
+        snaps
+            .iter()
+            .filter(|s| s.target == ctx.target && s.state.restorable())
+    };
+    let pending = mine()
+        .filter(|s| s.state == State::Pending && !earlier_boot(s, ctx))
         .map(|s| {
             format!(
                 "snapshot {} (profile {}) is still pending: an apply that did not finish (killed or crashed mid-write), or one running now; {} may be half-tuned: `xtune rollback` restores it",
                 s.id, s.profile, ctx.target
             )
-        })
-        .collect();
-    let (snaps, _) = ctx.store.list();
-    notes.extend(
-        snaps
-            .iter()
-            .filter(|s| s.target == ctx.target && s.state.restorable() && earlier_boot(s, ctx))
-            .map(|s| {
-                format!(
-                    "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config file",
-                    s.id, s.profile
-                )
-            }),
-    );
-    notes
+        });
+    let rebooted = mine().filter(|s| earlier_boot(s, ctx)).map(|s| {
+        format!(
+            "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config file",
+            s.id, s.profile
+        )
+    });
+    pending.chain(rebooted).collect()
 }
 
 fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
@@ -769,17 +761,11 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
     let mut r = new_report(ctx, "rollback", None);
     r.profile = Some(snap.profile.clone());
     r.snapshot = Some(snap.id.clone());
+    let rebooted = earlier_boot(&snap, ctx);
     // A namespace deleted and created again under the same name is another
     // one: what the snapshot saved went with the old one, and writing it
     // into the new one would change values nobody tuned.
-    let now_cookie = ctx
-        .target
-        .starts_with("netns:")
-        .then(xtune::netns::cookie)
-        .flatten();
-    if let (Some(then), Some(now), false) =
-        (snap.netns_cookie, now_cookie, earlier_boot(&snap, ctx))
-    {
+    if let (Some(then), Some(now), false) = (snap.netns_cookie, target_cookie(ctx), rebooted) {
         if then != now {
             // Refused, nothing written, the snapshot kept: a physical NIC
             // moved back to the host when the old namespace went keeps its
@@ -800,7 +786,6 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
             );
         }
     }
-    let rebooted = earlier_boot(&snap, ctx);
     if rebooted {
         r.notes.push(format!(
             "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset the kernel values it saved \
@@ -819,6 +804,15 @@ fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
     }
     r.count();
     emit(ctx, r)
+}
+
+/// A namespace target's cookie, read from inside it
+/// ([`xtune::netns::cookie`]); None for the host.
+fn target_cookie(ctx: &Ctx) -> Option<u64> {
+    ctx.target
+        .starts_with("netns:")
+        .then(xtune::netns::cookie)
+        .flatten()
 }
 
 /// The snapshot was taken before the running kernel booted (both boot ids

@@ -49,7 +49,6 @@ pub fn check_name(name: &str) -> Result<(), NetnsError> {
     Ok(())
 }
 
-/// Moves this (single-threaded) process into network namespace `name`.
 /// The cookie of this thread's network namespace (`SO_NETNS_COOKIE`, Linux
 /// 5.14+): unique for the life of the system and never reused, unlike the
 /// namespace's inode number. None when the kernel has no such option.
@@ -76,6 +75,7 @@ pub fn cookie() -> Option<u64> {
     }
 }
 
+/// Moves this (single-threaded) process into network namespace `name`.
 pub fn enter(name: &str) -> Result<(), NetnsError> {
     check_name(name)?;
     let path = format!("/run/netns/{name}");

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use xload_probe::calendar::utc;
 
 use crate::host::ProcInfo;
 use crate::knob::Stage;
@@ -246,16 +247,6 @@ impl Store {
         self.list().0.iter().map(|s| s.seq).max().unwrap_or(0) + 1
     }
 
-    /// Snapshots of `target` left pending: an apply that did not finish (it
-    /// crashed or was killed mid-write) or, without the lock, one in progress.
-    pub fn pending_for(&self, target: &str) -> Vec<Snapshot> {
-        self.list()
-            .0
-            .into_iter()
-            .filter(|s| s.target == target && s.state == State::Pending)
-            .collect()
-    }
-
     fn path_of(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.json"))
     }
@@ -473,36 +464,25 @@ pub fn now_ms() -> u64 {
 
 /// `YYYYMMDD-HHMMSS-mmm` in UTC.
 pub fn timestamp_id(ms: u64) -> String {
-    let (y, mo, d, h, mi, s) = civil(ms / 1000);
-    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{:03}", ms % 1000)
+    let u = utc(ms / 1000);
+    format!(
+        "{:04}{:02}{:02}-{:02}{:02}{:02}-{:03}",
+        u.year,
+        u.month,
+        u.day,
+        u.hour,
+        u.minute,
+        u.second,
+        ms % 1000
+    )
 }
 
 /// `YYYY-MM-DD HH:MM:SS` UTC, for listings.
 pub fn human_time(ms: u64) -> String {
-    let (y, mo, d, h, mi, s) = civil(ms / 1000);
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}Z")
-}
-
-/// Days-from-civil inverse (Howard Hinnant's algorithm), UTC.
-fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (rem / 3600) as u32,
-        ((rem % 3600) / 60) as u32,
-        (rem % 60) as u32,
+    let u = utc(ms / 1000);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}Z",
+        u.year, u.month, u.day, u.hour, u.minute, u.second
     )
 }
 

@@ -585,6 +585,13 @@ fn missing_netns_is_an_argument_error() {
 }
 
 /// A fake host tree for tests that need no kernel and no root.
+/// xtune on the fake tree `root` with its own state dir, JSON report.
+fn xtune_in_tree(root: &str, state: &str, args: &[&str]) -> std::process::Output {
+    let mut all = args.to_vec();
+    all.extend(["--root", root, "--state-dir", state, "--json"]);
+    xtune(&all)
+}
+
 fn fake_tree(dir: &TempDir) -> String {
     dir.file("root/proc/sys/net/core/somaxconn", "4096\n");
     dir.file("root/proc/sys/net/ipv4/tcp_fin_timeout", "60\n");
@@ -614,11 +621,7 @@ fn a_snapshot_from_before_a_reboot_leaves_kernel_values_to_the_boot() {
     let fin = dir.join("root/proc/sys/net/ipv4/tcp_fin_timeout");
     let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
     let state = dir.join("state");
-    let run = |args: &[&str]| {
-        let mut a = args.to_vec();
-        a.extend(["--root", &root, "--state-dir", &state, "--json"]);
-        xtune(&a)
-    };
+    let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
     let out = run(&["apply", &prof]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(std::fs::read_to_string(&fin).unwrap(), "15\n");
@@ -1021,11 +1024,7 @@ fn rollback_keeps_the_stack_in_order_and_stops_at_an_unreadable_snapshot() {
     let somaxconn = dir.path().join("root/proc/sys/net/core/somaxconn");
     let a = dir.file("a.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
     let b = dir.file("b.toml", "[sysctl]\n\"net.core.somaxconn\" = 9000\n");
-    let run = |args: &[&str]| {
-        let mut all = args.to_vec();
-        all.extend(["--root", &root, "--state-dir", &state, "--json"]);
-        xtune(&all)
-    };
+    let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
     let out = run(&["apply", &a]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let id_a = json_report(&out).snapshot.unwrap();
@@ -1142,11 +1141,7 @@ fn a_snapshot_left_pending_is_named_by_apply_and_verify() {
     let root = fake_tree(&dir);
     let state = dir.join("state");
     let a = dir.file("a.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
-    let run = |args: &[&str]| {
-        let mut all = args.to_vec();
-        all.extend(["--root", &root, "--state-dir", &state, "--json"]);
-        xtune(&all)
-    };
+    let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
     let out = run(&["apply", &a]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let id = json_report(&out).snapshot.unwrap();

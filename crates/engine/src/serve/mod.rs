@@ -179,9 +179,7 @@ impl Server {
             let stop = Arc::clone(&stop);
             let body_size = cfg.body_size;
             let delay_ns = cfg.delay.map(|d| d.as_nanos() as u64);
-            let idle_ns = cfg.idle_timeout.map(|d| (d.as_nanos() as u64).max(1));
-            let header_ns = cfg.header_timeout.map(|d| (d.as_nanos() as u64).max(1));
-            let send_ns = cfg.send_timeout.map(|d| (d.as_nanos() as u64).max(1));
+            let timeouts = Timeouts::of(&cfg);
             let pool_w = pool.map(|p| (p / n + usize::from(w < p % n)).max(1));
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
@@ -190,10 +188,8 @@ impl Server {
                     if let Some(c) = cpu {
                         pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
                     }
-                    let mut r = Responder::new(listener, w, stats, body_size, delay_ns, pool_w)?;
-                    r.idle_ns = idle_ns;
-                    r.header_ns = header_ns;
-                    r.send_ns = send_ns;
+                    let mut r =
+                        Responder::new(listener, w, stats, body_size, delay_ns, pool_w, timeouts)?;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())
@@ -462,11 +458,8 @@ struct Responder {
     date_line: [u8; date::LINE_LEN],
     /// The loop's clock, read once per pass.
     now: u64,
-    /// The idle and header timeouts, and when connections are next looked
-    /// over for them.
-    idle_ns: Option<u64>,
-    header_ns: Option<u64>,
-    send_ns: Option<u64>,
+    timeouts: Timeouts,
+    /// When connections are next looked over for the timeouts.
     next_idle_sweep: u64,
     delay_ns: Option<u64>,
     pool: Option<usize>,
@@ -488,6 +481,40 @@ const OK_START: &str = "HTTP/1.1 200 OK\r\nServer: xload\r\n";
 const OK_DATE_AT: usize = OK_START.len() + "Date: ".len();
 const BAD_START: &str = "HTTP/1.1 400 Bad Request\r\nServer: xload\r\n";
 const BAD_DATE_AT: usize = BAD_START.len() + "Date: ".len();
+
+/// The connection timeouts in ns (None: never), and how often connections
+/// are looked over for them.
+#[derive(Clone, Copy, Debug)]
+struct Timeouts {
+    idle: Option<u64>,
+    header: Option<u64>,
+    send: Option<u64>,
+    /// A quarter of the shortest timeout, 1 ms to 1 s: a connection closes
+    /// within that (or a second) after its timeout expires. None: no timeout.
+    sweep_every: Option<u64>,
+}
+
+impl Timeouts {
+    fn of(cfg: &ServeConfig) -> Timeouts {
+        let ns = |d: Option<Duration>| d.map(|d| (d.as_nanos() as u64).max(1));
+        let (idle, header, send) = (
+            ns(cfg.idle_timeout),
+            ns(cfg.header_timeout),
+            ns(cfg.send_timeout),
+        );
+        let sweep_every = [idle, header, send]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|t| (t / 4).clamp(1_000_000, 1_000_000_000));
+        Timeouts {
+            idle,
+            header,
+            send,
+            sweep_every,
+        }
+    }
+}
 
 /// One copy of the prebuilt answers sent by pointer, and the sends in flight
 /// that read it.
@@ -531,6 +558,7 @@ impl Responder {
         body_size: usize,
         delay_ns: Option<u64>,
         pool: Option<usize>,
+        timeouts: Timeouts,
     ) -> Result<Responder, String> {
         let (ring, mode) = build_ring(4096, 16384).map_err(|e| format!("io_uring_setup: {e}"))?;
         let bufs = BufRing::new(4096, 4096, 0).map_err(|e| format!("buffer ring: {e}"))?;
@@ -578,9 +606,7 @@ impl Responder {
             date_secs: secs,
             date_line: date::line(secs),
             now: now_ns(),
-            idle_ns: None,
-            header_ns: None,
-            send_ns: None,
+            timeouts,
             next_idle_sweep: 0,
             delay_ns,
             pool,
@@ -631,10 +657,11 @@ impl Responder {
     /// is re-dated, and new sends then go from it. With every copy read (a
     /// client that does not read holds one for as long as its send is
     /// blocked), another copy is made, up to MAX_COPIES; past that the date
-    /// waits (false) until a send completes (or `--send-timeout` ends it).
+    /// waits (`date_secs` stays: the next pass tries again) until a send
+    /// completes (or `--send-timeout` ends it).
     /// What is copied into a connection's own buffer (close, 400, /stats,
     /// HEAD) takes the date at once.
-    fn stamp_dates(&mut self, secs: u64) -> bool {
+    fn stamp_dates(&mut self, secs: u64) {
         let date = date::imf_fixdate(secs);
         self.date_line[6..6 + date::LEN].copy_from_slice(&date);
         self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);
@@ -660,7 +687,7 @@ impl Responder {
                 self.copies.push(fresh);
                 self.copies.len() - 1
             }
-            None => return false,
+            None => return,
         };
         let c = &mut self.copies[k];
         for (buf, stride) in [(&mut c.ok, self.ok_len), (&mut c.ka, self.ok_ka_len)] {
@@ -670,7 +697,6 @@ impl Responder {
         }
         self.copy = k;
         self.date_secs = secs;
-        true
     }
 
     /// Closes every connection with nothing owed to it and nothing being
@@ -684,7 +710,8 @@ impl Responder {
                 && c.sending
                 && !c.send_killed
                 && self
-                    .send_ns
+                    .timeouts
+                    .send
                     .is_some_and(|t| now.saturating_sub(c.send_since) >= t)
             {
                 // Has the client taken anything since the last look? The
@@ -719,11 +746,13 @@ impl Responder {
                 continue;
             }
             let idle = self
-                .idle_ns
+                .timeouts
+                .idle
                 .is_some_and(|t| now.saturating_sub(c.last_ns) >= t);
             let slow_head = c.head_since != 0
                 && self
-                    .header_ns
+                    .timeouts
+                    .header
                     .is_some_and(|t| now.saturating_sub(c.head_since) >= t);
             if idle || slow_head {
                 c.closing = true;
@@ -754,7 +783,7 @@ impl Responder {
             if !self.accept_armed && self.accept_paused_until > now {
                 wait_ns = wait_ns.min(self.accept_paused_until - now);
             }
-            if self.idle_ns.is_some() || self.header_ns.is_some() || self.send_ns.is_some() {
+            if self.timeouts.sweep_every.is_some() {
                 wait_ns = wait_ns.min(self.next_idle_sweep.saturating_sub(now));
             }
             let res = if wait_ns < 2_000 {
@@ -792,18 +821,12 @@ impl Responder {
             if !self.accept_armed && now_ns() >= self.accept_paused_until {
                 self.arm_accept();
             }
-            let shortest = [self.idle_ns, self.header_ns, self.send_ns]
-                .into_iter()
-                .flatten()
-                .min();
-            if let Some(t) = shortest {
-                // After the completions: a request that came during the
-                // wait has been read. Looked over a few times per timeout
-                // (at most every second): a connection closes within a
-                // quarter of the timeout (or a second) after it expires.
+            // After the completions: a request that came during the wait
+            // has been read.
+            if let Some(every) = self.timeouts.sweep_every {
                 let now = self.now;
                 if now >= self.next_idle_sweep {
-                    self.next_idle_sweep = now + (t / 4).clamp(1_000_000, 1_000_000_000);
+                    self.next_idle_sweep = now + every;
                     self.close_idle(now);
                 }
             }
