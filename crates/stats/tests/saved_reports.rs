@@ -1,0 +1,53 @@
+//! Saved reports (tests/data, written by `xload --json`) read back and
+//! written again byte for byte, and older files still read and merge.
+
+use xload_stats::Report;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn saved_reports_round_trip_byte_for_byte() {
+    for name in ["closed-loop.json", "open-loop.json"] {
+        let text = data(name);
+        let report = Report::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // `xload --json` ends the document with a newline.
+        assert_eq!(format!("{}\n", report.to_json()), text, "{name}");
+    }
+}
+
+#[test]
+fn saved_reports_keep_their_loop_kind() {
+    let closed = Report::from_json(&data("closed-loop.json")).expect("closed");
+    let open = Report::from_json(&data("open-loop.json")).expect("open");
+    assert!(!closed.is_open_loop());
+    assert!(open.is_open_loop());
+    assert!(Report::merge(&[closed, open]).is_err(), "mixed loops");
+}
+
+#[test]
+fn an_open_loop_report_from_before_the_send_counters_reads_and_merges() {
+    // The first open-loop reports had no `sends`, `late_waiting_for_connection`
+    // or `late_catch_up`.
+    let old = Report::from_json(&data("open-loop-2026-12-02.json")).expect("old report");
+    assert!(old.is_open_loop());
+    let new = Report::from_json(&data("open-loop.json")).expect("new report");
+    let merged = Report::merge(&[old.clone(), new.clone()]).expect("merges");
+    assert_eq!(merged.requests, old.requests + new.requests);
+    assert!(merged.is_open_loop());
+    assert_eq!(
+        merged
+            .latency_uncorrected_histogram()
+            .expect("decodes")
+            .map(|h| h.len()),
+        Some(
+            2 * new
+                .latency_uncorrected_histogram()
+                .expect("h")
+                .expect("open")
+                .len()
+        )
+    );
+}
