@@ -31,6 +31,7 @@
 
 mod error_kind;
 mod hist;
+mod merge;
 mod recorder;
 mod report;
 mod text;
@@ -43,5 +44,5 @@ pub use hist::{
     LATENCY_LOWEST_US, LATENCY_SIGFIG,
 };
 pub use recorder::{Censor, Interval, Recorder, Unanswered};
-pub use report::{Batching, IntervalRow, Report, ReportError, RunMeta, SCHEMA};
+pub use report::{Batching, IntervalRow, OpenLoop, Report, ReportError, RunMeta, SCHEMA};
 pub use text::{TextOptions, TABLE_PERCENTILES};

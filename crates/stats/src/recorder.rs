@@ -32,7 +32,7 @@ pub struct Recorder {
     errno_counts: Vec<(i32, u64)>,
     /// `Parse` errors per cause, in order of first occurrence.
     parse_causes: Vec<(&'static str, u64)>,
-    open_loop: Option<Box<OpenLoop>>,
+    open_loop: Option<Box<OpenLoopState>>,
     unanswered: Unanswered,
     mark: IntervalMark,
 }
@@ -79,7 +79,7 @@ pub struct Censor {
 
 /// What only an open-loop run records.
 #[derive(Clone, Debug)]
-pub(crate) struct OpenLoop {
+pub(crate) struct OpenLoopState {
     /// Latency from the actual send (the corrected one, from the intended
     /// send time, is the recorder's main histogram).
     pub(crate) latency_uncorrected_us: Histogram<u64>,
@@ -97,9 +97,9 @@ pub(crate) struct OpenLoop {
     pub(crate) dropped: u64,
 }
 
-impl OpenLoop {
-    fn new() -> OpenLoop {
-        OpenLoop {
+impl OpenLoopState {
+    fn new() -> OpenLoopState {
+        OpenLoopState {
             latency_uncorrected_us: new_latency_histogram(),
             schedule_lag_us: new_latency_histogram(),
             late_sends: 0,
@@ -189,7 +189,7 @@ impl Recorder {
     /// schedule lag histograms, late sends and dropped sends.
     pub fn new_open_loop() -> Self {
         let mut r = Recorder::new();
-        r.open_loop = Some(Box::new(OpenLoop::new()));
+        r.open_loop = Some(Box::new(OpenLoopState::new()));
         r
     }
 
@@ -569,15 +569,15 @@ impl Recorder {
         interval
     }
 
-    pub(crate) fn open_loop(&self) -> Option<&OpenLoop> {
+    pub(crate) fn open_loop(&self) -> Option<&OpenLoopState> {
         self.open_loop.as_deref()
     }
 
     /// The open-loop state, created on first use when the recorder was made
     /// with [`Recorder::new`] (one allocation, once).
     #[inline]
-    fn open_loop_mut(&mut self) -> &mut OpenLoop {
+    fn open_loop_mut(&mut self) -> &mut OpenLoopState {
         self.open_loop
-            .get_or_insert_with(|| Box::new(OpenLoop::new()))
+            .get_or_insert_with(|| Box::new(OpenLoopState::new()))
     }
 }

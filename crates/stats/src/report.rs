@@ -7,9 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::error_kind::{errno_key, ErrorKind};
-use crate::hist::{
-    add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
-};
+use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
 use crate::recorder::{Interval, Recorder, Unanswered};
 
 /// The value of the `schema` key.
@@ -166,6 +164,84 @@ impl IntervalRow {
     }
 }
 
+/// What only an open-loop (`--rate`) run reports. A report has all of it
+/// or none of it: `rate_target` marks an open-loop report; the keys added
+/// after the first open-loop reports read as 0 when absent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpenLoop {
+    /// Intended requests per second in total.
+    pub rate_target: f64,
+    /// Latency measured from the actual send, µs.
+    #[serde(default)]
+    pub latency_uncorrected_us: LatencySummary,
+    /// Its histogram, as `histogram` (empty when a report lacks it).
+    #[serde(default)]
+    pub histogram_uncorrected: String,
+    /// How late sends left versus their intended times, µs.
+    #[serde(default)]
+    pub schedule_lag_us: LatencySummary,
+    #[serde(default)]
+    pub histogram_schedule_lag: String,
+    #[serde(default)]
+    pub late_sends: u64,
+    /// Of the late sends, those that waited for a free connection (every
+    /// connection had a request in flight): the server's latency × the
+    /// connections held the rate back, not this client.
+    #[serde(default)]
+    pub late_waiting_for_connection: u64,
+    /// Of the late sends, those intended once connections were free again
+    /// that waited behind a stall's backlog, which drains at most at twice
+    /// the rate (the generator never bursts above that).
+    #[serde(default)]
+    pub late_catch_up: u64,
+    /// Sends that left in the window (intended = sends + dropped).
+    #[serde(default)]
+    pub sends: u64,
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+impl OpenLoop {
+    /// The open-loop part of a report built from `rec`, for a run whose
+    /// target was `rate_target` (0 when only the recorder says open loop).
+    fn build(rate_target: Option<f64>, rec: &Recorder) -> Option<OpenLoop> {
+        let state = rec.open_loop();
+        if state.is_none() && rate_target.is_none() {
+            return None;
+        }
+        let empty = new_latency_histogram();
+        let uncorrected = state.map_or(&empty, |o| &o.latency_uncorrected_us);
+        let lag = state.map_or(&empty, |o| &o.schedule_lag_us);
+        Some(OpenLoop {
+            rate_target: rate_target.unwrap_or(0.0),
+            latency_uncorrected_us: LatencySummary::from_histogram(uncorrected),
+            histogram_uncorrected: histogram_string(uncorrected),
+            schedule_lag_us: LatencySummary::from_histogram(lag),
+            histogram_schedule_lag: histogram_string(lag),
+            late_sends: rec.late_sends(),
+            late_waiting_for_connection: rec.late_waiting(),
+            late_catch_up: rec.late_catch_up(),
+            sends: rec.sends(),
+            dropped: rec.dropped(),
+        })
+    }
+
+    /// Both runs' counters and targets summed (histograms are merged by
+    /// the caller, which decodes them).
+    pub(crate) fn add_counts(a: Option<OpenLoop>, b: &OpenLoop) -> OpenLoop {
+        let Some(mut a) = a else {
+            return b.clone();
+        };
+        a.rate_target += b.rate_target;
+        a.late_sends += b.late_sends;
+        a.late_waiting_for_connection += b.late_waiting_for_connection;
+        a.late_catch_up += b.late_catch_up;
+        a.sends += b.sends;
+        a.dropped += b.dropped;
+        a
+    }
+}
+
 /// The result of a run, or of merging runs. Serializes to the `xload/1`
 /// JSON report; unknown keys are kept in `extra` and written back.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -210,36 +286,10 @@ pub struct Report {
     pub latency_us: LatencySummary,
     /// The latency histogram, HdrHistogram V2 compressed, base64.
     pub histogram: String,
-    /// Open loop: intended requests per second in total.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_target: Option<f64>,
-    /// Open loop: latency measured from the actual send, µs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_uncorrected_us: Option<LatencySummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histogram_uncorrected: Option<String>,
-    /// Open loop: how late sends left versus their intended times, µs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule_lag_us: Option<LatencySummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histogram_schedule_lag: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_sends: Option<u64>,
-    /// Open loop: of the late sends, those that waited for a free
-    /// connection (every connection had a request in flight): the server's
-    /// latency × the connections held the rate back, not this client.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_waiting_for_connection: Option<u64>,
-    /// Open loop: of the late sends, those intended once connections were
-    /// free again that waited behind a stall's backlog, which drains at
-    /// most at twice the rate (the generator never bursts above that).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_catch_up: Option<u64>,
-    /// Open loop: sends that left in the window (intended = sends + dropped).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sends: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dropped: Option<u64>,
+    /// Open loop (`--rate`) figures; their keys sit at the top level of
+    /// the JSON, between `histogram` and `unanswered_at_end`.
+    #[serde(flatten)]
+    pub open_loop: Option<OpenLoop>,
     /// Requests left without an answer when the window closed; those older
     /// than the answered p99 are in the latency figures at their age.
     #[serde(default)]
@@ -268,7 +318,7 @@ fn default_pipeline() -> usize {
     1
 }
 
-fn per_second(count: u64, seconds: f64) -> f64 {
+pub(crate) fn per_second(count: u64, seconds: f64) -> f64 {
     if seconds > 0.0 && seconds.is_finite() {
         count as f64 / seconds
     } else {
@@ -279,7 +329,7 @@ fn per_second(count: u64, seconds: f64) -> f64 {
 /// The histogram string for a report; an empty string in the one case
 /// serialization can fail (a count above i64::MAX, i.e. never in practice),
 /// which decoding then reports as [`ReportError::HistogramMissing`].
-fn histogram_string(h: &Histogram<u64>) -> String {
+pub(crate) fn histogram_string(h: &Histogram<u64>) -> String {
     encode_histogram(h).unwrap_or_default()
 }
 
@@ -314,8 +364,6 @@ impl Report {
             .iter()
             .map(|(errno, n)| (errno_key(*errno), *n))
             .collect();
-        let open = rec.open_loop();
-        let open_loop = open.is_some() || meta.rate_target.is_some();
         Report {
             schema: SCHEMA.to_string(),
             target: meta.target.clone(),
@@ -337,17 +385,7 @@ impl Report {
             errors_other,
             latency_us: LatencySummary::from_histogram(&latency),
             histogram: histogram_string(&latency),
-            rate_target: meta.rate_target,
-            latency_uncorrected_us: open
-                .map(|o| LatencySummary::from_histogram(&o.latency_uncorrected_us)),
-            histogram_uncorrected: open.map(|o| histogram_string(&o.latency_uncorrected_us)),
-            schedule_lag_us: open.map(|o| LatencySummary::from_histogram(&o.schedule_lag_us)),
-            histogram_schedule_lag: open.map(|o| histogram_string(&o.schedule_lag_us)),
-            late_sends: open_loop.then(|| rec.late_sends()),
-            late_waiting_for_connection: open_loop.then(|| rec.late_waiting()),
-            late_catch_up: open_loop.then(|| rec.late_catch_up()),
-            sends: open_loop.then(|| rec.sends()),
-            dropped: open_loop.then(|| rec.dropped()),
+            open_loop: OpenLoop::build(meta.rate_target, rec),
             unanswered_at_end: rec.unanswered(),
             batching: None,
             interrupted: false,
@@ -385,7 +423,7 @@ impl Report {
 
     /// Whether this is an open-loop (`--rate`) report.
     pub fn is_open_loop(&self) -> bool {
-        self.rate_target.is_some() || self.histogram_uncorrected.is_some()
+        self.open_loop.is_some()
     }
 
     /// Responses whose status is not 2xx or 3xx (what wrk calls "Non-2xx
@@ -417,210 +455,22 @@ impl Report {
 
     /// Open loop: the decoded uncorrected latency histogram.
     pub fn latency_uncorrected_histogram(&self) -> Result<Option<Histogram<u64>>, ReportError> {
-        self.histogram_uncorrected
-            .as_deref()
+        self.open_loop
+            .as_ref()
+            .map(|o| o.histogram_uncorrected.as_str())
+            .filter(|h| !h.is_empty())
             .map(decode_histogram)
             .transpose()
     }
 
     /// Open loop: the decoded schedule-lag histogram.
     pub fn schedule_lag_histogram(&self) -> Result<Option<Histogram<u64>>, ReportError> {
-        self.histogram_schedule_lag
-            .as_deref()
+        self.open_loop
+            .as_ref()
+            .map(|o| o.histogram_schedule_lag.as_str())
+            .filter(|h| !h.is_empty())
             .map(decode_histogram)
             .transpose()
-    }
-
-    /// Merges reports of runs made at the same time from several workers,
-    /// processes or hosts, exactly: counters, status codes, errors and
-    /// breakdowns are summed; histograms are merged and every percentile
-    /// recomputed from the merged histogram. `threads` and `connections`
-    /// are summed, `duration_s` is the longest window and `rps` is
-    /// `requests / duration_s`; `rate_target` is the sum of the targets.
-    /// `target`, `engine`, `engine_reason` and `pipeline` are kept when all
-    /// agree; otherwise `target` becomes "multiple", `engine` and
-    /// `engine_reason` the distinct values joined with "+" and "; ", and
-    /// `pipeline` the largest. Time-series rows are matched by second:
-    /// counts and rates add up, and p50/p99 of a row are the largest of the
-    /// inputs (an upper bound: rows carry no histogram). A single
-    /// report's `client` is kept as is; with several reports, the client
-    /// keys cover all of them (`saturated` if any input was, `judged` if
-    /// all were, `cpu_s` summed, `reasons` and `notes` prefixed with the
-    /// input's number, a `verdict` line) and `per_report` keeps each
-    /// input's section (or null), in order. `batching` sums the waits and completions of the
-    /// reports that have it and widens the cap range (reports without it,
-    /// e.g. from the epoll engine, add nothing). Unknown keys: the first
-    /// report's value wins.
-    pub fn merge(reports: &[Report]) -> Result<Report, ReportError> {
-        let Some(first) = reports.first() else {
-            return Err(ReportError::NothingToMerge);
-        };
-        let open = reports.iter().position(Report::is_open_loop);
-        let closed = reports.iter().position(|r| !r.is_open_loop());
-        if let (Some(open), Some(closed)) = (open, closed) {
-            return Err(ReportError::MixedLoops {
-                open,
-                open_target: reports[open].target.clone(),
-                closed,
-                closed_target: reports[closed].target.clone(),
-            });
-        }
-        let in_report = |index: usize, e: ReportError| ReportError::InReport {
-            index,
-            target: reports[index].target.clone(),
-            source: Box::new(e),
-        };
-
-        // Accumulators start as a copy of the first histogram so that inputs
-        // of one configuration (every xload report) add exactly, whatever
-        // that configuration is; a foreign configuration is re-bucketed the
-        // way HdrHistogram's `add` does.
-        let mut latency: Option<Histogram<u64>> = None;
-        let mut uncorrected: Option<Histogram<u64>> = None;
-        let mut lag: Option<Histogram<u64>> = None;
-        let mut out = Report {
-            schema: SCHEMA.to_string(),
-            target: first.target.clone(),
-            engine: first.engine.clone(),
-            engine_reason: first.engine_reason.clone(),
-            threads: 0,
-            connections: 0,
-            pipeline: first.pipeline,
-            duration_s: 0.0,
-            requests: 0,
-            bytes: 0,
-            bytes_sent: 0,
-            connects: 0,
-            rps: 0.0,
-            status: BTreeMap::new(),
-            errors: BTreeMap::new(),
-            errors_total: 0,
-            parse_errors: BTreeMap::new(),
-            errors_other: BTreeMap::new(),
-            latency_us: LatencySummary::default(),
-            histogram: String::new(),
-            rate_target: None,
-            latency_uncorrected_us: None,
-            histogram_uncorrected: None,
-            schedule_lag_us: None,
-            histogram_schedule_lag: None,
-            late_sends: None,
-            late_waiting_for_connection: None,
-            late_catch_up: None,
-            sends: None,
-            dropped: None,
-            unanswered_at_end: Unanswered::default(),
-            batching: None,
-            interrupted: false,
-            client: None,
-            timeseries: Vec::new(),
-            extra: BTreeMap::new(),
-        };
-        let mut engines: Vec<&str> = Vec::new();
-        let mut reasons: Vec<&str> = Vec::new();
-        let mut rows: BTreeMap<u64, IntervalRow> = BTreeMap::new();
-
-        for (index, r) in reports.iter().enumerate() {
-            if r.schema != SCHEMA {
-                return Err(in_report(
-                    index,
-                    ReportError::Schema {
-                        found: r.schema.clone(),
-                    },
-                ));
-            }
-            let h = r.latency_histogram().map_err(|e| in_report(index, e))?;
-            accumulate(&mut latency, h);
-            if let Some(h) = r
-                .latency_uncorrected_histogram()
-                .map_err(|e| in_report(index, e))?
-            {
-                accumulate(&mut uncorrected, h);
-            }
-            if let Some(h) = r
-                .schedule_lag_histogram()
-                .map_err(|e| in_report(index, e))?
-            {
-                accumulate(&mut lag, h);
-            }
-
-            if r.target != out.target {
-                out.target = "multiple".to_string();
-            }
-            if !engines.contains(&r.engine.as_str()) {
-                engines.push(&r.engine);
-            }
-            if let Some(reason) = r.engine_reason.as_deref() {
-                if !reasons.contains(&reason) {
-                    reasons.push(reason);
-                }
-            }
-            out.pipeline = out.pipeline.max(r.pipeline);
-            out.threads += r.threads;
-            out.connections += r.connections;
-            if r.duration_s > out.duration_s {
-                out.duration_s = r.duration_s;
-            }
-            out.requests += r.requests;
-            out.bytes += r.bytes;
-            out.bytes_sent += r.bytes_sent;
-            out.connects += r.connects;
-            add_counts(&mut out.status, &r.status);
-            add_counts(&mut out.errors, &r.errors);
-            add_counts(&mut out.parse_errors, &r.parse_errors);
-            add_counts(&mut out.errors_other, &r.errors_other);
-            out.errors_total += r.errors_total;
-            out.rate_target = add_opt(out.rate_target, r.rate_target);
-            out.late_sends = add_opt(out.late_sends, r.late_sends);
-            out.late_waiting_for_connection = add_opt(
-                out.late_waiting_for_connection,
-                r.late_waiting_for_connection,
-            );
-            out.late_catch_up = add_opt(out.late_catch_up, r.late_catch_up);
-            out.sends = add_opt(out.sends, r.sends);
-            out.dropped = add_opt(out.dropped, r.dropped);
-            out.unanswered_at_end.add(&r.unanswered_at_end);
-            out.batching = Batching::merge(out.batching, r.batching);
-            out.interrupted |= r.interrupted;
-            for row in &r.timeseries {
-                rows.entry(row.second)
-                    .and_modify(|m| {
-                        m.requests += row.requests;
-                        m.rps += row.rps;
-                        m.errors += row.errors;
-                        m.p50_us = m.p50_us.max(row.p50_us);
-                        m.p99_us = m.p99_us.max(row.p99_us);
-                    })
-                    .or_insert_with(|| row.clone());
-            }
-            for (k, v) in &r.extra {
-                out.extra.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-
-        out.errors.retain(|_, n| *n > 0);
-        out.engine = engines.join("+");
-        out.engine_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-        out.rps = per_second(out.requests, out.duration_s);
-        let latency = latency.unwrap_or_else(new_latency_histogram);
-        out.latency_us = LatencySummary::from_histogram(&latency);
-        out.histogram = histogram_string(&latency);
-        out.latency_uncorrected_us = uncorrected.as_ref().map(LatencySummary::from_histogram);
-        out.histogram_uncorrected = uncorrected.as_ref().map(histogram_string);
-        out.schedule_lag_us = lag.as_ref().map(LatencySummary::from_histogram);
-        out.histogram_schedule_lag = lag.as_ref().map(histogram_string);
-        out.timeseries = rows.into_values().collect();
-        if reports.len() > 1 && !out.timeseries.is_empty() {
-            // Rows keep no histogram: their percentiles cannot be merged.
-            out.extra.insert(
-                "timeseries_percentiles".into(),
-                serde_json::Value::String(
-                    "worst of the merged reports: each second's p50_us and p99_us are the highest of the inputs', not a merge".into(),
-                ),
-            );
-        }
-        out.client = merge_clients(reports);
-        Ok(out)
     }
 
     /// The time series as CSV: header `second,requests,rps,p50_us,p99_us,errors`.
@@ -633,99 +483,5 @@ impl Report {
             ));
         }
         s
-    }
-}
-
-fn accumulate(acc: &mut Option<Histogram<u64>>, h: Histogram<u64>) {
-    match acc {
-        Some(sum) => add_into(sum, &h),
-        None => *acc = Some(h),
-    }
-}
-
-fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
-    for (k, n) in from {
-        *into.entry(k.clone()).or_insert(0) += *n;
-    }
-}
-
-fn add_opt<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a + b),
-        (a, None) => a,
-        (None, b) => b,
-    }
-}
-
-fn merge_clients(reports: &[Report]) -> Option<serde_json::Value> {
-    let with_client = reports.iter().filter(|r| r.client.is_some()).count();
-    match with_client {
-        0 => None,
-        1 if reports.len() == 1 => reports[0].client.clone(),
-        _ => {
-            // The documented keys, over every generator: saturated if any
-            // was (its reasons say which, by target), judged if all were,
-            // CPU seconds summed; each report's own section in per_report.
-            let clients: Vec<&serde_json::Value> =
-                reports.iter().filter_map(|r| r.client.as_ref()).collect();
-            let flag =
-                |c: &serde_json::Value, k: &str| c.get(k).and_then(serde_json::Value::as_bool);
-            let saturated = clients.iter().any(|c| flag(c, "saturated") == Some(true));
-            let judged = with_client == reports.len()
-                && clients.iter().all(|c| flag(c, "judged").unwrap_or(true));
-            let cpu_s: f64 = clients
-                .iter()
-                .filter_map(|c| c.get("cpu_s").and_then(serde_json::Value::as_f64))
-                .sum();
-            let prefixed = |key: &str| -> Vec<serde_json::Value> {
-                reports
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(i, r)| {
-                        let list = r
-                            .client
-                            .as_ref()
-                            .and_then(|c| c.get(key))
-                            .and_then(serde_json::Value::as_array)
-                            .cloned()
-                            .unwrap_or_default();
-                        list.into_iter().filter_map(move |v| {
-                            v.as_str().map(|s| {
-                                serde_json::Value::String(format!("report {}: {s}", i + 1))
-                            })
-                        })
-                    })
-                    .collect()
-            };
-            let verdict = if !judged && !saturated {
-                "client: not judged in every merged report".to_string()
-            } else if saturated {
-                let n = clients
-                    .iter()
-                    .filter(|c| flag(c, "saturated") == Some(true))
-                    .count();
-                format!(
-                    "client: SATURATED in {n} of {} merged reports: results understate the server",
-                    reports.len()
-                )
-            } else {
-                format!(
-                    "client: not saturated in any of the {} merged reports",
-                    reports.len()
-                )
-            };
-            Some(serde_json::json!({
-                "saturated": saturated,
-                "judged": judged,
-                "cpu_s": cpu_s,
-                "reasons": prefixed("reasons"),
-                "notes": prefixed("notes"),
-                "verdict": verdict,
-                "per_report": reports
-                    .iter()
-                    .map(|r| r.client.clone().unwrap_or(serde_json::Value::Null))
-                    .collect::<Vec<_>>()
-            }))
-        }
     }
 }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 
 use crate::error_kind::ErrorKind;
-use crate::report::Report;
+use crate::report::{OpenLoop, Report};
 use crate::units::{fmt_bytes, fmt_count, fmt_duration_us, fmt_rate, fmt_seconds};
 
 /// What the text report includes besides the summary.
@@ -33,192 +33,11 @@ impl Report {
     /// report holds (zero requests, zero duration, unreadable histogram).
     pub fn render_text(&self, opts: &TextOptions) -> String {
         let mut out = String::new();
-        let open_loop = self.is_open_loop();
-
-        // Header: what ran, against what.
-        let mut setup = Vec::new();
-        if !self.engine.is_empty() {
-            setup.push(self.engine.clone());
-        }
-        if let Some(rate) = self.rate_target {
-            setup.push(format!("open loop {} req/s target", fmt_rate(rate)));
-        }
-        setup.push(format!(
-            "{} thread{}",
-            fmt_count(self.threads as u64),
-            if self.threads == 1 { "" } else { "s" }
-        ));
-        setup.push(format!(
-            "{} connection{}",
-            fmt_count(self.connections as u64),
-            if self.connections == 1 { "" } else { "s" }
-        ));
-        if self.pipeline > 1 {
-            setup.push(format!("pipeline {}", self.pipeline));
-        }
-        let _ = writeln!(
-            out,
-            "xload {} @ {}  ({})",
-            fmt_seconds(self.duration_s),
-            self.target,
-            setup.join(", ")
-        );
-        if self.interrupted {
-            line(
-                &mut out,
-                "Stopped",
-                &format!(
-                    "early, by a signal (Ctrl-C or SIGTERM): the figures cover the {} measured",
-                    fmt_seconds(self.duration_s)
-                ),
-            );
-        }
-        if let Some(reason) = &self.engine_reason {
-            line(&mut out, "Engine", &format!("{}: {}", self.engine, reason));
-        }
-        if let Some(b) = &self.batching {
-            let cap = if b.cap_min == b.cap_max {
-                format!("{}", b.cap_max)
-            } else {
-                format!("{}-{}", b.cap_min, b.cap_max)
-            };
-            line(
-                &mut out,
-                "Batching",
-                &format!(
-                    "{:.1} completions per wait ({} waits, warm-up included), cap {cap}",
-                    b.completions_per_wait, b.waits
-                ),
-            );
-        }
-
-        // Latency.
-        if self.requests == 0 {
-            line(&mut out, "Latency", "no responses");
-        } else {
-            let s = &self.latency_us;
-            let mut body = format!(
-                "avg {}  stdev {}  p50 {}  p99 {}  max {}",
-                fmt_duration_us(s.mean),
-                fmt_duration_us(s.stdev),
-                fmt_duration_us(s.p50 as f64),
-                fmt_duration_us(s.p99 as f64),
-                fmt_duration_us(s.max as f64),
-            );
-            if open_loop {
-                body.push_str("  (from intended send times)");
-            }
-            line(&mut out, "Latency", &body);
-            if let Some(u) = &self.latency_uncorrected_us {
-                line(
-                    &mut out,
-                    "Uncorrected",
-                    &format!(
-                        "avg {}  stdev {}  p50 {}  p99 {}  max {}  (from actual sends)",
-                        fmt_duration_us(u.mean),
-                        fmt_duration_us(u.stdev),
-                        fmt_duration_us(u.p50 as f64),
-                        fmt_duration_us(u.p99 as f64),
-                        fmt_duration_us(u.max as f64),
-                    ),
-                );
-            }
-        }
-
-        // Throughput.
-        let transfer_per_s = if self.duration_s > 0.0 {
-            self.bytes as f64 / self.duration_s
-        } else {
-            0.0
-        };
-        line(
-            &mut out,
-            "Requests",
-            &format!(
-                "{} in {}  =  {} req/s   Transfer {}/s",
-                fmt_count(self.requests),
-                fmt_seconds(self.duration_s),
-                fmt_rate(self.rps),
-                fmt_bytes(transfer_per_s),
-            ),
-        );
-        if self.connects > self.connections as u64 {
-            let per_s = if self.duration_s > 0.0 {
-                self.connects as f64 / self.duration_s
-            } else {
-                0.0
-            };
-            line(
-                &mut out,
-                "Connects",
-                &format!(
-                    "{} opened  =  {} conn/s",
-                    fmt_count(self.connects),
-                    fmt_rate(per_s)
-                ),
-            );
-        }
-
-        // Open loop: pacing honesty.
-        if open_loop {
-            if let Some(target) = self.rate_target {
-                let pct = if target > 0.0 {
-                    format!(" ({:.2}%)", 100.0 * self.rps / target)
-                } else {
-                    String::new()
-                };
-                line(
-                    &mut out,
-                    "Rate",
-                    &format!(
-                        "achieved {} req/s of {} target{}",
-                        fmt_rate(self.rps),
-                        fmt_rate(target),
-                        pct
-                    ),
-                );
-            }
-            line(
-                &mut out,
-                "Sends",
-                &format!(
-                    "{}late {}{}  dropped {}",
-                    self.sends
-                        .map(|n| format!("{} sent  ", fmt_count(n)))
-                        .unwrap_or_default(),
-                    fmt_count(self.late_sends.unwrap_or(0)),
-                    {
-                        let mut why = Vec::new();
-                        if let Some(w) = self.late_waiting_for_connection.filter(|&w| w > 0) {
-                            why.push(format!("{} waiting for a free connection", fmt_count(w)));
-                        }
-                        if let Some(c) = self.late_catch_up.filter(|&c| c > 0) {
-                            why.push(format!(
-                                "{} behind the backlog, at the 2× catch-up limit",
-                                fmt_count(c)
-                            ));
-                        }
-                        if why.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", why.join(", "))
-                        }
-                    },
-                    fmt_count(self.dropped.unwrap_or(0))
-                ),
-            );
-            if let Some(lag) = &self.schedule_lag_us {
-                line(
-                    &mut out,
-                    "Sched. lag",
-                    &format!(
-                        "p50 {}  p99 {}  max {}",
-                        fmt_duration_us(lag.p50 as f64),
-                        fmt_duration_us(lag.p99 as f64),
-                        fmt_duration_us(lag.max as f64),
-                    ),
-                );
-            }
+        self.render_setup(&mut out);
+        self.render_latency(&mut out);
+        self.render_throughput(&mut out);
+        if let Some(o) = &self.open_loop {
+            self.render_pacing(&mut out, o);
         }
 
         line(&mut out, "Status", &self.status_text());
@@ -247,6 +66,199 @@ impl Report {
             let _ = writeln!(out, "{verdict}");
         }
         out
+    }
+
+    /// Header (what ran, against what), early stop, engine, batching.
+    fn render_setup(&self, out: &mut String) {
+        // Header: what ran, against what.
+        let mut setup = Vec::new();
+        if !self.engine.is_empty() {
+            setup.push(self.engine.clone());
+        }
+        if let Some(o) = &self.open_loop {
+            setup.push(format!(
+                "open loop {} req/s target",
+                fmt_rate(o.rate_target)
+            ));
+        }
+        setup.push(format!(
+            "{} thread{}",
+            fmt_count(self.threads as u64),
+            if self.threads == 1 { "" } else { "s" }
+        ));
+        setup.push(format!(
+            "{} connection{}",
+            fmt_count(self.connections as u64),
+            if self.connections == 1 { "" } else { "s" }
+        ));
+        if self.pipeline > 1 {
+            setup.push(format!("pipeline {}", self.pipeline));
+        }
+        let _ = writeln!(
+            out,
+            "xload {} @ {}  ({})",
+            fmt_seconds(self.duration_s),
+            self.target,
+            setup.join(", ")
+        );
+        if self.interrupted {
+            line(
+                out,
+                "Stopped",
+                &format!(
+                    "early, by a signal (Ctrl-C or SIGTERM): the figures cover the {} measured",
+                    fmt_seconds(self.duration_s)
+                ),
+            );
+        }
+        if let Some(reason) = &self.engine_reason {
+            line(out, "Engine", &format!("{}: {}", self.engine, reason));
+        }
+        if let Some(b) = &self.batching {
+            let cap = if b.cap_min == b.cap_max {
+                format!("{}", b.cap_max)
+            } else {
+                format!("{}-{}", b.cap_min, b.cap_max)
+            };
+            line(
+                out,
+                "Batching",
+                &format!(
+                    "{:.1} completions per wait ({} waits, warm-up included), cap {cap}",
+                    b.completions_per_wait, b.waits
+                ),
+            );
+        }
+    }
+
+    /// Latency, corrected and (open loop) uncorrected.
+    fn render_latency(&self, out: &mut String) {
+        if self.requests == 0 {
+            line(out, "Latency", "no responses");
+        } else {
+            let s = &self.latency_us;
+            let mut body = format!(
+                "avg {}  stdev {}  p50 {}  p99 {}  max {}",
+                fmt_duration_us(s.mean),
+                fmt_duration_us(s.stdev),
+                fmt_duration_us(s.p50 as f64),
+                fmt_duration_us(s.p99 as f64),
+                fmt_duration_us(s.max as f64),
+            );
+            if self.open_loop.is_some() {
+                body.push_str("  (from intended send times)");
+            }
+            line(out, "Latency", &body);
+            if let Some(u) = self.open_loop.as_ref().map(|o| &o.latency_uncorrected_us) {
+                line(
+                    out,
+                    "Uncorrected",
+                    &format!(
+                        "avg {}  stdev {}  p50 {}  p99 {}  max {}  (from actual sends)",
+                        fmt_duration_us(u.mean),
+                        fmt_duration_us(u.stdev),
+                        fmt_duration_us(u.p50 as f64),
+                        fmt_duration_us(u.p99 as f64),
+                        fmt_duration_us(u.max as f64),
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Requests, transfer and connects per second.
+    fn render_throughput(&self, out: &mut String) {
+        let transfer_per_s = if self.duration_s > 0.0 {
+            self.bytes as f64 / self.duration_s
+        } else {
+            0.0
+        };
+        line(
+            out,
+            "Requests",
+            &format!(
+                "{} in {}  =  {} req/s   Transfer {}/s",
+                fmt_count(self.requests),
+                fmt_seconds(self.duration_s),
+                fmt_rate(self.rps),
+                fmt_bytes(transfer_per_s),
+            ),
+        );
+        if self.connects > self.connections as u64 {
+            let per_s = if self.duration_s > 0.0 {
+                self.connects as f64 / self.duration_s
+            } else {
+                0.0
+            };
+            line(
+                out,
+                "Connects",
+                &format!(
+                    "{} opened  =  {} conn/s",
+                    fmt_count(self.connects),
+                    fmt_rate(per_s)
+                ),
+            );
+        }
+    }
+
+    /// Open loop: pacing honesty (rate achieved, late and dropped sends, lag).
+    fn render_pacing(&self, out: &mut String, o: &OpenLoop) {
+        let target = o.rate_target;
+        let pct = if target > 0.0 {
+            format!(" ({:.2}%)", 100.0 * self.rps / target)
+        } else {
+            String::new()
+        };
+        line(
+            out,
+            "Rate",
+            &format!(
+                "achieved {} req/s of {} target{}",
+                fmt_rate(self.rps),
+                fmt_rate(target),
+                pct
+            ),
+        );
+        let mut why = Vec::new();
+        if o.late_waiting_for_connection > 0 {
+            why.push(format!(
+                "{} waiting for a free connection",
+                fmt_count(o.late_waiting_for_connection)
+            ));
+        }
+        if o.late_catch_up > 0 {
+            why.push(format!(
+                "{} behind the backlog, at the 2× catch-up limit",
+                fmt_count(o.late_catch_up)
+            ));
+        }
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join(", "))
+        };
+        line(
+            out,
+            "Sends",
+            &format!(
+                "{} sent  late {}{why}  dropped {}",
+                fmt_count(o.sends),
+                fmt_count(o.late_sends),
+                fmt_count(o.dropped)
+            ),
+        );
+        let lag = &o.schedule_lag_us;
+        line(
+            out,
+            "Sched. lag",
+            &format!(
+                "p50 {}  p99 {}  max {}",
+                fmt_duration_us(lag.p50 as f64),
+                fmt_duration_us(lag.p99 as f64),
+                fmt_duration_us(lag.max as f64),
+            ),
+        );
     }
 
     /// Requests the window closed on, when some of them were far older than

@@ -141,7 +141,11 @@ fn open_loop_json_adds_rate_target_uncorrected_latency_and_lag() {
     assert_eq!(v["dropped"], 2);
     assert!(report.is_open_loop());
     // Corrected latency includes the lag, so it is never below the uncorrected one.
-    let u = report.latency_uncorrected_us.as_ref().expect("open loop");
+    let u = &report
+        .open_loop
+        .as_ref()
+        .expect("open loop")
+        .latency_uncorrected_us;
     assert!(report.latency_us.p99 >= u.p99);
     assert!(report
         .latency_uncorrected_histogram()

@@ -32,7 +32,13 @@ fn an_open_loop_report_from_before_the_send_counters_reads_and_merges() {
     // The first open-loop reports had no `sends`, `late_waiting_for_connection`
     // or `late_catch_up`.
     let old = Report::from_json(&data("open-loop-2026-12-02.json")).expect("old report");
-    assert!(old.is_open_loop());
+    let o = old.open_loop.as_ref().expect("open loop");
+    assert_eq!(o.rate_target, 2_000.0);
+    assert_eq!(
+        (o.sends, o.late_waiting_for_connection, o.late_catch_up),
+        (0, 0, 0),
+        "absent counters read as 0"
+    );
     let new = Report::from_json(&data("open-loop.json")).expect("new report");
     let merged = Report::merge(&[old.clone(), new.clone()]).expect("merges");
     assert_eq!(merged.requests, old.requests + new.requests);

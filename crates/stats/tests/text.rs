@@ -227,8 +227,8 @@ fn zero_request_report_renders_without_nan_or_panic() {
         m.duration_s = duration_s;
         for rec in [Recorder::new(), Recorder::new_open_loop()] {
             let mut report = Report::build(&m, &rec);
-            if rec.is_open_loop() {
-                report.rate_target = Some(0.0);
+            if let Some(o) = report.open_loop.as_mut() {
+                o.rate_target = 0.0;
             }
             let text = report.render_text(&TextOptions {
                 latency_table: true,

@@ -396,14 +396,16 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
     // Shares of the sends that left (each late send is one of them).
     // Sends that waited for a connection, or behind such a wait's backlog
     // at the catch-up limit, are the server's pace, not this client's.
-    let catch_up = r.late_catch_up.unwrap_or(0);
-    let waiting = r.late_waiting_for_connection.unwrap_or(0) + catch_up;
-    let share = |n: u64| match r.sends {
+    let open = r.open_loop.as_ref();
+    let catch_up = open.map_or(0, |o| o.late_catch_up);
+    let waiting = open.map_or(0, |o| o.late_waiting_for_connection) + catch_up;
+    let share = |n: u64| match open.map(|o| o.sends) {
         Some(s) if s > 0 => Some(n as f64 / s as f64),
         _ => None,
     };
-    let late_ratio = r.late_sends.and_then(|l| share(l.saturating_sub(waiting)));
-    let late_waiting_ratio = r.late_sends.and_then(|_| share(waiting));
+    let late_sends = open.map(|o| o.late_sends);
+    let late_ratio = late_sends.and_then(|l| share(l.saturating_sub(waiting)));
+    let late_waiting_ratio = late_sends.and_then(|_| share(waiting));
     xload_probe::VerdictInput {
         generator_cpus,
         worker_tids: o.workers.iter().map(|w| w.tid).collect(),
@@ -411,11 +413,11 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         connections: p.plan.connections,
         no_keepalive_conn_per_s: (p.closes && r.duration_s > 0.0)
             .then(|| r.connects as f64 / r.duration_s),
-        schedule_lag_p99_us: r.schedule_lag_us.as_ref().map(|s| s.p99),
+        schedule_lag_p99_us: open.map(|o| o.schedule_lag_us.p99),
         late_send_ratio: late_ratio,
-        late_sends: r.late_sends.map(|l| l.saturating_sub(waiting)),
+        late_sends: late_sends.map(|l| l.saturating_sub(waiting)),
         late_waiting_ratio,
-        late_catch_up_ratio: r.late_sends.and_then(|_| share(catch_up)),
+        late_catch_up_ratio: late_sends.and_then(|_| share(catch_up)),
         cq_overflows: o.workers.iter().map(|w| w.cq_overflow).sum(),
         fd_errors: r.errors.get("fd_limit").copied().unwrap_or(0),
         port_errors: r.errors.get("no_ephemeral_port").copied().unwrap_or(0),

@@ -423,16 +423,12 @@ fn merge_of_open_loop_runs_sums_targets_drops_and_uncorrected_histograms() {
     let a = run_to(&url, &["--rate", "300", "-c", "4", "-d", "500ms"], &a_path);
     let b = run_to(&url, &["--rate", "200", "-c", "4", "-d", "500ms"], &b_path);
     let m = merge(&[&a_path, &b_path], &m_path);
-    assert_eq!(m.rate_target, Some(500.0));
+    let open = |r: &Report| r.open_loop.clone().expect("an open-loop report");
+    let (mo, ao, bo) = (open(&m), open(&a), open(&b));
+    assert_eq!(mo.rate_target, 500.0);
     assert_eq!(m.requests, a.requests + b.requests);
-    assert_eq!(
-        m.dropped,
-        Some(a.dropped.expect("a.dropped") + b.dropped.expect("b.dropped"))
-    );
-    assert_eq!(
-        m.late_sends,
-        Some(a.late_sends.expect("a.late") + b.late_sends.expect("b.late"))
-    );
+    assert_eq!(mo.dropped, ao.dropped + bo.dropped);
+    assert_eq!(mo.late_sends, ao.late_sends + bo.late_sends);
     let unc = |r: &Report| {
         r.latency_uncorrected_histogram()
             .expect("decodes")

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use support::run::exit_code;
 use support::timing::{last_run_disturbed, serial, undisturbed};
 use support::{run_xload, spawn_xload, Behavior, TempDir, TestServer};
-use xload_stats::Report;
+use xload_stats::{OpenLoop, Report};
 
 /// Runs `xload ARGS --json DIR/report.json`, asserts exit 0 and returns the report.
 fn run_report(args: &[String]) -> Report {
@@ -54,21 +54,28 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// The open-loop figures: every report of a `--rate` run has them.
+fn open(r: &Report) -> &OpenLoop {
+    r.open_loop
+        .as_ref()
+        .expect("an open-loop report has its open-loop figures")
+}
+
 /// The figures a failed assertion should show.
 fn summary(r: &Report) -> String {
     format!(
         "rate_target {:?}, rps {:.2}, requests {}, duration_s {:.4}, dropped {:?}, late {:?}, \
          errors {:?}, latency_us {:?}, uncorrected {:?}, schedule_lag_us {:?}, timeseries {:?}",
-        r.rate_target,
+        r.open_loop.as_ref().map(|o| o.rate_target),
         r.rps,
         r.requests,
         r.duration_s,
-        r.dropped,
-        r.late_sends,
+        r.open_loop.as_ref().map(|o| o.dropped),
+        r.open_loop.as_ref().map(|o| o.late_sends),
         r.errors,
         r.latency_us,
-        r.latency_uncorrected_us,
-        r.schedule_lag_us,
+        r.open_loop.as_ref().map(|o| &o.latency_uncorrected_us),
+        r.open_loop.as_ref().map(|o| &o.schedule_lag_us),
         r.timeseries
     )
 }
@@ -97,7 +104,7 @@ fn assert_uniform_pacing(rate_per_s: u32, engine: &str) {
     if engine != "auto" {
         assert_eq!(r.engine, engine, "{s}");
     }
-    assert_eq!(r.rate_target, Some(target), "{s}");
+    assert_eq!(open(&r).rate_target, target, "{s}");
     assert!(
         (r.rps - target).abs() <= 0.01 * target,
         "achieved {:.2} req/s is not within 1% of the {target} target: {s}",
@@ -109,13 +116,13 @@ fn assert_uniform_pacing(rate_per_s: u32, engine: &str) {
     // timer may) could not make before the end counts as dropped: at most
     // one per worker.
     assert!(
-        r.dropped.unwrap_or(0) <= 2,
+        open(&r).dropped <= 2,
         "nothing may be dropped against a fast server: {s}"
     );
     // A late send left more than 1 ms after its intended time. Against a
     // server answering in microseconds that is the generator's own scheduling
     // noise on a busy machine: a small share, never the rule.
-    let late = r.late_sends.expect("open-loop report has late_sends");
+    let late = open(&r).late_sends;
     if last_run_disturbed() {
         // Three tries, each with the CPU taken away (steal or a stall): the
         // share of late sends measures the hypervisor, not xload. The rate,
@@ -131,16 +138,10 @@ fn assert_uniform_pacing(rate_per_s: u32, engine: &str) {
             r.requests
         );
     }
-    let lag = r
-        .schedule_lag_us
-        .as_ref()
-        .expect("open-loop report has schedule_lag_us");
+    let lag = &open(&r).schedule_lag_us;
     assert!(lag.p50 < 1_000, "median schedule lag {} µs: {s}", lag.p50);
     // Corrected latency is measured from the intended time, so never below the uncorrected one.
-    let unc = r
-        .latency_uncorrected_us
-        .as_ref()
-        .expect("uncorrected latency");
+    let unc = &open(&r).latency_uncorrected_us;
     assert!(
         r.latency_us.max >= unc.max && r.latency_us.p50 >= unc.p50,
         "{s}"
@@ -198,7 +199,7 @@ fn poisson_arrivals_average_the_target_rate_within_three_percent() {
         "Poisson arrivals achieved {:.1} req/s, not within 3% of 5000: {s}",
         poisson.rps
     );
-    assert!(poisson.dropped.unwrap_or(0) <= 2, "{s}");
+    assert!(open(&poisson).dropped <= 2, "{s}");
     assert_eq!(poisson.errors_total, 0, "{s}");
     // The arrivals really are random: an evenly spaced schedule puts exactly
     // rate × window requests in the window, a Poisson one almost never does.
@@ -307,11 +308,11 @@ fn stalled_server_gets_no_catch_up_burst_above_twice_the_rate() {
     );
     // (At most one per worker: a send due in its last instant.)
     assert!(
-        r.dropped.unwrap_or(0) <= 2,
+        open(r).dropped <= 2,
         "a 500 ms backlog is far below the queue cap: {s}"
     );
     assert!(
-        r.late_sends.unwrap_or(0) >= 300,
+        open(r).late_sends >= 300,
         "the sends held back by the stall must count as late: {s}"
     );
     for row in &r.timeseries {
@@ -373,7 +374,7 @@ fn sends_beyond_the_queue_cap_are_dropped_and_counted() {
         "1300ms",
     ]));
     let s = summary(&r);
-    let dropped = r.dropped.expect("open-loop report has dropped");
+    let dropped = open(&r).dropped;
     assert!(
         r.rps <= 55.0,
         "one connection at 20 ms cannot exceed 50 req/s: {s}"
@@ -419,7 +420,7 @@ fn queue_cap_is_one_second_of_each_workers_sends_whatever_the_worker_count() {
     ]));
     let s = summary(&r);
     assert_eq!(r.threads, 2, "{s}");
-    let dropped = r.dropped.expect("open-loop report has dropped");
+    let dropped = open(&r).dropped;
     assert!(
         dropped > 0,
         "after more than a second of backlog per worker nothing was dropped: {s}"
@@ -492,10 +493,7 @@ fn generator_paused_across_the_window_start_keeps_the_window_and_flags_its_lag()
         r.rps
     );
     assert!(r.rps >= rate * 0.97, "{s}");
-    assert!(
-        r.late_sends.unwrap_or(0) > 100,
-        "the pause made sends late: {s}"
-    );
+    assert!(open(&r).late_sends > 100, "the pause made sends late: {s}");
     let client = r.client.as_ref().expect("client section");
     assert_eq!(client["saturated"], true, "{client:#}");
     let reasons = client["reasons"].to_string();
@@ -550,10 +548,7 @@ fn assert_corrected_p99_shows_the_stall(engine: &str) {
     if engine != "auto" {
         assert_eq!(r.engine, engine, "{s}");
     }
-    let unc = r
-        .latency_uncorrected_us
-        .clone()
-        .expect("open-loop report has latency_uncorrected_us");
+    let unc = open(&r).latency_uncorrected_us.clone();
     assert!(
         r.latency_us.p99 >= 300_000,
         "corrected p99 {} µs does not reflect the 500 ms stall: {s}",
@@ -587,8 +582,7 @@ fn closed_loop_p99_hides_the_same_stall() {
         ]))
     });
     let s = summary(&r);
-    assert_eq!(r.rate_target, None, "{s}");
-    assert!(r.latency_uncorrected_us.is_none(), "{s}");
+    assert!(r.open_loop.is_none(), "{s}");
     // The stall is there (the max saw it) but the 8 connections waited instead
     // of sending: the ~500 requests that would have been due never existed,
     // and the p99 looks healthy.
@@ -630,12 +624,12 @@ fn a_rate_far_beyond_capacity_still_runs_on_time_and_accounts_for_every_send() {
     // Every intended send of the window was sent or counted as dropped
     // (queued past the end included), within what was in flight.
     let intended = 2e6 * r.duration_s;
-    let accounted = (r.requests + r.dropped.expect("open loop")) as f64;
+    let accounted = (r.requests + open(&r).dropped) as f64;
     assert!(
         (accounted - intended).abs() <= 0.02 * intended + 100.0,
-        "sent {} + dropped {:?} = {accounted} of {intended:.0} intended: {s}",
+        "sent {} + dropped {} = {accounted} of {intended:.0} intended: {s}",
         r.requests,
-        r.dropped
+        open(&r).dropped
     );
 }
 
@@ -672,7 +666,7 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
         ]));
         let s = summary(&r);
         assert_eq!(r.requests, want, "--rate {rate} -t {threads} -d {dur}: {s}");
-        assert_eq!(r.dropped, Some(0), "{s}");
+        assert_eq!(open(&r).dropped, 0, "{s}");
         // The window is as long as asked, from the first connection on.
         let d: f64 = dur.trim_end_matches('s').parse().unwrap();
         assert!(
@@ -680,7 +674,7 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
             "window {} s of {d}: {s}",
             r.duration_s
         );
-        late += r.late_sends.expect("open loop counts late sends");
+        late += open(&r).late_sends;
     }
     if last_run_disturbed() {
         // The machine took the CPU away: lateness measures that, not xload.
@@ -702,7 +696,7 @@ fn a_uniform_window_intends_rate_times_duration_and_starts_on_time() {
         "1s",
     ]));
     let s = summary(&r);
-    let intended = r.sends.unwrap_or(0) + r.dropped.unwrap_or(0);
+    let intended = open(&r).sends + open(&r).dropped;
     assert_eq!(intended, 20_000, "{s}");
 }
 
@@ -729,14 +723,14 @@ fn sends_late_for_want_of_a_connection_are_the_servers_pace_not_the_clients() {
         "1s",
     ]));
     let s = summary(&r);
-    let sends = r.sends.expect("open loop reports its sends");
-    let late = r.late_sends.unwrap_or(0);
-    let waiting = r.late_waiting_for_connection.unwrap_or(0);
+    let sends = open(&r).sends;
+    let late = open(&r).late_sends;
+    let waiting = open(&r).late_waiting_for_connection;
     // Two connections at 50 ms: about 40 sends of the 200 intended.
     assert!((30..=45).contains(&sends), "{s}");
     // Intended = sent + dropped: 200/s over the second, which starts
     // with the first connection (the schedule starts then).
-    let intended = sends + r.dropped.unwrap_or(0);
+    let intended = sends + open(&r).dropped;
     assert_eq!(intended, 200, "intended {intended}: {s}");
     assert!(late <= sends, "{s}");
     assert!(waiting >= 30, "waiting {waiting} of late {late}: {s}");
@@ -777,7 +771,7 @@ fn a_request_quota_in_an_open_loop_drops_nothing() {
         "0s",
     ]));
     let s = summary(&r);
-    assert_eq!(r.dropped, Some(0), "{s}");
+    assert_eq!(open(&r).dropped, 0, "{s}");
     assert!(r.requests >= 190 && r.requests <= 200, "{s}");
 }
 
@@ -895,9 +889,9 @@ fn sends_behind_a_stalls_backlog_are_counted_apart_and_not_the_clients() {
         "300ms",
     ]));
     let s = summary(&r);
-    let waiting = r.late_waiting_for_connection.unwrap_or(0);
-    let catch_up = r.late_catch_up.unwrap_or(0);
-    let late = r.late_sends.unwrap_or(0);
+    let waiting = open(&r).late_waiting_for_connection;
+    let catch_up = open(&r).late_catch_up;
+    let late = open(&r).late_sends;
     // ~450 come due in the stall with every connection busy; the ~500
     // that come due while the backlog drains at 2000/s wait behind it.
     assert!(
@@ -919,7 +913,7 @@ fn sends_behind_a_stalls_backlog_are_counted_apart_and_not_the_clients() {
     // the verdict is not asserted here; the probe's tests judge it).
     let reasons = client["reasons"].to_string();
     let own = late - waiting - catch_up;
-    let sends = r.sends.unwrap_or(1).max(1);
+    let sends = open(&r).sends.max(1);
     if reasons.contains("sent late") {
         let share = format!("{:.1}%", 100.0 * own as f64 / sends as f64);
         assert!(
