@@ -1,5 +1,6 @@
 //! Statistics for xload: what each worker records, how records merge, and
-//! how a run is reported.
+//! how a run is reported and judged: the knee and operating range of a
+//! sweep ([`knee`]), thresholds and service levels ([`gate`]).
 //!
 //! Main design choice: **one [`Recorder`] per worker thread, never shared**.
 //! The hot path ([`Recorder::record_response`]) is a histogram increment and
@@ -30,7 +31,9 @@
 #![forbid(unsafe_code)]
 
 mod error_kind;
+pub mod gate;
 mod hist;
+pub mod knee;
 mod merge;
 mod recorder;
 mod report;

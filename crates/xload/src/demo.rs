@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser};
 use xload_engine::serve::{ServeConfig, Server};
 
-use crate::sweep::{find_knee, print_knee, run_steps, Mode, Sink, Steps, SweepResult};
+use xload_stats::knee::{find_knee, Mode};
+
+use crate::sweep::{print_knee, run_steps, Sink, Steps, SweepResult};
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
@@ -126,7 +128,7 @@ pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
         crate::run::write_out(path, &doc)?;
     }
     if let Some(path) = &a.plot {
-        crate::plot::plot(path, &r, &url)
+        r.plot(path, &url)
             .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
         crate::outln!("plot written to {}", path.display());
     }

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::sweep::{Mode, SweepResult};
+use xload_stats::knee::{Mode, Point};
 
 const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -59,8 +59,16 @@ pub fn check_path(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// What a plot shows: the steps of a sweep in `mode` and its knee (an index
+/// into `points`).
+pub struct Curve<'a> {
+    pub mode: Mode,
+    pub points: &'a [Point],
+    pub knee: Option<usize>,
+}
+
 /// Writes the plot; the format follows the extension (.svg or .png).
-pub fn plot(path: &Path, r: &SweepResult, target: &str) -> Result<(), String> {
+pub fn plot(path: &Path, r: &Curve<'_>, target: &str) -> Result<(), String> {
     ensure_font()?;
     let ext = path
         .extension()
@@ -84,14 +92,14 @@ pub fn plot(path: &Path, r: &SweepResult, target: &str) -> Result<(), String> {
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    r: &SweepResult,
+    r: &Curve<'_>,
     target: &str,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
-    let pts = r.points();
+    let pts = r.points;
     if pts.is_empty() {
         return Err("no steps to plot".into());
     }

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan};
 use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url};
+use xload_stats::gate::Gate;
 use xload_stats::{Batching, Report, RunMeta, TextOptions};
 
 use crate::args::{ArrivalArg, CommonArgs, EngineArg, RunArgs};
-use crate::gate::{parse_gate, Gate};
+use crate::gate::parse_gate;
 use crate::progress::Progress;
 use crate::Failure;
 
