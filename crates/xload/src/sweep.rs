@@ -429,31 +429,7 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
                 .into(),
         ));
     }
-    let (mode, levels, fixed) = match (&s.conc, &s.rates) {
-        (Some(Levels(c)), None) => (Mode::Concurrency, c.clone(), 0),
-        (c, Some(Levels(r))) => {
-            let fixed = match c.as_ref().map(|l| l.0.as_slice()) {
-                None => 64,
-                Some([one]) => *one as usize,
-                Some(_) => {
-                    return Err(Failure::Usage(
-                        "with --rate, -c takes a single value (connections for every step)".into(),
-                    ))
-                }
-            };
-            (Mode::Rate, r.clone(), fixed)
-        }
-        (None, None) => {
-            return Err(Failure::Usage(
-                "sweep needs -c LEVELS or --rate LEVELS".into(),
-            ))
-        }
-    };
-    if s.find_max && mode != Mode::Rate {
-        return Err(Failure::Usage(
-            "--find-max searches over rate: give --rate LO..HI".into(),
-        ));
-    }
+    let (mode, levels, fixed) = sweep_levels(s)?;
     if let Some(path) = &s.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;
     }
@@ -489,12 +465,59 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
         .first()
         .map(|(_, r)| r.target.clone())
         .unwrap_or_else(|| s.url.clone());
+    write_outputs(s, &result, &target)?;
+    if result.steps.iter().all(|(_, r)| r.requests == 0) {
+        return Err(Failure::Run(format!("no response from {target}")));
+    }
+    let mut failed = false;
+    for (load, r) in &result.steps {
+        for g in gates.iter().filter(|g| g.violated(r)) {
+            eprintln!("xload: step {} {load}: {}", mode.key(), g.explain(r));
+            failed = true;
+        }
+    }
+    Ok(if failed { 3 } else { 0 })
+}
+
+/// What the steps vary (`-c` levels, or `--rate` levels at a fixed `-c`),
+/// through which levels, and the connections of a rate step.
+fn sweep_levels(s: &SweepArgs) -> Result<(Mode, Vec<f64>, usize), Failure> {
+    let (mode, levels, fixed) = match (&s.conc, &s.rates) {
+        (Some(Levels(c)), None) => (Mode::Concurrency, c.clone(), 0),
+        (c, Some(Levels(r))) => {
+            let fixed = match c.as_ref().map(|l| l.0.as_slice()) {
+                None => 64,
+                Some([one]) => *one as usize,
+                Some(_) => {
+                    return Err(Failure::Usage(
+                        "with --rate, -c takes a single value (connections for every step)".into(),
+                    ))
+                }
+            };
+            (Mode::Rate, r.clone(), fixed)
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "sweep needs -c LEVELS or --rate LEVELS".into(),
+            ))
+        }
+    };
+    if s.find_max && mode != Mode::Rate {
+        return Err(Failure::Usage(
+            "--find-max searches over rate: give --rate LO..HI".into(),
+        ));
+    }
+    Ok((mode, levels, fixed))
+}
+
+/// `--json`, `--csv` and `--plot` of a finished sweep.
+fn write_outputs(s: &SweepArgs, result: &SweepResult, target: &str) -> Result<(), Failure> {
     if let Some(path) = &s.common.json {
-        let doc = serde_json::to_string_pretty(&result.to_json(&target)).unwrap_or_default();
+        let doc = serde_json::to_string_pretty(&result.to_json(target)).unwrap_or_default();
         write_out(path, &doc)?;
     }
     if let Some(path) = &s.common.csv {
-        let mut csv = format!("{},second,rps,p50_us,p99_us,errors\n", mode.key());
+        let mut csv = format!("{},second,rps,p50_us,p99_us,errors\n", result.mode.key());
         for (load, r) in &result.steps {
             for row in &r.timeseries {
                 csv.push_str(&format!(
@@ -507,21 +530,11 @@ pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> 
     }
     if let Some(path) = &s.plot {
         result
-            .plot(path, &target)
+            .plot(path, target)
             .map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
         eprintln!("xload: plot written to {}", path.display());
     }
-    if result.steps.iter().all(|(_, r)| r.requests == 0) {
-        return Err(Failure::Run(format!("no response from {target}")));
-    }
-    let mut failed = false;
-    for (load, r) in &result.steps {
-        for g in gates.iter().filter(|g| g.violated(r)) {
-            eprintln!("xload: step {} {load}: {}", mode.key(), g.explain(r));
-            failed = true;
-        }
-    }
-    Ok(if failed { 3 } else { 0 })
+    Ok(())
 }
 
 pub fn print_knee(r: &SweepResult, out: Sink) {
