@@ -14,24 +14,31 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
     "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
     "/usr/share/fonts/liberation/LiberationSans-Regular.ttf",
 ];
 
+/// Registers the first font of [`FONT_PATHS`] that loads, once per process.
 fn ensure_font() -> Result<(), String> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
-    FONT.get_or_init(|| {
-        for p in FONT_PATHS {
-            if let Ok(bytes) = std::fs::read(p) {
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                    return Ok(());
-                }
+    FONT.get_or_init(|| register_first(FONT_PATHS)).clone()
+}
+
+/// Registers the first of `paths` that reads and parses as a font; else an
+/// error that names the package to install.
+fn register_first(paths: &[&str]) -> Result<(), String> {
+    for p in paths {
+        if let Ok(bytes) = std::fs::read(p) {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return Ok(());
             }
         }
-        Err("no TrueType font found (looked for DejaVuSans / LiberationSans): install fonts-dejavu-core".into())
-    })
-    .clone()
+    }
+    Err("no TrueType font found (looked for DejaVuSans / LiberationSans under /usr/share/fonts): \
+         install fonts-dejavu-core (Debian/Ubuntu), dejavu-sans-fonts (Fedora) or ttf-dejavu (Arch)"
+        .into())
 }
 
 /// Checks, before any traffic, that a plot can be written to `path`.
@@ -56,7 +63,8 @@ pub fn check_path(path: &Path) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    // The font too: a missing one would otherwise fail after the whole sweep.
+    ensure_font().map_err(|e| format!("--plot {}: {e}", path.display()))
 }
 
 /// What a plot shows: the steps of a sweep in `mode` and its knee (an index
@@ -228,7 +236,14 @@ fn tick_label(v: f64, span: f64, whole: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::tick_label;
+    use super::{register_first, tick_label};
+
+    #[test]
+    fn a_missing_font_names_the_package_to_install() {
+        let e = register_first(&["/nonexistent/DejaVuSans.ttf", "/proc/self/status"]).unwrap_err();
+        assert!(e.contains("no TrueType font found"), "{e}");
+        assert!(e.contains("fonts-dejavu-core"), "{e}");
+    }
 
     #[test]
     fn short_ranges_get_distinct_tick_labels() {
