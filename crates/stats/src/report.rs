@@ -165,8 +165,9 @@ impl IntervalRow {
 }
 
 /// What only an open-loop (`--rate`) run reports. A report has all of it
-/// or none of it: `rate_target` marks an open-loop report; the keys added
-/// after the first open-loop reports read as 0 when absent.
+/// or none of it. Reading JSON, `rate_target` marks an open-loop report and
+/// any other key absent reads as 0 or empty (the first open-loop reports
+/// had no `sends`, `late_waiting_for_connection` or `late_catch_up`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct OpenLoop {
     /// Intended requests per second in total.
