@@ -6,7 +6,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::ReportError;
+use crate::error::ReportError;
 
 /// Lowest latency a recorder tells apart from zero: 1 µs.
 pub const LATENCY_LOWEST_US: u64 = 1;

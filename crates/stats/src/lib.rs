@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
 mod error_kind;
 pub mod gate;
 mod hist;
@@ -40,6 +41,7 @@ mod report;
 mod text;
 pub mod units;
 
+pub use error::ReportError;
 pub use error_kind::{errno_key, errno_symbol, ErrorKind};
 pub use hdrhistogram::Histogram;
 pub use hist::{
@@ -47,5 +49,8 @@ pub use hist::{
     LATENCY_LOWEST_US, LATENCY_SIGFIG,
 };
 pub use recorder::{Censor, Interval, Recorder, Unanswered};
-pub use report::{Batching, IntervalRow, OpenLoop, Report, ReportError, RunMeta, SCHEMA};
+pub use report::{Batching, IntervalRow, OpenLoop, Report, RunMeta};
 pub use text::{TextOptions, TABLE_PERCENTILES};
+
+/// The value of the `schema` key.
+pub const SCHEMA: &str = "xload/1";

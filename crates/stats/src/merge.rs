@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use crate::error::ReportError;
 use crate::hist::{add_into, new_latency_histogram, LatencySummary};
-use crate::report::{
-    histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, ReportError, SCHEMA,
-};
+use crate::report::{histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report};
+use crate::SCHEMA;
 
 impl Report {
     /// Merges reports of runs made at the same time from several workers,
