@@ -2,6 +2,7 @@
 //! says whether the client itself was the bottleneck.
 
 mod args;
+mod cli_docs;
 mod demo;
 mod gate;
 mod merge;
@@ -60,6 +61,10 @@ pub(crate) enum Cmd {
     Pps(xload_xdp::cli::PpsArgs),
     /// AF_XDP / XDP receive and count.
     PpsRx(xload_xdp::cli::PpsRxArgs),
+    /// Shell completion script on stdout (bash, zsh, fish, elvish, powershell).
+    Completions(cli_docs::CompletionsArgs),
+    /// Man page (roff) on stdout: `xload man > xload.1`, `xload man sweep`.
+    Man(cli_docs::ManArgs),
 }
 
 static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
@@ -151,6 +156,8 @@ fn main() -> ExitCode {
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),
         Some(Cmd::Pps(a)) => Ok(xload_xdp::cli::pps_main(&a)),
         Some(Cmd::PpsRx(a)) => Ok(xload_xdp::cli::pps_rx_main(&a)),
+        Some(Cmd::Completions(a)) => cli_docs::main_completions(&a),
+        Some(Cmd::Man(a)) => cli_docs::main_man(&a),
         None => match cli.url {
             Some(url) => run::main_run(&url, &cli.run, install_sigint()),
             None => Err(Failure::Usage("a target URL is required: xload [OPTIONS] http://host[:port]/path (or a subcommand; see --help)".into())),
