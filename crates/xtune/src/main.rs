@@ -4,12 +4,14 @@
 //! the host lacks a knob, a remote failed); 2 bad arguments or profile;
 //! 3 verify found drift.
 
+mod cli_docs;
+
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use xtune::agents::Agents;
 use xtune::apply::{self, ApplyMeta, SystemServices};
@@ -153,6 +155,9 @@ macro_rules! outp {
 }
 
 fn main() {
+    if let Some(code) = cli_docs::answer(Cli::command()) {
+        std::process::exit(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
