@@ -6,8 +6,8 @@
 //! every read that drains the socket sends a pure ACK (the kernel's
 //! `tcp_cleanup_rbuf`). With the mark at the batch's bytes the client wakes,
 //! reads and ACKs once per batch: against nginx with 16 pipelined requests
-//! the client's CPU per request fell 2.5× and nginx's own by 13% (README,
-//! "How latency is taken"). The price is that an answer is timed when its
+//! the client's CPU per request fell 2.5× and nginx's own by 13%
+//! (docs/engine.md, "Pipelining"). The price is that an answer is timed when its
 //! batch is in.
 //!
 //! The bytes are counted at the smallest answer seen (an answer in progress
