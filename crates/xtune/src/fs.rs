@@ -3,6 +3,7 @@
 //! imitating `/proc/sys` and `/sys/class/net` in tests.
 
 use std::fmt;
+use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -181,8 +182,7 @@ impl Fs for RootFs {
 
     fn replace_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         let target = self.resolve(path);
-        crate::snapshot::write_atomic(&target, content.as_bytes())
-            .map_err(|e| FsError::from_io("write", path, &e))
+        write_atomic(&target, content.as_bytes()).map_err(|e| FsError::from_io("write", path, &e))
     }
 
     fn remove(&self, path: &str) -> Result<(), FsError> {
@@ -218,6 +218,27 @@ impl Fs for RootFs {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(self.resolve(path)).is_ok_and(|m| m.permissions().mode() & 0o222 == 0)
     }
+}
+
+/// Replaces `path` with `bytes` durably: write a temp file in the same
+/// directory, fsync it, rename over `path`, fsync the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    File::open(dir)?.sync_all()
 }
 
 /// Trims the one trailing newline the kernel appends to every value.

@@ -3,7 +3,6 @@
 //! back. One JSON file per snapshot under the state dir (`/var/lib/xtune`).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -11,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use xload_probe::calendar::utc;
 
+use crate::fs::write_atomic;
 use crate::host::ProcInfo;
 use crate::knob::Stage;
 
@@ -431,27 +431,6 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
 fn set_mode_0700(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-}
-
-/// Replaces `path` with `bytes` durably: write a temp file in the same
-/// directory, fsync it, rename over `path`, fsync the directory.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    File::open(dir)?.sync_all()
 }
 
 /// Milliseconds since the epoch.
