@@ -113,8 +113,9 @@ pub enum ParseError {
     /// A control character inside the reason phrase.
     #[error("invalid byte in reason phrase")]
     BadReason,
-    /// A CR not followed by LF at the end of a status, header or chunk-size line.
-    #[error("CR not followed by LF")]
+    /// A CR not followed by LF at the end of a line, or a chunk-size line
+    /// ending in a bare LF (chunk framing requires CRLF, RFC 9112 §7.1).
+    #[error("line not ended by CRLF")]
     BadLineEnding,
     /// A header field name that is empty or has a byte outside the token set (spaces before ':' included).
     #[error("invalid header field name")]
@@ -149,7 +150,7 @@ pub enum ParseError {
     /// A chunk-size line (with its extensions) longer than `Limits::max_header_bytes`.
     #[error("chunk-size line larger than the limit")]
     ChunkLineTooLong,
-    /// Chunk data not followed by CRLF.
+    /// Chunk data not followed by CRLF (a bare LF included).
     #[error("chunk data not followed by CRLF")]
     BadChunkTerminator,
     /// The connection closed in the middle of a response.
@@ -189,7 +190,10 @@ impl ParseError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Matched this many bytes of `HTTP/1.`; at 7 the minor digit is next.
+    /// At 0, empty lines are skipped (as llhttp and httparse do).
     Version(u8),
+    /// CR of an empty line before the status line seen.
+    BlankLf,
     /// After the minor version digit: SP.
     VersionSp,
     /// This many status digits read.
@@ -242,6 +246,7 @@ impl State {
         matches!(
             self,
             State::Version(_)
+                | State::BlankLf
                 | State::VersionSp
                 | State::Code(_)
                 | State::AfterCode
@@ -388,6 +393,8 @@ pub struct ResponseParser {
     body_bytes: u64,
     /// Bytes of this response consumed by earlier `parse` calls.
     wire_bytes: u64,
+    /// Bytes of empty lines skipped before this response's first status line.
+    blank_bytes: u64,
     /// The last head read whole by the fast path, byte for byte (see `recall_head`).
     memo: Vec<u8>,
     /// What that head said; `None` while `memo` holds no head.
@@ -434,6 +441,7 @@ impl ResponseParser {
             chunk_size: 0,
             body_bytes: 0,
             wire_bytes: 0,
+            blank_bytes: 0,
             memo: Vec::new(),
             memo_head: None,
         }
@@ -488,6 +496,11 @@ impl ResponseParser {
             State::Failed(e) => return Err(e),
             State::CloseDelimited => return Ok(Some(self.complete(0, true))),
             _ if !self.in_progress() => return Ok(None),
+            // Only empty lines since the last response: nothing was cut.
+            State::Version(0) | State::BlankLf if self.wire_bytes == self.blank_bytes => {
+                self.start_response();
+                return Ok(None);
+            }
             State::Body(_) => Stage::Body,
             s if s.in_head() && self.trailers => Stage::Trailers,
             s if s.in_head() => Stage::Head,
@@ -519,6 +532,7 @@ impl ResponseParser {
         self.trailers = false;
         self.body_bytes = 0;
         self.wire_bytes = 0;
+        self.blank_bytes = 0;
         self.start_head();
     }
 
@@ -571,7 +585,7 @@ impl ResponseParser {
                     *pos += 1;
                     self.state = match (self.state, b) {
                         (State::ChunkDataCr, b'\r') => State::ChunkDataLf,
-                        (_, b'\n') => self.start_chunk_line(),
+                        (State::ChunkDataLf, b'\n') => self.start_chunk_line(),
                         _ => return Err(ParseError::BadChunkTerminator),
                     };
                 }
@@ -608,7 +622,9 @@ impl ResponseParser {
                     }
                 }
                 _ => {
-                    if self.state == State::Version(0) {
+                    // Empty lines skipped before a status line count toward its
+                    // head's limit; the fast paths read only a head from its start.
+                    if self.state == State::Version(0) && self.section_bytes == 0 {
                         let b = &input[*pos..];
                         let fast = match self.recall_head(b) {
                             Some(len) => Some(len),
@@ -716,6 +732,15 @@ impl ResponseParser {
                             self.state = State::LineStart;
                             continue;
                         }
+                        if let Some(&c @ (b'\r' | b'\n')) = b.get(*i) {
+                            // A stray empty line between responses.
+                            *i += 1;
+                            self.blank_bytes += 1;
+                            if c == b'\r' {
+                                self.state = State::BlankLf;
+                            }
+                            continue;
+                        }
                     }
                     while n < 7 {
                         let Some(&c) = b.get(*i) else {
@@ -793,7 +818,7 @@ impl ResponseParser {
                         return Ok(HeadEnd::More);
                     }
                 }
-                State::StatusLf | State::FieldLf | State::EndLf => {
+                State::StatusLf | State::FieldLf | State::EndLf | State::BlankLf => {
                     let Some(&c) = b.get(*i) else {
                         return Ok(HeadEnd::More);
                     };
@@ -801,12 +826,18 @@ impl ResponseParser {
                         return Err(ParseError::BadLineEnding);
                     }
                     *i += 1;
-                    match self.state {
+                    self.state = match self.state {
                         State::EndLf => return Ok(HeadEnd::Done),
-                        State::FieldLf => self.end_field()?,
-                        _ => {}
-                    }
-                    self.state = State::LineStart;
+                        State::BlankLf => {
+                            self.blank_bytes += 1;
+                            State::Version(0)
+                        }
+                        State::FieldLf => {
+                            self.end_field()?;
+                            State::LineStart
+                        }
+                        _ => State::LineStart,
+                    };
                 }
                 State::LineStart => {
                     loop {
@@ -1256,10 +1287,10 @@ impl ResponseParser {
                 (State::ChunkSize | State::ChunkSizeWs | State::ChunkExt, b'\r') => {
                     self.state = State::ChunkSizeLf
                 }
-                (
-                    State::ChunkSize | State::ChunkSizeWs | State::ChunkExt | State::ChunkSizeLf,
-                    b'\n',
-                ) => break Ok(true),
+                (State::ChunkSizeLf, b'\n') => break Ok(true),
+                (State::ChunkSize | State::ChunkSizeWs | State::ChunkExt, b'\n') => {
+                    break Err(ParseError::BadLineEnding)
+                }
                 (State::ChunkSize | State::ChunkSizeWs, _) => break Err(ParseError::BadChunkSize),
                 (State::ChunkExt, _) => {
                     if !is_value_byte(c) {
@@ -1482,8 +1513,8 @@ mod tests {
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", false, 200, true, 5),
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n1;a=b;c=\"d e\"\r\nx\r\nA \r\n0123456789\r\n0\r\nT: 1\r\nU:\r\n\r\n", false, 200, true, 11),
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", false, 200, true, 0),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: ,chunked,\r\n\r\n0\n\n", false, 200, true, 0),
-            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000000000001\r\nx\n0\r\n\r\n", false, 200, true, 1),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: ,chunked,\r\n\r\n0\r\n\n", false, 200, true, 0),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000000000001\r\nx\r\n0\r\n\r\n", false, 200, true, 1),
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n", false, 200, false, 0),
         ];
         for &(input, head, status, keep_alive, body) in cases {
@@ -2045,6 +2076,118 @@ mod tests {
         assert!(
             matches!(p.parse(input), Ok(Parse::Complete { consumed, .. }) if consumed == input.len())
         );
+    }
+
+    /// RFC 9112 §7.1: the chunk-size line and the end of chunk data are CRLF;
+    /// a bare LF there is an error (as in llhttp), wherever the input is split.
+    #[test]
+    fn chunk_framing_requires_crlf() {
+        use ParseError::*;
+        let te = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let cases: &[(&str, ParseError)] = &[
+            ("3\nabc\n0\n\n", BadLineEnding),
+            ("3\r\nabc\n0\r\n\r\n", BadChunkTerminator),
+            ("3\r\nabc\r\n0\n\r\n", BadLineEnding),
+            ("3 \nabc\r\n0\r\n\r\n", BadLineEnding),
+            ("3;ext\nabc\r\n0\r\n\r\n", BadLineEnding),
+            ("3;ext=1 \nabc\r\n0\r\n\r\n", BadLineEnding),
+            ("3\r\nabc\r\n0;e\n\r\n", BadLineEnding),
+            ("3\r\nabc\r\r\n", BadChunkTerminator),
+        ];
+        for &(chunks, want) in cases {
+            assert_eq!(one(&format!("{te}{chunks}")), Err(want), "{chunks:?}");
+        }
+    }
+
+    /// Empty lines before a status line (after a body, after a 1xx) are
+    /// skipped, as llhttp and httparse do, and count as the next response's bytes.
+    #[test]
+    fn stray_empty_lines_between_responses_are_skipped() {
+        let a = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let b = "\r\nHTTP/1.1 204 No Content\r\n\r\n";
+        let c = "\n\r\n\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n";
+        let all = format!("{a}{b}{c}");
+        let (got, end) = parse_whole(all.as_bytes(), false, Limits::default());
+        assert_eq!(end, Ok(()));
+        let (la, lb, lc) = (a.len(), b.len(), c.len());
+        assert_eq!(
+            got,
+            vec![
+                (resp(200, true, 2, la as u64), la),
+                (resp(204, true, 0, lb as u64), la + lb),
+                (resp(200, true, 1, lc as u64), la + lb + lc),
+            ]
+        );
+        let after_continue =
+            "HTTP/1.1 100 Continue\r\n\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx";
+        assert_eq!(
+            complete(after_continue, false),
+            resp(200, true, 1, after_continue.len() as u64)
+        );
+        let lead = "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(complete(lead, false), resp(200, true, 0, lead.len() as u64));
+        assert_eq!(
+            one("\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+            Ok(Parse::Complete {
+                consumed: 40,
+                response: resp(200, true, 0, 40)
+            })
+        );
+        // A CR must still be followed by LF; other bytes are still not a status line.
+        assert_eq!(
+            one("\rHTTP/1.1 200 OK\r\n\r\n"),
+            Err(ParseError::BadLineEnding)
+        );
+        assert_eq!(one("\r\n \r\n"), Err(ParseError::BadVersion));
+    }
+
+    #[test]
+    fn eof_after_stray_empty_lines_cuts_nothing_unless_a_1xx_came_first() {
+        for (input, want) in [
+            ("\r\n", Ok(None)),
+            ("\r\n\n\r", Ok(None)),
+            (
+                "HTTP/1.1 100 Continue\r\n\r\n\r\n",
+                Err(ParseError::UnexpectedEof { stage: Stage::Head }),
+            ),
+        ] {
+            let mut p = ResponseParser::new(Limits::default(), false);
+            assert_eq!(p.parse(input.as_bytes()), Ok(Parse::Partial), "{input:?}");
+            assert!(p.in_progress(), "{input:?}");
+            assert_eq!(p.eof(), want, "{input:?}");
+        }
+        // After a clean end the parser reads a new connection from scratch.
+        let mut p = ResponseParser::new(Limits::default(), false);
+        assert_eq!(p.parse(b"\r\n"), Ok(Parse::Partial));
+        assert_eq!(p.eof(), Ok(None));
+        assert!(!p.in_progress());
+        let r = p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        assert!(
+            matches!(r, Ok(Parse::Complete { consumed: 38, .. })),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn stray_empty_lines_count_toward_the_head_limit() {
+        let limits = Limits {
+            max_header_bytes: 48,
+            ..Limits::default()
+        };
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"; // 38 bytes
+        let fits = format!("{}{head}", "\r\n".repeat(5));
+        assert!(matches!(
+            ResponseParser::new(limits, false).parse(fits.as_bytes()),
+            Ok(Parse::Complete { .. })
+        ));
+        let over = format!("{}{head}", "\r\n".repeat(6));
+        assert_eq!(
+            ResponseParser::new(limits, false).parse(over.as_bytes()),
+            Err(ParseError::HeaderTooLarge)
+        );
+        let mut p = ResponseParser::new(limits, false);
+        let endless = "\r\n".repeat(100);
+        assert_eq!(p.parse(endless.as_bytes()), Err(ParseError::HeaderTooLarge));
     }
 
     #[test]

@@ -136,6 +136,22 @@ fn cases() -> Vec<Case> {
         case("bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n", &[]),
         case("NUL in value", "HTTP/1.1 200 OK\r\nContent-Type: te\0xt\r\nContent-Length: 0\r\n\r\n", &[]),
         case("bad content-length", "HTTP/1.1 200 OK\r\nContent-Length: 12a\r\n\r\n", &[]),
+        case(
+            "stray CRLF after a body and after 100 Continue",
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\nHTTP/1.1 100 Continue\r\n\r\n\r\n\nHTTP/1.1 204 No Content\r\n\r\n",
+            &[(200, true, 2), (204, true, 0)],
+        ),
+        case("stray CRLF then close", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n\r\n", &[(200, true, 2)]),
+        case(
+            "bare LF in chunk framing (llhttp)",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n",
+            &[],
+        ),
+        case(
+            "bare LF after chunk data",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\n0\r\n\r\n",
+            &[],
+        ),
     ];
     for c in &mut v {
         c.want_error = match c.name {
@@ -145,6 +161,8 @@ fn cases() -> Vec<Case> {
             "bad chunk size" => Some(ParseError::BadChunkSize),
             "NUL in value" => Some(ParseError::BadHeaderValue),
             "bad content-length" => Some(ParseError::BadContentLength),
+            "bare LF in chunk framing (llhttp)" => Some(ParseError::BadLineEnding),
+            "bare LF after chunk data" => Some(ParseError::BadChunkTerminator),
             _ => None,
         };
     }
