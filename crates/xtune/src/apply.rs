@@ -177,7 +177,7 @@ pub fn apply(
         outcome.lines = plan
             .items
             .iter()
-            .map(|i| line_for(i, verdict_unwritten(i)))
+            .map(|i| i.line(verdict_unwritten(i)))
             .collect();
         return Ok(outcome);
     }
@@ -458,7 +458,7 @@ pub fn apply(
         .iter()
         .zip(verdicts)
         .map(|(item, (verdict, reason, errno))| {
-            let mut l = line_for(item, verdict);
+            let mut l = item.line(verdict);
             if !reason.is_empty() {
                 l.reason = reason;
             }
@@ -587,29 +587,7 @@ fn read_back(fs: &dyn Fs, item: &Item) -> Result<Comparison, String> {
 
 /// Verdict of a knob apply did not write.
 fn verdict_unwritten(item: &Item) -> Verdict {
-    match &item.desired.target {
-        Target::Unavailable { .. } => Verdict::NotApplicable,
-        Target::Advice => Verdict::Advice,
-        _ if item.cmp.matches => Verdict::Ok,
-        _ => Verdict::Change,
-    }
-}
-
-/// A report line for a planned knob.
-pub fn line_for(item: &Item, verdict: Verdict) -> KnobLine {
-    KnobLine {
-        knob: item.desired.knob.clone(),
-        wanted: item.cmp.wanted.clone(),
-        actual: item.cmp.actual.clone(),
-        verdict,
-        reason: item.cmp.reason.clone(),
-        agent: None,
-        errno: None,
-        path: match &item.desired.target {
-            Target::File { path, .. } | Target::IrqbalanceConfig { path } => Some(path.clone()),
-            _ => None,
-        },
-    }
+    item.verdict(Verdict::Change)
 }
 
 fn original_of(item: &Item) -> Result<Original, ApplyError> {

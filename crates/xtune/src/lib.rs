@@ -12,9 +12,13 @@
 //! [`knob::compare`] judges each by meaning. Only [`apply`] writes, always
 //! after an fsync'd [`snapshot`], and always through the [`fs::Fs`] door, so
 //! everything but the kernel's own behaviour is testable on a temporary tree.
+//! [`commands`] holds the rules of each command (what is drift, which
+//! snapshot may be rolled back) as functions returning a [`report::Report`];
+//! the binary only parses arguments, renders the report and exits with its code.
 
 pub mod agents;
 pub mod apply;
+pub mod commands;
 pub mod cpuset;
 pub mod export;
 pub mod fs;

@@ -13,16 +13,15 @@ use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use xtune::agents::Agents;
-use xtune::apply::{self, ApplyMeta, SystemServices};
+use xtune::apply::SystemServices;
+use xtune::commands::{self, read_boot_id, Site};
 use xtune::fs::{Fs, RootFs};
-use xtune::host::{sysctl_path, Topology};
-use xtune::knob::{build, Target, TargetCtx, RPS_SOCK_FLOW_ENTRIES};
-use xtune::plan::{observe, Plan};
+use xtune::host::sysctl_path;
+use xtune::knob::{TargetCtx, RPS_SOCK_FLOW_ENTRIES};
 use xtune::profile::Profile;
 use xtune::remote::{self, RemoteJob};
-use xtune::report::{KnobLine, Report, Verdict};
-use xtune::snapshot::{human_time, State, Store, DEFAULT_STATE_DIR};
+use xtune::report::Report;
+use xtune::snapshot::{human_time, Store, DEFAULT_STATE_DIR};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -185,25 +184,6 @@ fn main() {
     std::process::exit(run(cli));
 }
 
-/// Everything a local run needs to know about where it runs.
-struct Ctx {
-    fs: RootFs,
-    store: Store,
-    target: String,
-    hostname: String,
-    /// The running kernel's boot id (None where it cannot be read).
-    boot_id: Option<String>,
-    json: bool,
-}
-
-/// `/proc/sys/kernel/random/boot_id`, new at every boot.
-fn boot_id(fs: &RootFs) -> Option<String> {
-    fs.read("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 fn run(cli: Cli) -> i32 {
     if let Cmd::Observe {
         for_duration,
@@ -270,35 +250,36 @@ fn run(cli: Cli) -> i32 {
     if !roles.is_empty() {
         return multi(&cli, profile.as_ref(), roles);
     }
+    run_local(&cli, profile.as_ref())
+}
 
-    let target = local_target(&cli);
+/// A command on this host or one of its namespaces.
+fn run_local(cli: &Cli, profile: Option<&Profile>) -> i32 {
     let fs = RootFs::new(cli.root.clone().unwrap_or_else(|| PathBuf::from("/")));
-    let ctx = Ctx {
-        store: Store::new(
-            cli.state_dir
-                .clone()
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
-        ),
-        target,
+    let store = Store::new(
+        cli.state_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+    );
+    let mut site = Site {
+        fs: &fs,
+        services: &SystemServices,
+        store: &store,
+        target: local_target(cli),
         hostname: hostname(),
-        boot_id: boot_id(&fs),
-        json: cli.json,
-        fs,
+        boot_id: read_boot_id(&fs),
+        netns_cookie: None,
     };
+    let command = cli.cmd.name();
 
     // One apply or rollback at a time per state dir, from reading the
     // current values to the snapshot's last state.
     let _lock = match &cli.cmd {
-        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => match ctx.store.lock() {
+        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => match store.lock() {
             Ok(l) => Some(l),
             Err(e) => {
-                return emit_error(
-                    &ctx,
-                    cli.cmd.name(),
-                    profile.as_ref(),
-                    &format!("cannot lock the state dir: {e}"),
-                    1,
-                )
+                let msg = format!("cannot lock the state dir: {e}");
+                return emit(cli.json, site.refused(command, profile, &msg, 1));
             }
         },
         _ => None,
@@ -306,26 +287,18 @@ fn run(cli: Cli) -> i32 {
 
     // Which net.* sysctls the host has, read before entering the namespace:
     // present on the host but absent inside means host-wide.
-    let mut host_net_sysctls = BTreeSet::new();
-    if let (Some(p), Some(_)) = (&profile, &cli.netns) {
-        let mut keys: Vec<&str> = p.sysctl.iter().map(|(k, _)| k.as_str()).collect();
-        keys.push(RPS_SOCK_FLOW_ENTRIES);
-        for k in keys.into_iter().filter(|k| k.starts_with("net.")) {
-            if ctx.fs.exists(&sysctl_path(k)) && !ctx.fs.is_dir(&sysctl_path(k)) {
-                host_net_sysctls.insert(k.to_string());
-            }
-        }
-    }
+    let host_net_sysctls = match (profile, &cli.netns) {
+        (Some(p), Some(_)) => host_net_sysctls(&fs, p),
+        _ => BTreeSet::new(),
+    };
     if let Some(n) = &cli.netns {
         if let Err(e) = xtune::netns::enter(n) {
-            return emit_error(
-                &ctx,
-                cli.cmd.name(),
-                profile.as_ref(),
-                &e.to_string(),
-                e.exit_code(),
+            return emit(
+                cli.json,
+                site.refused(command, profile, &e.to_string(), e.exit_code()),
             );
         }
+        site.netns_cookie = xtune::netns::cookie();
     }
     let tctx = TargetCtx {
         netns: cli.netns.clone(),
@@ -333,36 +306,32 @@ fn run(cli: Cli) -> i32 {
         skip_global: cli.skip_global,
     };
 
-    match &cli.cmd {
-        Cmd::Snapshots => snapshots(&ctx),
-        Cmd::Rollback { snapshot } => rollback(&ctx, snapshot.as_deref()),
-        Cmd::Apply { dry_run, .. } => {
-            let p = profile.as_ref().expect("profile commands load a profile");
-            with_plan(&ctx, "apply", p, &tctx, |plan| {
-                if *dry_run {
-                    diff(&ctx, "apply", p, plan, true)
-                } else {
-                    apply_cmd(&ctx, p, plan)
-                }
-            })
-        }
-        Cmd::Diff { .. } => {
-            let p = profile.as_ref().expect("profile commands load a profile");
-            with_plan(&ctx, "diff", p, &tctx, |plan| {
-                diff(&ctx, "diff", p, plan, false)
-            })
-        }
-        Cmd::Verify { settle, .. } => {
-            let p = profile.as_ref().expect("profile commands load a profile");
-            let settle = match settle.as_deref().map(parse_duration).transpose() {
-                Ok(s) => s,
-                Err(e) => return emit_error(&ctx, "verify", Some(p), &e, 2),
-            };
-            verify(&ctx, p, &tctx, settle)
-        }
+    let p = || profile.expect("profile commands load a profile");
+    let report = match &cli.cmd {
+        Cmd::Snapshots => return snapshots(&site, cli.json),
+        Cmd::Rollback { snapshot } => commands::rollback(&site, snapshot.as_deref()),
+        Cmd::Apply { dry_run: true, .. } => commands::diff(&site, p(), &tctx, true),
+        Cmd::Apply { dry_run: false, .. } => commands::apply(&site, p(), &tctx),
+        Cmd::Diff { .. } => commands::diff(&site, p(), &tctx, false),
+        Cmd::Verify { settle, .. } => match settle.as_deref().map(parse_duration).transpose() {
+            Ok(settle) => commands::verify(&site, p(), &tctx, settle),
+            Err(e) => site.refused("verify", Some(p()), &e, 2),
+        },
         Cmd::Export { .. } => unreachable!("export returned above"),
         Cmd::Observe { .. } => unreachable!("observe ran above or went to --ssh"),
-    }
+    };
+    emit(cli.json, report)
+}
+
+/// The profile's `net.*` sysctls that exist (as files) in this namespace.
+fn host_net_sysctls(fs: &RootFs, p: &Profile) -> BTreeSet<String> {
+    let mut keys: Vec<&str> = p.sysctl.iter().map(|(k, _)| k.as_str()).collect();
+    keys.push(RPS_SOCK_FLOW_ENTRIES);
+    keys.into_iter()
+        .filter(|k| k.starts_with("net."))
+        .filter(|k| fs.exists(&sysctl_path(k)) && !fs.is_dir(&sysctl_path(k)))
+        .map(str::to_string)
+        .collect()
 }
 
 fn load_profile(arg: &str, label: Option<&str>) -> Result<Profile, String> {
@@ -512,326 +481,13 @@ fn multi(
     combined.exit_code
 }
 
-fn with_plan(
-    ctx: &Ctx,
-    command: &str,
-    p: &Profile,
-    tctx: &TargetCtx,
-    then: impl FnOnce(Plan) -> i32,
-) -> i32 {
-    match plan(ctx, p, tctx) {
-        Ok(plan) => then(plan),
-        Err((msg, code)) => emit_error(ctx, command, Some(p), &msg, code),
-    }
-}
-
-fn plan(ctx: &Ctx, p: &Profile, tctx: &TargetCtx) -> Result<Plan, (String, i32)> {
-    let topo = Topology::read(&ctx.fs, p);
-    let b = build(p, &topo, tctx).map_err(|e| (e.to_string(), e.exit_code()))?;
-    let current = observe(&ctx.fs, &b.desired);
-    Ok(Plan::from_parts(b.desired, current, b.notes))
-}
-
-fn new_report(ctx: &Ctx, command: &str, p: Option<&Profile>) -> Report {
-    let mut r = Report::new(command, &ctx.hostname, &ctx.target);
-    r.profile = p.map(|p| p.name.clone());
-    r
-}
-
-fn diff(ctx: &Ctx, command: &str, p: &Profile, plan: Plan, dry_run: bool) -> i32 {
-    let mut r = new_report(ctx, command, Some(p));
-    r.dry_run = dry_run;
-    for item in &plan.items {
-        let verdict = match &item.desired.target {
-            Target::Unavailable { .. } => Verdict::NotApplicable,
-            Target::Advice if item.cmp.matches => Verdict::Ok,
-            Target::Advice => Verdict::Advice,
-            _ if item.cmp.matches => Verdict::Ok,
-            _ => Verdict::Change,
-        };
-        r.knobs.push(apply::line_for(item, verdict));
-    }
-    r.notes = plan.notes;
-    r.count();
-    emit(ctx, r)
-}
-
-fn apply_cmd(ctx: &Ctx, p: &Profile, plan: Plan) -> i32 {
-    let meta = ApplyMeta {
-        target: ctx.target.clone(),
-        hostname: ctx.hostname.clone(),
-        profile: p.name.clone(),
-        netns_cookie: target_cookie(ctx),
-        boot_id: ctx.boot_id.clone(),
-    };
-    // A rollback after this apply would stop on an unreadable snapshot
-    // that may be this target's: refuse before writing anything.
-    if let Some(e) = ctx.store.unreadable_for(&ctx.target) {
-        return emit_error(
-            ctx,
-            "apply",
-            Some(p),
-            &format!(
-                "{e}; it may be a snapshot of {}, and a rollback after this apply would stop on it: move it out of {} first (nothing was written)",
-                ctx.target,
-                ctx.store.dir().display()
-            ),
-            1,
-        );
-    }
-    let pending = pending_notes(ctx);
-    let mut r = new_report(ctx, "apply", Some(p));
-    match apply::apply(&ctx.fs, &SystemServices, &ctx.store, &plan, &meta) {
-        Ok(out) => {
-            r.exit_code = out.exit_code();
-            r.ok = out.error.is_none();
-            r.snapshot = out.snapshot;
-            r.knobs = out.lines;
-            r.error = out.error;
-            r.notes = plan.notes;
-            r.notes.extend(out.notes);
-            r.notes.extend(pending);
-            let fixed = r.knobs.iter().any(|k| k.verdict == Verdict::FixedByKernel);
-            if r.snapshot.is_none() && r.ok && !fixed {
-                r.notes
-                    .push("nothing to change: every knob already has its wanted meaning".into());
-            }
-        }
-        Err(e) => {
-            r.ok = false;
-            r.exit_code = 1;
-            r.error = Some(e.to_string());
-            r.notes = plan.notes;
-            r.notes.extend(pending);
-        }
-    }
-    r.count();
-    emit(ctx, r)
-}
-
-fn verify(ctx: &Ctx, p: &Profile, tctx: &TargetCtx, settle: Option<Duration>) -> i32 {
-    let topo = Topology::read(&ctx.fs, p);
-    let b = match build(p, &topo, tctx) {
-        Ok(b) => b,
-        Err(e) => return emit_error(ctx, "verify", Some(p), &e.to_string(), e.exit_code()),
-    };
-    let first = Plan::from_parts(
-        b.desired.clone(),
-        observe(&ctx.fs, &b.desired),
-        b.notes.clone(),
-    );
-    let last = match settle {
-        Some(d) => {
-            std::thread::sleep(d);
-            Plan::from_parts(b.desired.clone(), observe(&ctx.fs, &b.desired), b.notes)
-        }
-        None => first.clone(),
-    };
-    // IRQs apply found fixed by the kernel (managed) are not drift: a
-    // snapshot of this target still in force that recorded one (applied,
-    // or undone with nothing to restore). Not rolled-back ones, nor ones
-    // from an earlier boot: IRQ numbers change across reboots and driver
-    // reloads.
-    let (snaps, _) = ctx.store.list();
-    let fixed: BTreeSet<String> = snaps
-        .iter()
-        .filter(|s| s.target == ctx.target && s.state != State::RolledBack)
-        .filter(|s| !earlier_boot(s, ctx))
-        .flat_map(|s| s.fixed_by_kernel.iter().cloned())
-        .collect();
-    let agents = Agents::scan(&ctx.fs);
-    let mut r = new_report(ctx, "verify", Some(p));
-    r.settle_s = settle.map(|d| d.as_secs_f64());
-    for (i, item) in last.items.iter().enumerate() {
-        let verdict = match &item.desired.target {
-            Target::Unavailable { .. } => Verdict::NotApplicable,
-            Target::Advice if item.cmp.matches => Verdict::Ok,
-            Target::Advice => Verdict::Advice,
-            _ if item.cmp.matches => Verdict::Ok,
-            _ if fixed.contains(&item.desired.knob) => Verdict::FixedByKernel,
-            _ => Verdict::Drift,
-        };
-        let mut line: KnobLine = apply::line_for(item, verdict);
-        if verdict == Verdict::Drift {
-            if let Some(d) = settle {
-                if first.items[i].cmp.matches {
-                    let was = format!(
-                        "was {} before the {} settle window",
-                        first.items[i].cmp.actual,
-                        fmt_duration(d)
-                    );
-                    line.reason = if line.reason.is_empty() {
-                        was
-                    } else {
-                        format!("{was}; {}", line.reason)
-                    };
-                }
-            }
-            line.agent = agents.explain(&item.desired.knob);
-        }
-        if verdict == Verdict::FixedByKernel {
-            line.reason = "managed interrupt: the kernel refused to move it at apply".into();
-        }
-        r.knobs.push(line);
-    }
-    r.notes = last.notes;
-    r.notes.extend(pending_notes(ctx));
-    r.count();
-    let drift = r
-        .knobs
-        .iter()
-        .filter(|k| k.verdict == Verdict::Drift)
-        .count();
-    r.ok = drift == 0;
-    r.exit_code = if drift == 0 { 0 } else { 3 };
-    emit(ctx, r)
-}
-
-/// A note for each snapshot of this target left pending: an apply that
-/// did not finish (killed or crashed between its writes) may have left the
-/// target half-tuned; `xtune rollback` restores it. And one for each
-/// snapshot still in force from before the last reboot, which reset the
-/// kernel values it saved: `xtune rollback` leaves those to the boot.
-fn pending_notes(ctx: &Ctx) -> Vec<String> {
-    let (snaps, _) = ctx.store.list();
-    let mine = || {
-        snaps
-            .iter()
-            .filter(|s| s.target == ctx.target && s.state.restorable())
-    };
-    let pending = mine()
-        .filter(|s| s.state == State::Pending && !earlier_boot(s, ctx))
-        .map(|s| {
-            format!(
-                "snapshot {} (profile {}) is still pending: an apply that did not finish (killed or crashed mid-write), or one running now; {} may be half-tuned: `xtune rollback` restores it",
-                s.id, s.profile, ctx.target
-            )
-        });
-    let rebooted = mine().filter(|s| earlier_boot(s, ctx)).map(|s| {
-        format!(
-            "snapshot {} (profile {}) was taken before the host last booted: the reboot reset the kernel values it saved; `xtune rollback` leaves those as the boot set them and restores only its irqbalance config file",
-            s.id, s.profile
-        )
-    });
-    pending.chain(rebooted).collect()
-}
-
-fn rollback(ctx: &Ctx, id: Option<&str>) -> i32 {
-    let snap = match id {
-        Some(id) => match ctx.store.load(id) {
-            Ok(s) if s.target != ctx.target => {
-                let hint = s
-                    .target
-                    .strip_prefix("netns:")
-                    .map(|n| format!("add --netns {n}"))
-                    .unwrap_or_else(|| "run without --netns".into());
-                return emit_error(
-                    ctx,
-                    "rollback",
-                    None,
-                    &format!(
-                        "snapshot {id} was taken on {}, not {}: {hint}",
-                        s.target, ctx.target
-                    ),
-                    2,
-                );
-            }
-            Ok(s) => {
-                let newer = ctx.store.newer_restorable(&s);
-                if !newer.is_empty() {
-                    let ids: Vec<&str> = newer.iter().map(|n| n.id.as_str()).collect();
-                    return emit_error(
-                        ctx,
-                        "rollback",
-                        None,
-                        &format!(
-                            "snapshot {} has newer applied snapshots on {}: {}; roll those back first (`xtune rollback` takes the newest), since they saved the values {} wrote as their originals",
-                            s.id,
-                            s.target,
-                            ids.join(", "),
-                            s.id
-                        ),
-                        2,
-                    );
-                }
-                s
-            }
-            Err(e) => return emit_error(ctx, "rollback", None, &e.to_string(), 2),
-        },
-        None => match ctx.store.latest_for(&ctx.target) {
-            Ok(s) => s,
-            Err(e) => return emit_error(ctx, "rollback", None, &e.to_string(), 1),
-        },
-    };
-    let mut r = new_report(ctx, "rollback", None);
-    r.profile = Some(snap.profile.clone());
-    r.snapshot = Some(snap.id.clone());
-    let rebooted = earlier_boot(&snap, ctx);
-    // A namespace deleted and created again under the same name is another
-    // one: what the snapshot saved went with the old one, and writing it
-    // into the new one would change values nobody tuned.
-    if let (Some(then), Some(now), false) = (snap.netns_cookie, target_cookie(ctx), rebooted) {
-        if then != now {
-            // Refused, nothing written, the snapshot kept: a physical NIC
-            // moved back to the host when the old namespace went keeps its
-            // tuned values, and this snapshot holds their originals.
-            return emit_error(
-                ctx,
-                "rollback",
-                None,
-                &format!(
-                    "{} was deleted and created again since snapshot {} (namespace cookie {then}, now {now}): \
-                     its originals belong to the namespace that is gone, not to this one; nothing written. \
-                     Move {} out of the state dir to go past it",
-                    ctx.target,
-                    snap.id,
-                    ctx.store.dir().join(format!("{}.json", snap.id)).display()
-                ),
-                1,
-            );
-        }
-    }
-    if rebooted {
-        r.notes.push(format!(
-            "the host has rebooted since snapshot {} was taken (boot id {}, now {}): the reboot reset the kernel values it saved \
-             and may have renumbered its IRQs, so they are left as the boot set them, as is whether irqbalance runs; its irqbalance config file is restored",
-            snap.id,
-            snap.boot_id.as_deref().unwrap_or("?"),
-            ctx.boot_id.as_deref().unwrap_or("?"),
-        ));
-    }
-    let (lines, ok) = apply::rollback(&ctx.fs, &SystemServices, &ctx.store, snap, rebooted);
-    r.knobs = lines;
-    r.ok = ok;
-    r.exit_code = i32::from(!ok);
-    if !ok {
-        r.error = Some("some knobs could not be restored (see UNDO FAILED lines)".into());
-    }
-    r.count();
-    emit(ctx, r)
-}
-
-/// A namespace target's cookie, read from inside it
-/// ([`xtune::netns::cookie`]); None for the host.
-fn target_cookie(ctx: &Ctx) -> Option<u64> {
-    ctx.target
-        .starts_with("netns:")
-        .then(xtune::netns::cookie)
-        .flatten()
-}
-
-/// The snapshot was taken before the running kernel booted (both boot ids
-/// known and different).
-fn earlier_boot(snap: &xtune::snapshot::Snapshot, ctx: &Ctx) -> bool {
-    matches!((&snap.boot_id, &ctx.boot_id), (Some(then), Some(now)) if then != now)
-}
-
-fn snapshots(ctx: &Ctx) -> i32 {
-    let (snaps, errors) = ctx.store.list();
-    if ctx.json {
+/// `xtune snapshots`: the store's listing.
+fn snapshots(site: &Site, json: bool) -> i32 {
+    let (snaps, errors) = site.store.list();
+    if json {
         let listing = serde_json::json!({
             "schema": "xtune-snapshots/1",
-            "state_dir": ctx.store.dir().display().to_string(),
+            "state_dir": site.store.dir().display().to_string(),
             "snapshots": snaps
                 .iter()
                 .map(|s| {
@@ -839,7 +495,7 @@ fn snapshots(ctx: &Ctx) -> i32 {
                         "id": s.id, "created_unix_ms": s.created_unix_ms, "target": s.target,
                         "host": s.hostname, "profile": s.profile, "knobs": s.entries.len(),
                         "state": s.state, "fixed_by_kernel": s.fixed_by_kernel,
-                        "earlier_boot": earlier_boot(s, ctx),
+                        "earlier_boot": site.earlier_boot(s),
                     })
                 })
                 .collect::<Vec<_>>(),
@@ -851,7 +507,7 @@ fn snapshots(ctx: &Ctx) -> i32 {
         );
     } else {
         if snaps.is_empty() {
-            outln!("no snapshots in {}", ctx.store.dir().display());
+            outln!("no snapshots in {}", site.store.dir().display());
         } else {
             outln!(
                 "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  STATE",
@@ -866,7 +522,7 @@ fn snapshots(ctx: &Ctx) -> i32 {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                if earlier_boot(s, ctx) {
+                if site.earlier_boot(s) {
                     state.push_str(" (earlier boot)");
                 }
                 outln!(
@@ -953,18 +609,10 @@ fn usage_error(cli: &Cli, msg: &str) -> i32 {
     2
 }
 
-fn emit_error(ctx: &Ctx, command: &str, p: Option<&Profile>, msg: &str, code: i32) -> i32 {
-    let mut r = new_report(ctx, command, p);
-    r.ok = false;
-    r.exit_code = code;
-    r.error = Some(format!("{msg}; nothing was written"));
-    emit(ctx, r)
-}
-
 /// Prints the report (JSON on stdout with --json; else text on stdout and
 /// the error on stderr) and returns its exit code.
-fn emit(ctx: &Ctx, mut r: Report) -> i32 {
-    if ctx.json {
+fn emit(json: bool, mut r: Report) -> i32 {
+    if json {
         outln!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
         if let Some(e) = &r.error {
             eprintln!("xtune: {e}");
@@ -1015,12 +663,4 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("--settle `{s}`: must be between 0 and 24h"));
     }
     Ok(Duration::from_secs_f64(secs))
-}
-
-fn fmt_duration(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
 }

@@ -7,6 +7,7 @@
 use crate::fs::Fs;
 use crate::host::find_processes;
 use crate::knob::{compare, Comparison, Current, Desired, Target};
+use crate::report::{KnobLine, Verdict};
 
 /// One knob of the plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +24,37 @@ impl Item {
     /// True when apply must write this knob.
     pub fn needs_change(&self) -> bool {
         !self.cmp.matches && is_writable(&self.desired.target)
+    }
+
+    /// The verdict on this knob as read, the one rule every command uses:
+    /// absent hardware is not applicable, advice stays advice (xtune's own
+    /// limit meeting it says nothing of the load generator's), a value with
+    /// the wanted meaning is ok, and anything else is `otherwise` (`change`
+    /// for diff and apply, `drift` for verify).
+    pub fn verdict(&self, otherwise: Verdict) -> Verdict {
+        match &self.desired.target {
+            Target::Unavailable { .. } => Verdict::NotApplicable,
+            Target::Advice => Verdict::Advice,
+            _ if self.cmp.matches => Verdict::Ok,
+            _ => otherwise,
+        }
+    }
+
+    /// A report line for this knob with `verdict`.
+    pub fn line(&self, verdict: Verdict) -> KnobLine {
+        KnobLine {
+            knob: self.desired.knob.clone(),
+            wanted: self.cmp.wanted.clone(),
+            actual: self.cmp.actual.clone(),
+            verdict,
+            reason: self.cmp.reason.clone(),
+            agent: None,
+            errno: None,
+            path: match &self.desired.target {
+                Target::File { path, .. } | Target::IrqbalanceConfig { path } => Some(path.clone()),
+                _ => None,
+            },
+        }
     }
 }
 
