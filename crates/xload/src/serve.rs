@@ -81,13 +81,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
                 .max(1)
         ],
     };
-    if a.body_size > 64 * 1024 * 1024 {
-        return Err(Failure::Usage("--body-size is limited to 64 MiB".into()));
-    }
-    if a.pool == Some(0) {
-        return Err(Failure::Usage("--pool must be at least 1".into()));
-    }
-    Ok(ServeConfig {
+    let cfg = ServeConfig {
         listen: a.listen,
         body_size: a.body_size,
         cpus,
@@ -96,7 +90,9 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         idle_timeout: (!a.idle_timeout.is_zero()).then_some(a.idle_timeout),
         header_timeout: (!a.header_timeout.is_zero()).then_some(a.header_timeout),
         send_timeout: (!a.send_timeout.is_zero()).then_some(a.send_timeout),
-    })
+    };
+    cfg.check().map_err(|e| Failure::Usage(e.to_string()))?;
+    Ok(cfg)
 }
 
 pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {

@@ -1,0 +1,77 @@
+//! Each worker's listening socket: bound with SO_REUSEPORT on one port so
+//! that the kernel spreads connections over the workers.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::FromRawFd;
+
+use crate::sock::{set_int_opt, sockaddr};
+
+/// SO_REUSEPORT lets any process of the same user join a listening group:
+/// a second `xload serve` on a busy port would silently share its
+/// connections. A plain bind first finds the port taken.
+pub(super) fn port_is_free(addr: SocketAddr) -> io::Result<()> {
+    let probe = std::net::TcpListener::bind(addr);
+    match probe {
+        Ok(l) => {
+            drop(l);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(io::Error::new(
+            e.kind(),
+            format!("bind {addr}: address already in use (another process listens there)"),
+        )),
+        Err(e) => Err(io::Error::new(e.kind(), format!("bind {addr}: {e}"))),
+    }
+}
+
+/// A listening socket on `addr`, bound with SO_REUSEPORT so that every
+/// worker's listener shares the port.
+pub(super) fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh socket we own; TcpListener takes ownership.
+    let l = unsafe { TcpListener::from_raw_fd(fd) };
+    for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
+        set_int_opt(fd, libc::SOL_SOCKET, opt, 1).map_err(io::Error::from_raw_os_error)?;
+    }
+    let sa = sockaddr(addr);
+    // SAFETY: the address is valid for `len` bytes.
+    if unsafe { libc::bind(fd, &sa.storage as *const _ as *const libc::sockaddr, sa.len) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("bind {addr}: {e}")));
+    }
+    // SAFETY: valid fd.
+    if unsafe { libc::listen(fd, 4096) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_share_one_port_and_a_busy_port_is_refused() {
+        let first = reuseport_listener("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = first.local_addr().unwrap();
+        // Another worker of the same responder joins the port.
+        let second = reuseport_listener(addr).unwrap();
+        assert_eq!(second.local_addr().unwrap(), addr);
+        // A second responder finds it taken.
+        let e = port_is_free(addr).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+        assert!(e.to_string().contains("already in use"), "{e}");
+        drop((first, second));
+        assert!(port_is_free(addr).is_ok());
+    }
+}
