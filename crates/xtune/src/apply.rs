@@ -167,24 +167,36 @@ pub fn apply(
     meta: &ApplyMeta,
 ) -> Result<ApplyOutcome, ApplyError> {
     let changes: Vec<&Item> = plan.changes().collect();
-    let mut outcome = ApplyOutcome {
-        lines: Vec::new(),
-        snapshot: None,
-        error: None,
-        notes: Vec::new(),
-    };
     if changes.is_empty() {
-        outcome.lines = plan
-            .items
-            .iter()
-            .map(|i| i.line(verdict_unwritten(i)))
-            .collect();
-        return Ok(outcome);
+        return Ok(ApplyOutcome {
+            lines: plan
+                .items
+                .iter()
+                .map(|i| i.line(verdict_unwritten(i)))
+                .collect(),
+            snapshot: None,
+            error: None,
+            notes: Vec::new(),
+        });
     }
+    refuse_read_only(fs, &changes)?;
+    let snap = save_snapshot(fs, store, &changes, meta)?;
+    let mut run = Applier::new(fs, services, store, plan, snap);
+    match run.write_and_check() {
+        Ok(()) => run.settle_snapshot_state(),
+        Err(msg) => {
+            run.error = Some(msg);
+            run.undo_every_write();
+        }
+    }
+    run.save_final_state();
+    Ok(run.into_outcome())
+}
 
-    // 1. Snapshot, durable before the first write; a read-only knob to
-    // change stops the apply before either.
-    for item in &changes {
+/// A read-only knob to change stops the apply before the snapshot and
+/// before any write.
+fn refuse_read_only(fs: &dyn Fs, changes: &[&Item]) -> Result<(), ApplyError> {
+    for item in changes {
         if let Target::File { path, .. } = &item.desired.target {
             if fs.read_only(path) {
                 return Err(ApplyError::ReadOnly {
@@ -194,18 +206,22 @@ pub fn apply(
             }
         }
     }
+    Ok(())
+}
+
+/// The original of every knob to change, saved durably before the first write.
+fn save_snapshot(
+    fs: &dyn Fs,
+    store: &Store,
+    changes: &[&Item],
+    meta: &ApplyMeta,
+) -> Result<Snapshot, ApplyError> {
     let mut entries = Vec::with_capacity(changes.len());
-    for item in &changes {
-        let original = original_of(item)?;
-        entries.push(Entry {
-            knob: item.desired.knob.clone(),
-            stage: item.desired.stage,
-            irq_actions: saved_irq_actions(fs, &original, item.desired.stage),
-            original,
-        });
+    for item in changes {
+        entries.push(entry_for(fs, item, original_of(item)?));
     }
     let created = now_ms();
-    let mut snap = Snapshot {
+    let snap = Snapshot {
         schema: SCHEMA.into(),
         id: store.new_id(&meta.target, created),
         created_unix_ms: created,
@@ -221,252 +237,393 @@ pub fn apply(
         rolled_back_unix_ms: None,
     };
     store.save(&snap)?;
-    outcome.snapshot = Some(snap.id.clone());
+    Ok(snap)
+}
 
-    // 2. Writes, in the plan's stage order; each write is read back at once:
-    // the kernel may accept a value and keep another (clamped, rounded, a
-    // vector with fewer elements), and a profile it does not take is a
-    // failure like a refused write, not a success to find out at verify.
-    let mut verdicts: Vec<(Verdict, String, Option<String>)> = plan
-        .items
-        .iter()
-        .map(|item| (verdict_unwritten(item), item.cmp.reason.clone(), None))
-        .collect();
-    let mut written: Vec<usize> = Vec::new(); // indices into snap.entries
-    let mut failed = false;
-    let mut change_idx = 0usize;
-    for (i, item) in plan.items.iter().enumerate() {
-        if !item.needs_change() {
-            continue;
-        }
-        let entry_idx = change_idx;
-        change_idx += 1;
-        // The irqbalance steps are several actions (write the config, then
-        // restart; stop each daemon): one can fail after another took effect.
-        // Their restore is harmless when nothing changed, so they count as
-        // written from the start and a failure undoes what part was done.
-        let several = matches!(
-            item.desired.target,
-            Target::IrqbalanceConfig { .. } | Target::IrqbalanceService
-        );
-        if several {
-            written.push(entry_idx);
-        }
-        match write_knob(fs, services, item) {
-            Ok(WriteResult::Written) => {
-                if !several {
-                    written.push(entry_idx);
-                }
-                verdicts[i] = (Verdict::Written, String::new(), None);
-                if let Err(msg) = read_back(fs, item) {
-                    outcome.error = Some(format!("{}: {msg}", item.desired.knob));
-                    verdicts[i] = (Verdict::Failed, msg, None);
-                    failed = true;
-                    break;
-                }
-            }
-            Ok(WriteResult::FixedByKernel(e)) => {
-                snap.fixed_by_kernel.push(item.desired.knob.clone());
-                verdicts[i] = (
-                    Verdict::FixedByKernel,
-                    format!(
-                        "managed interrupt: the kernel refuses to move it ({})",
-                        e.errno_name()
-                    ),
-                    Some(e.errno_name().to_string()),
-                );
-            }
-            Err(e) => {
-                outcome.error = Some(format!("{}: {}", item.desired.knob, e.message));
-                verdicts[i] = (Verdict::Failed, e.message.clone(), e.errno.clone());
-                failed = true;
-                break;
-            }
+/// A snapshot entry for `item`, whose value before apply is `original`.
+fn entry_for(fs: &dyn Fs, item: &Item, original: Original) -> Entry {
+    Entry {
+        knob: item.desired.knob.clone(),
+        stage: item.desired.stage,
+        irq_actions: saved_irq_actions(fs, &original, item.desired.stage),
+        original,
+    }
+}
+
+/// What became of one knob of the plan.
+#[derive(Clone, Debug)]
+struct KnobResult {
+    verdict: Verdict,
+    /// Replaces the plan's reason when not empty.
+    reason: String,
+    errno: Option<String>,
+}
+
+impl KnobResult {
+    fn new(verdict: Verdict, reason: impl Into<String>, errno: Option<String>) -> KnobResult {
+        KnobResult {
+            verdict,
+            reason: reason.into(),
+            errno,
         }
     }
+}
 
-    if !failed {
-        // 3. If irqbalance was stopped after IRQs were pinned, it may have
-        // moved them in between: put back any that moved.
-        let stopped_irqbalance = plan.items.iter().zip(&verdicts).any(|(it, v)| {
-            matches!(it.desired.target, Target::IrqbalanceService) && v.0 == Verdict::Written
-        });
-        if stopped_irqbalance {
-            for (i, item) in plan.items.iter().enumerate() {
-                if item.desired.stage != Stage::Irq || verdicts[i].0 != Verdict::Written {
-                    continue;
-                }
-                let now = observe_one(fs, &item.desired);
-                if !compare(&item.desired, &now).matches {
-                    if let Target::File { path, value } = &item.desired.target {
-                        match fs.write(path, value) {
-                            Ok(()) => outcome.notes.push(format!(
-                                "{} moved before irqbalance stopped; written again",
-                                item.desired.knob
-                            )),
-                            Err(e) => outcome
-                                .notes
-                                .push(format!("{}: rewrite failed: {e}", item.desired.knob)),
-                        }
-                    }
-                }
-            }
-        }
-        // 4a. A knob that meant its value before the writes may not after
-        // them: one write can set others (`conf.all.forwarding` sets every
-        // device's). Such a knob is saved in the snapshot and written too.
-        let rewrote = match rewrite_reset(
+/// One apply past its snapshot: the writes, the checks after them, and the
+/// undo or the snapshot's final state. Every phase is a method, called in
+/// the order [`apply`] lists them.
+struct Applier<'a> {
+    fs: &'a dyn Fs,
+    services: &'a dyn Services,
+    store: &'a Store,
+    plan: &'a Plan,
+    snap: Snapshot,
+    /// One per plan item, in plan order.
+    results: Vec<KnobResult>,
+    /// Indices into `snap.entries` of the knobs written, in write order.
+    written: Vec<usize>,
+    /// The failure (knob and errno) that made apply undo its writes.
+    error: Option<String>,
+    notes: Vec<String>,
+    /// The snapshot id reported; None when the snapshot held nothing new.
+    snapshot: Option<String>,
+}
+
+impl<'a> Applier<'a> {
+    fn new(
+        fs: &'a dyn Fs,
+        services: &'a dyn Services,
+        store: &'a Store,
+        plan: &'a Plan,
+        snap: Snapshot,
+    ) -> Applier<'a> {
+        let results = plan
+            .items
+            .iter()
+            .map(|item| KnobResult::new(verdict_unwritten(item), item.cmp.reason.clone(), None))
+            .collect();
+        Applier {
             fs,
             services,
             store,
             plan,
-            &mut snap,
-            &mut verdicts,
-            &mut written,
-        ) {
-            Ok(rewrote) => rewrote,
-            Err(msg) => {
-                outcome.error = Some(msg);
-                failed = true;
-                false
+            snapshot: Some(snap.id.clone()),
+            snap,
+            results,
+            written: Vec::new(),
+            error: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The writes and every check after them; an error names the knob
+    /// that failed (the caller undoes every write).
+    fn write_and_check(&mut self) -> Result<(), String> {
+        self.write_in_stage_order()?;
+        self.repin_irqs_irqbalance_moved();
+        let rewrote = self.rewrite_knobs_reset_by_later_writes()?;
+        self.read_every_write_back(rewrote)
+    }
+
+    /// Writes each knob to change in the plan's stage order and reads it
+    /// back at once: the kernel may accept a value and keep another
+    /// (clamped, rounded, a vector with fewer elements), and a profile it
+    /// does not take is a failure like a refused write, not a success to
+    /// find out at verify.
+    fn write_in_stage_order(&mut self) -> Result<(), String> {
+        let plan = self.plan;
+        let changes = plan
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.needs_change());
+        for (entry, (i, item)) in changes.enumerate() {
+            // The irqbalance steps are several actions (write the config, then
+            // restart; stop each daemon): one can fail after another took effect.
+            // Their restore is harmless when nothing changed, so they count as
+            // written from the start and a failure undoes what part was done.
+            let several = matches!(
+                item.desired.target,
+                Target::IrqbalanceConfig { .. } | Target::IrqbalanceService
+            );
+            if several {
+                self.written.push(entry);
             }
-        };
-        // 4. Read everything back once more: a later write may undo an
-        // earlier one (a knob that resets another, an agent between writes);
-        // after 4a, a profile whose knobs set each other cannot hold.
-        if !failed {
-            for (i, item) in plan.items.iter().enumerate() {
-                if verdicts[i].0 != Verdict::Written {
-                    continue;
-                }
-                match read_back(fs, item) {
-                    Err(mut msg) => {
-                        if rewrote {
-                            msg.push_str(
-                                ": knobs of this profile set each other, so they cannot all hold",
-                            );
-                        }
-                        outcome.error = Some(format!("{}: {msg}", item.desired.knob));
-                        verdicts[i] = (Verdict::Failed, msg, None);
-                        failed = true;
-                        break;
+            match write_knob(self.fs, self.services, item) {
+                Ok(WriteResult::Written) => {
+                    if !several {
+                        self.written.push(entry);
                     }
-                    Ok(c) if !c.reason.is_empty() && !c.reason.starts_with("same elements") => {
-                        verdicts[i].1 = c.reason;
+                    self.results[i] = KnobResult::new(Verdict::Written, "", None);
+                    if let Err(msg) = read_back(self.fs, item) {
+                        self.results[i] = KnobResult::new(Verdict::Failed, msg.clone(), None);
+                        return Err(format!("{}: {msg}", item.desired.knob));
                     }
-                    Ok(_) => {}
                 }
+                Ok(WriteResult::FixedByKernel(e)) => {
+                    self.snap.fixed_by_kernel.push(item.desired.knob.clone());
+                    self.results[i] = KnobResult::new(
+                        Verdict::FixedByKernel,
+                        format!(
+                            "managed interrupt: the kernel refuses to move it ({})",
+                            e.errno_name()
+                        ),
+                        Some(e.errno_name().to_string()),
+                    );
+                }
+                Err(e) => {
+                    self.results[i] =
+                        KnobResult::new(Verdict::Failed, e.message.clone(), e.errno.clone());
+                    return Err(format!("{}: {}", item.desired.knob, e.message));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// If irqbalance was stopped after IRQs were pinned, it may have moved
+    /// them in between: writes again any that moved (a failure is a note).
+    fn repin_irqs_irqbalance_moved(&mut self) {
+        let plan = self.plan;
+        let stopped_irqbalance = plan.items.iter().zip(&self.results).any(|(it, r)| {
+            matches!(it.desired.target, Target::IrqbalanceService) && r.verdict == Verdict::Written
+        });
+        if !stopped_irqbalance {
+            return;
+        }
+        for (item, result) in plan.items.iter().zip(&self.results) {
+            if item.desired.stage != Stage::Irq || result.verdict != Verdict::Written {
+                continue;
+            }
+            let now = observe_one(self.fs, &item.desired);
+            if compare(&item.desired, &now).matches {
+                continue;
+            }
+            if let Target::File { path, value } = &item.desired.target {
+                let knob = &item.desired.knob;
+                self.notes.push(match self.fs.write(path, value) {
+                    Ok(()) => format!("{knob} moved before irqbalance stopped; written again"),
+                    Err(e) => format!("{knob}: rewrite failed: {e}"),
+                });
             }
         }
     }
 
-    if failed {
-        // 5a. Undo in reverse order, the failed knob too when it was written.
+    /// A knob that meant its value before the writes may not after them:
+    /// one write can set others (`conf.all.forwarding` sets every device's).
+    /// Saves each such knob in the snapshot, then writes it. Returns whether
+    /// any was written.
+    fn rewrite_knobs_reset_by_later_writes(&mut self) -> Result<bool, String> {
+        let plan = self.plan;
+        let fs = self.fs;
+        let reset: Vec<usize> = plan
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(i, item)| {
+                self.results[*i].verdict == Verdict::Ok
+                    && is_writable(&item.desired.target)
+                    && !compare(&item.desired, &observe_one(fs, &item.desired)).matches
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if reset.is_empty() {
+            return Ok(false);
+        }
+        let first_new = self.snap.entries.len();
+        for &i in &reset {
+            let item = &plan.items[i];
+            let original = original_of(item).map_err(|e| format!("{}: {e}", item.desired.knob))?;
+            self.snap.entries.push(entry_for(fs, item, original));
+        }
+        self.store
+            .save(&self.snap)
+            .map_err(|e| format!("could not save the snapshot: {e}"))?;
+        for (n, &i) in reset.iter().enumerate() {
+            let item = &plan.items[i];
+            let now = compare(&item.desired, &observe_one(fs, &item.desired)).actual;
+            let changed = format!("another write of this profile changed it to `{now}`");
+            let (result, failure) = match write_knob(fs, self.services, item) {
+                Ok(WriteResult::Written) => {
+                    self.written.push(first_new + n);
+                    let reason = format!("{changed}; written again");
+                    (KnobResult::new(Verdict::Written, reason, None), None)
+                }
+                Ok(WriteResult::FixedByKernel(e)) => {
+                    let msg = format!(
+                        "{changed}, and the kernel refuses to move it back ({})",
+                        e.errno_name()
+                    );
+                    let errno = Some(e.errno_name().to_string());
+                    (
+                        KnobResult::new(Verdict::Failed, msg.clone(), errno),
+                        Some(msg),
+                    )
+                }
+                Err(e) => (
+                    KnobResult::new(Verdict::Failed, e.message.clone(), e.errno),
+                    Some(e.message),
+                ),
+            };
+            self.results[i] = result;
+            if let Some(msg) = failure {
+                return Err(format!("{}: {msg}", item.desired.knob));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads every written knob back once more: a later write may undo an
+    /// earlier one (a knob that resets another, an agent between writes);
+    /// after a rewrite, a profile whose knobs set each other cannot hold.
+    fn read_every_write_back(&mut self, rewrote: bool) -> Result<(), String> {
+        for (item, result) in self.plan.items.iter().zip(self.results.iter_mut()) {
+            if result.verdict != Verdict::Written {
+                continue;
+            }
+            match read_back(self.fs, item) {
+                Err(mut msg) => {
+                    if rewrote {
+                        msg.push_str(
+                            ": knobs of this profile set each other, so they cannot all hold",
+                        );
+                    }
+                    *result = KnobResult::new(Verdict::Failed, msg.clone(), None);
+                    return Err(format!("{}: {msg}", item.desired.knob));
+                }
+                Ok(c) if !c.reason.is_empty() && !c.reason.starts_with("same elements") => {
+                    result.reason = c.reason;
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// After a failure: restores every write in reverse order, the failed
+    /// knob too when it was written, and marks the knobs never attempted.
+    /// The snapshot stays rollback-able when something could not be restored.
+    fn undo_every_write(&mut self) {
         let mut undo_failures = Vec::new();
-        for &ei in written.iter().rev() {
-            let entry = &snap.entries[ei];
-            let pos = plan
+        for &ei in self.written.iter().rev() {
+            let entry = &self.snap.entries[ei];
+            let pos = self
+                .plan
                 .items
                 .iter()
                 .position(|it| it.desired.knob == entry.knob);
-            let keep_failed = pos.is_some_and(|p| verdicts[p].0 == Verdict::Failed);
-            match restore_entry(fs, services, entry) {
-                Ok(()) => {
-                    if let Some(p) = pos {
-                        if keep_failed {
-                            verdicts[p].1.push_str("; restored");
-                        } else {
-                            verdicts[p] =
-                                (Verdict::Undone, "restored after the failure".into(), None);
-                        }
+            let result = pos.map(|p| &mut self.results[p]);
+            match restore_entry(self.fs, self.services, entry) {
+                Ok(()) => match result {
+                    Some(r) if r.verdict == Verdict::Failed => r.reason.push_str("; restored"),
+                    Some(r) => {
+                        *r = KnobResult::new(Verdict::Undone, "restored after the failure", None)
                     }
-                }
+                    None => {}
+                },
                 Err(msg) => {
                     undo_failures.push(format!("{}: {msg}", entry.knob));
-                    if let Some(p) = pos {
-                        verdicts[p] = (Verdict::UndoFailed, msg, None);
+                    if let Some(r) = result {
+                        *r = KnobResult::new(Verdict::UndoFailed, msg, None);
                     }
                 }
             }
         }
-        // Knobs to change that were never written.
-        for (i, item) in plan.items.iter().enumerate() {
-            if item.needs_change() && verdicts[i].0 == Verdict::Change {
-                verdicts[i] = (Verdict::Change, "not attempted".into(), None);
+        for (item, r) in self.plan.items.iter().zip(self.results.iter_mut()) {
+            if item.needs_change() && r.verdict == Verdict::Change {
+                *r = KnobResult::new(Verdict::Change, "not attempted", None);
             }
         }
-        if let Some(e) = outcome.error.as_mut() {
+        if let Some(e) = self.error.as_mut() {
             e.push_str(if undo_failures.is_empty() {
                 "; every write was undone"
             } else {
                 "; NOT every write could be undone (see UNDO FAILED)"
             });
         }
-        snap.state = State::Undone;
+        self.snap.state = State::Undone;
         if !undo_failures.is_empty() {
-            snap.state = State::Applied; // something is still changed: keep it rollback-able
-            outcome.notes.push(format!(
+            self.snap.state = State::Applied; // something is still changed: keep it rollback-able
+            self.notes.push(format!(
                 "could not restore: {}; run `xtune rollback {}`",
                 undo_failures.join("; "),
-                snap.id
+                self.snap.id
             ));
         }
-    } else if written.is_empty() {
+    }
+
+    /// After success: the snapshot is applied, unless nothing moved.
+    fn settle_snapshot_state(&mut self) {
+        if !self.written.is_empty() {
+            self.snap.state = State::Applied;
+            return;
+        }
         // Nothing moved: every knob to change was a managed interrupt the
         // kernel keeps where it put it. A snapshot of nothing would be one
         // more for each apply (each tries again) and one more rollback
         // that restores nothing before the real one.
         // The first such apply keeps its snapshot, with nothing to restore
         // (undone), as the record verify reads the managed IRQs from.
-        snap.state = State::Undone;
-        let known: Vec<String> = store
+        self.snap.state = State::Undone;
+        let snap = &self.snap;
+        let known: Vec<String> = self
+            .store
             .list()
             .0
             .into_iter()
             .filter(|s| s.target == snap.target && s.id != snap.id)
             .flat_map(|s| s.fixed_by_kernel)
             .collect();
+        let kept = snap.fixed_by_kernel.len();
         if snap.fixed_by_kernel.iter().all(|k| known.contains(k)) {
-            outcome.snapshot = None;
-            outcome.notes.push(format!(
-                "nothing changed: the kernel keeps {} managed interrupt(s) where it put them; no snapshot kept",
-                snap.fixed_by_kernel.len()
+            self.snapshot = None;
+            self.notes.push(format!(
+                "nothing changed: the kernel keeps {kept} managed interrupt(s) where it put them; no snapshot kept"
             ));
         } else {
-            outcome.notes.push(format!(
-                "nothing changed: the kernel keeps {} managed interrupt(s) where it put them; snapshot {} records them, with nothing to restore",
-                snap.fixed_by_kernel.len(),
+            self.notes.push(format!(
+                "nothing changed: the kernel keeps {kept} managed interrupt(s) where it put them; snapshot {} records them, with nothing to restore",
                 snap.id
             ));
         }
-    } else {
-        snap.state = State::Applied;
-    }
-    let saved = if outcome.snapshot.is_none() {
-        store.remove(&snap.id)
-    } else {
-        store.save(&snap).map(|_| ())
-    };
-    if let Err(e) = saved {
-        outcome
-            .notes
-            .push(format!("could not update the snapshot state: {e}"));
     }
 
-    outcome.lines = plan
-        .items
-        .iter()
-        .zip(verdicts)
-        .map(|(item, (verdict, reason, errno))| {
-            let mut l = item.line(verdict);
-            if !reason.is_empty() {
-                l.reason = reason;
-            }
-            l.errno = errno;
-            l
-        })
-        .collect();
-    Ok(outcome)
+    /// Saves the snapshot's last state, or removes it when it is not kept.
+    fn save_final_state(&mut self) {
+        let saved = if self.snapshot.is_none() {
+            self.store.remove(&self.snap.id)
+        } else {
+            self.store.save(&self.snap).map(|_| ())
+        };
+        if let Err(e) = saved {
+            self.notes
+                .push(format!("could not update the snapshot state: {e}"));
+        }
+    }
+
+    /// One report line per knob of the plan.
+    fn into_outcome(self) -> ApplyOutcome {
+        let lines = self
+            .plan
+            .items
+            .iter()
+            .zip(self.results)
+            .map(|(item, r)| {
+                let mut l = item.line(r.verdict);
+                if !r.reason.is_empty() {
+                    l.reason = r.reason;
+                }
+                l.errno = r.errno;
+                l
+            })
+            .collect();
+        ApplyOutcome {
+            lines,
+            snapshot: self.snapshot,
+            error: self.error,
+            notes: self.notes,
+        }
+    }
 }
 
 /// The handlers of the IRQ an `[irq]` entry saves, kept beside its value.
@@ -487,81 +644,6 @@ fn irq_moved(fs: &dyn Fs, path: &str, saved: &[String]) -> Option<Vec<String>> {
     }
     let now = irq_actions(fs, irq_of_path(path)?);
     (now != saved).then_some(now)
-}
-
-/// Step 4a of [`apply`]: writes the knobs that meant their value at plan
-/// time and no longer do after the profile's writes, each saved in the
-/// snapshot first; step 4 then reads every written knob back. Returns
-/// whether any was written; an error names the knob that could not be (the
-/// caller undoes every write).
-fn rewrite_reset(
-    fs: &dyn Fs,
-    services: &dyn Services,
-    store: &Store,
-    plan: &Plan,
-    snap: &mut Snapshot,
-    verdicts: &mut [(Verdict, String, Option<String>)],
-    written: &mut Vec<usize>,
-) -> Result<bool, String> {
-    let reset: Vec<usize> = plan
-        .items
-        .iter()
-        .enumerate()
-        .filter(|(i, item)| {
-            verdicts[*i].0 == Verdict::Ok
-                && is_writable(&item.desired.target)
-                && !compare(&item.desired, &observe_one(fs, &item.desired)).matches
-        })
-        .map(|(i, _)| i)
-        .collect();
-    if reset.is_empty() {
-        return Ok(false);
-    }
-    let first_new = snap.entries.len();
-    for &i in &reset {
-        let item = &plan.items[i];
-        let original = original_of(item).map_err(|e| format!("{}: {e}", item.desired.knob))?;
-        snap.entries.push(Entry {
-            knob: item.desired.knob.clone(),
-            stage: item.desired.stage,
-            irq_actions: saved_irq_actions(fs, &original, item.desired.stage),
-            original,
-        });
-    }
-    store
-        .save(snap)
-        .map_err(|e| format!("could not save the snapshot: {e}"))?;
-    for (n, &i) in reset.iter().enumerate() {
-        let item = &plan.items[i];
-        let now = compare(&item.desired, &observe_one(fs, &item.desired)).actual;
-        match write_knob(fs, services, item) {
-            Ok(WriteResult::Written) => {
-                written.push(first_new + n);
-                verdicts[i] = (
-                    Verdict::Written,
-                    format!("another write of this profile changed it to `{now}`; written again"),
-                    None,
-                );
-            }
-            Ok(WriteResult::FixedByKernel(e)) => {
-                let msg = format!(
-                    "another write of this profile changed it to `{now}`, and the kernel refuses to move it back ({})",
-                    e.errno_name()
-                );
-                verdicts[i] = (
-                    Verdict::Failed,
-                    msg.clone(),
-                    Some(e.errno_name().to_string()),
-                );
-                return Err(format!("{}: {msg}", item.desired.knob));
-            }
-            Err(e) => {
-                verdicts[i] = (Verdict::Failed, e.message.clone(), e.errno.clone());
-                return Err(format!("{}: {}", item.desired.knob, e.message));
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// Reads a written knob back: its comparison when it means what the
@@ -774,166 +856,193 @@ pub fn rollback(
     rebooted: bool,
 ) -> (Vec<KnobLine>, bool) {
     let mut lines = Vec::new();
-    let mut ok = true;
     for entry in snap.entries.iter().rev() {
-        let before_text: String;
-        let (verdict, reason, path) = match &entry.original {
+        let done = match &entry.original {
             Original::File { path, raw } => {
-                let before = fs.read(path);
-                before_text = match &before {
-                    Ok(b) => display_value(b),
-                    Err(e) if e.errno == libc::ENOENT => "(gone)".into(),
-                    Err(e) => format!("unreadable: {}", e.errno_name()),
-                };
-                if rebooted {
-                    (
-                        Verdict::NotApplicable,
-                        "reset by the reboot since the snapshot (the boot's value is in force; IRQ numbers may name other devices): not restored"
-                            .into(),
-                        Some(path.clone()),
-                    )
-                } else if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
-                    // The device (or the whole knob) went away since the
-                    // apply: there is nothing left to restore.
-                    (
-                        Verdict::NotApplicable,
-                        "gone: the file no longer exists (device removed?); nothing to restore"
-                            .into(),
-                        Some(path.clone()),
-                    )
-                } else if let Some(now) = irq_moved(fs, path, &entry.irq_actions) {
-                    // The number was handed to other handlers (a driver
-                    // reloaded): the saved affinity was another device's.
-                    (
-                        Verdict::NotApplicable,
-                        format!(
-                            "the IRQ now serves {} (saved for {}): another device's since a driver reload; not restored",
-                            if now.is_empty() { "nothing".to_string() } else { now.join(", ") },
-                            entry.irq_actions.join(", ")
-                        ),
-                        Some(path.clone()),
-                    )
-                } else if before.as_deref() == Ok(raw.as_str()) {
-                    (Verdict::Unchanged, String::new(), Some(path.clone()))
-                } else {
-                    match fs.write(path, trim_value(raw)) {
-                        Err(e) if snap.fixed_by_kernel.contains(&entry.knob) => (
-                            Verdict::FixedByKernel,
-                            format!("never moved: {}", e.errno_name()),
-                            Some(path.clone()),
-                        ),
-                        Err(e) => {
-                            ok = false;
-                            (Verdict::UndoFailed, e.to_string(), Some(path.clone()))
-                        }
-                        Ok(()) => match fs.read(path) {
-                            Ok(after) if after == *raw => {
-                                (Verdict::Restored, String::new(), Some(path.clone()))
-                            }
-                            Ok(after) => {
-                                ok = false;
-                                (
-                                    Verdict::UndoFailed,
-                                    format!("reads back as `{}`", trim_value(&after)),
-                                    Some(path.clone()),
-                                )
-                            }
-                            Err(e) => {
-                                ok = false;
-                                (Verdict::UndoFailed, e.to_string(), Some(path.clone()))
-                            }
-                        },
-                    }
-                }
+                let fixed = snap.fixed_by_kernel.contains(&entry.knob);
+                restore_file(fs, entry, path, raw, rebooted, fixed)
             }
-            other => {
-                // A config file is read once: for the line and for the checks.
-                let config_now = match other {
-                    Original::Config { path, .. } => Some(fs.read(path).ok()),
-                    _ => None,
-                };
-                before_text = match (other, &config_now) {
-                    (_, Some(Some(_))) => "(file content)".into(),
-                    (_, Some(None)) => "(no file)".into(),
-                    (Original::Service { .. }, _) => {
-                        service_text(&crate::host::find_processes(fs, "irqbalance"))
-                    }
-                    _ => String::new(),
-                };
-                let path = match other {
-                    Original::Config { path, .. } => Some(path.clone()),
-                    _ => None,
-                };
-                let left = match (other, config_now) {
-                    // Still the original (an apply that stopped before
-                    // writing it): nothing to restore.
-                    (
-                        Original::Config {
-                            content,
-                            written: Some(_),
-                            ..
-                        },
-                        Some(now),
-                    ) if now == *content => {
-                        Some((Verdict::Unchanged, String::new()))
-                    }
-                    (
-                        Original::Config {
-                            written: Some(w), ..
-                        },
-                        Some(now),
-                    ) if now.as_deref() != Some(w.as_str()) => Some((
-                        Verdict::NotApplicable,
-                        format!(
-                            "{}: changed since the apply (a package upgrade, an edit?): left as is; its original is in the snapshot",
-                            if now.is_some() { "the file" } else { "the file is gone" }
-                        ),
-                    )),
-                    (Original::Service { .. }, _) if rebooted => Some((
-                        Verdict::NotApplicable,
-                        "the boot decided whether irqbalance runs (the apply stopped it for one boot only): left as is"
-                            .into(),
-                    )),
-                    _ => None,
-                };
-                match left {
-                    Some((verdict, reason)) => (verdict, reason, path),
-                    None => match restore_entry(fs, services, entry) {
-                        Ok(()) => (Verdict::Restored, String::new(), path),
-                        Err(m) => {
-                            ok = false;
-                            (Verdict::UndoFailed, m, None)
-                        }
-                    },
-                }
-            }
-        };
-        let original = match &entry.original {
-            Original::File { raw, .. } => display_value(raw),
-            Original::Config {
-                content: Some(_), ..
-            } => "(file content)".into(),
-            Original::Config { content: None, .. } => "(no file)".into(),
-            Original::Service { running } => service_text(running),
+            _ => restore_irqbalance(fs, services, entry, rebooted),
         };
         lines.push(KnobLine {
             knob: entry.knob.clone(),
-            wanted: original,
-            actual: before_text,
-            verdict,
-            reason,
+            wanted: original_text(&entry.original),
+            actual: done.before,
+            verdict: done.verdict,
+            reason: done.reason,
             agent: None,
             errno: None,
-            path,
+            path: done.path,
         });
     }
     lines.reverse();
+    let ok = lines.iter().all(|l| l.verdict != Verdict::UndoFailed);
     if ok {
         snap.state = State::RolledBack;
         snap.rolled_back_unix_ms = Some(now_ms());
         let _ = store.save(&snap);
     }
     (lines, ok)
+}
+
+/// What rollback did with one entry.
+struct Restore {
+    verdict: Verdict,
+    reason: String,
+    path: Option<String>,
+    /// What it found before restoring, for display.
+    before: String,
+}
+
+/// The original of an entry, for display.
+fn original_text(original: &Original) -> String {
+    match original {
+        Original::File { raw, .. } => display_value(raw),
+        Original::Config {
+            content: Some(_), ..
+        } => "(file content)".into(),
+        Original::Config { content: None, .. } => "(no file)".into(),
+        Original::Service { running } => service_text(running),
+    }
+}
+
+/// Rollback of a kernel file: left alone after a reboot, when gone, or when
+/// its IRQ number now serves another device; else written back if it differs.
+fn restore_file(
+    fs: &dyn Fs,
+    entry: &Entry,
+    path: &str,
+    raw: &str,
+    rebooted: bool,
+    fixed_by_kernel: bool,
+) -> Restore {
+    let before = fs.read(path);
+    let before_text = match &before {
+        Ok(b) => display_value(b),
+        Err(e) if e.errno == libc::ENOENT => "(gone)".into(),
+        Err(e) => format!("unreadable: {}", e.errno_name()),
+    };
+    let (verdict, reason) = if rebooted {
+        (
+            Verdict::NotApplicable,
+            "reset by the reboot since the snapshot (the boot's value is in force; IRQ numbers may name other devices): not restored"
+                .into(),
+        )
+    } else if matches!(&before, Err(e) if e.errno == libc::ENOENT) {
+        // The device (or the whole knob) went away since the apply: there
+        // is nothing left to restore.
+        (
+            Verdict::NotApplicable,
+            "gone: the file no longer exists (device removed?); nothing to restore".into(),
+        )
+    } else if let Some(now) = irq_moved(fs, path, &entry.irq_actions) {
+        // The number was handed to other handlers (a driver reloaded): the
+        // saved affinity was another device's.
+        (
+            Verdict::NotApplicable,
+            format!(
+                "the IRQ now serves {} (saved for {}): another device's since a driver reload; not restored",
+                if now.is_empty() { "nothing".to_string() } else { now.join(", ") },
+                entry.irq_actions.join(", ")
+            ),
+        )
+    } else if before.as_deref() == Ok(raw) {
+        (Verdict::Unchanged, String::new())
+    } else {
+        write_original(fs, path, raw, fixed_by_kernel)
+    };
+    Restore {
+        verdict,
+        reason,
+        path: Some(path.to_string()),
+        before: before_text,
+    }
+}
+
+/// Writes a file's original back and checks it reads back byte for byte.
+fn write_original(fs: &dyn Fs, path: &str, raw: &str, fixed_by_kernel: bool) -> (Verdict, String) {
+    match fs.write(path, trim_value(raw)) {
+        Err(e) if fixed_by_kernel => (
+            Verdict::FixedByKernel,
+            format!("never moved: {}", e.errno_name()),
+        ),
+        Err(e) => (Verdict::UndoFailed, e.to_string()),
+        Ok(()) => match fs.read(path) {
+            Ok(after) if after == raw => (Verdict::Restored, String::new()),
+            Ok(after) => (
+                Verdict::UndoFailed,
+                format!("reads back as `{}`", trim_value(&after)),
+            ),
+            Err(e) => (Verdict::UndoFailed, e.to_string()),
+        },
+    }
+}
+
+/// Rollback of the irqbalance config file or service: a config file changed
+/// since the apply is left as is, and so is whether irqbalance runs after a
+/// reboot; else the original is restored.
+fn restore_irqbalance(
+    fs: &dyn Fs,
+    services: &dyn Services,
+    entry: &Entry,
+    rebooted: bool,
+) -> Restore {
+    // A config file is read once: for the line and for the checks.
+    let (config_now, path) = match &entry.original {
+        Original::Config { path, .. } => (Some(fs.read(path).ok()), Some(path.clone())),
+        _ => (None, None),
+    };
+    let before = match (&entry.original, &config_now) {
+        (_, Some(Some(_))) => "(file content)".into(),
+        (_, Some(None)) => "(no file)".into(),
+        (Original::Service { .. }, _) => {
+            service_text(&crate::host::find_processes(fs, "irqbalance"))
+        }
+        _ => String::new(),
+    };
+    let left = match (&entry.original, config_now) {
+        // Still the original (an apply that stopped before writing it):
+        // nothing to restore.
+        (
+            Original::Config {
+                content,
+                written: Some(_),
+                ..
+            },
+            Some(now),
+        ) if now == *content => Some((Verdict::Unchanged, String::new())),
+        (
+            Original::Config {
+                written: Some(w), ..
+            },
+            Some(now),
+        ) if now.as_deref() != Some(w.as_str()) => Some((
+            Verdict::NotApplicable,
+            format!(
+                "{}: changed since the apply (a package upgrade, an edit?): left as is; its original is in the snapshot",
+                if now.is_some() { "the file" } else { "the file is gone" }
+            ),
+        )),
+        (Original::Service { .. }, _) if rebooted => Some((
+            Verdict::NotApplicable,
+            "the boot decided whether irqbalance runs (the apply stopped it for one boot only): left as is"
+                .into(),
+        )),
+        _ => None,
+    };
+    let (verdict, reason, path) = match left {
+        Some((verdict, reason)) => (verdict, reason, path),
+        None => match restore_entry(fs, services, entry) {
+            Ok(()) => (Verdict::Restored, String::new(), path),
+            Err(m) => (Verdict::UndoFailed, m, None),
+        },
+    };
+    Restore {
+        verdict,
+        reason,
+        path,
+        before,
+    }
 }
 
 #[cfg(test)]
