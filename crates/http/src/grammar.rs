@@ -47,6 +47,15 @@ pub(crate) fn is_value_byte(b: u8) -> bool {
     (b >= 0x20 && b != 0x7f) || b == b'\t'
 }
 
+/// Value of a hex digit (the caller checked `is_ascii_hexdigit`).
+#[inline(always)]
+pub(crate) fn hex_value(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        _ => (c | 0x20) - b'a' + 10,
+    }
+}
+
 /// Index of the first byte at or after `i` that is a control byte (< 0x20,
 /// HTAB included) or DEL, or `b.len()` when there is none: the end of a
 /// header value or reason phrase. The steady-state parser spends most of its

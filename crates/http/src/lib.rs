@@ -12,7 +12,7 @@
 //!   reference (every state can stop and resume at any byte; nothing is
 //!   buffered or copied; body bytes are counted), with fast paths for a head
 //!   that arrived whole (SIMD line-end masks) and for complete ordinary
-//!   lines. See [`parse`] for the details and for how errors stay independent
+//!   lines. See [`response`] for the details and for how errors stay independent
 //!   of the split points.
 //!
 //! The same code is driven by the io_uring and epoll loops, unit-tested on
@@ -39,12 +39,15 @@
 //! assert!(parser.in_progress()); // the 404 is still arriving
 //! ```
 
-pub mod parse;
 pub mod request;
+pub mod response;
 pub mod url;
 
 mod grammar;
+mod memo;
 
-pub use parse::{Limits, Parse, ParseError, Response, ResponseParser, Stage};
 pub use request::{parse_header_arg, RequestError, RequestSpec, RequestTemplate, USER_AGENT};
+/// The response parser's module under its former name.
+pub use response as parse;
+pub use response::{Limits, Parse, ParseError, Response, ResponseParser, Stage};
 pub use url::{parse_url, Url, UrlError};
