@@ -28,12 +28,6 @@ const TOP_KEYS: &[&str] = &[
     "limits",
     "hosts",
 ];
-const NIC_KEYS: &[&str] = &[
-    "txqueuelen",
-    "gro_flush_timeout_ns",
-    "napi_defer_hard_irqs",
-    "threaded_napi",
-];
 const RFS_KEYS: &[&str] = &["flow_entries", "flow_cnt"];
 const CPU_KEYS: &[&str] = &["governor"];
 const IRQBALANCE_KEYS: &[&str] = &["stop", "ban"];
@@ -136,6 +130,100 @@ pub struct NicSettings {
     /// `/sys/class/net/DEV/threaded` (NAPI in kernel threads).
     pub threaded_napi: Option<bool>,
 }
+
+/// A `[nic.DEV]` setting's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicValue {
+    /// A non-negative integer.
+    Count(u64),
+    /// `true` or `false`, written `1` or `0`.
+    Switch(bool),
+}
+
+impl NicValue {
+    /// The text written to sysfs.
+    pub fn text(self) -> String {
+        match self {
+            NicValue::Count(n) => n.to_string(),
+            NicValue::Switch(b) => u8::from(b).to_string(),
+        }
+    }
+
+    fn to_toml(self) -> Value {
+        match self {
+            NicValue::Count(n) => int_value(n),
+            NicValue::Switch(b) => Value::Boolean(b),
+        }
+    }
+
+    fn count(self) -> Option<u64> {
+        match self {
+            NicValue::Count(n) => Some(n),
+            NicValue::Switch(_) => None,
+        }
+    }
+
+    fn switch(self) -> Option<bool> {
+        match self {
+            NicValue::Switch(b) => Some(b),
+            NicValue::Count(_) => None,
+        }
+    }
+}
+
+/// One `[nic.DEV]` setting, declared once: its profile key, the file under
+/// `/sys/class/net/DEV` it is written to, its type and its field of
+/// [`NicSettings`]. The parser, the merge, the TOML writer and the knob
+/// builder (`nic:DEV:KEY`) all read [`NIC_KNOBS`].
+pub struct NicKnob {
+    /// Key in `[nic.DEV]`, and the last part of the knob's identity.
+    pub key: &'static str,
+    /// File name in `/sys/class/net/DEV`.
+    pub file: &'static str,
+    /// `true`/`false` (else a non-negative integer).
+    pub switch: bool,
+    get: fn(&NicSettings) -> Option<NicValue>,
+    set: fn(&mut NicSettings, NicValue),
+}
+
+impl NicKnob {
+    /// The value `s` gives this setting, if any.
+    pub fn value(&self, s: &NicSettings) -> Option<NicValue> {
+        (self.get)(s)
+    }
+}
+
+/// Every `[nic.DEV]` setting, in write order.
+pub const NIC_KNOBS: &[NicKnob] = &[
+    NicKnob {
+        key: "txqueuelen",
+        file: "tx_queue_len",
+        switch: false,
+        get: |s| s.txqueuelen.map(NicValue::Count),
+        set: |s, v| s.txqueuelen = v.count(),
+    },
+    NicKnob {
+        key: "gro_flush_timeout_ns",
+        file: "gro_flush_timeout",
+        switch: false,
+        get: |s| s.gro_flush_timeout_ns.map(NicValue::Count),
+        set: |s, v| s.gro_flush_timeout_ns = v.count(),
+    },
+    NicKnob {
+        key: "napi_defer_hard_irqs",
+        file: "napi_defer_hard_irqs",
+        switch: false,
+        get: |s| s.napi_defer_hard_irqs.map(NicValue::Count),
+        set: |s, v| s.napi_defer_hard_irqs = v.count(),
+    },
+    NicKnob {
+        key: "threaded_napi",
+        file: "threaded",
+        switch: true,
+        get: |s| s.threaded_napi.map(NicValue::Switch),
+        set: |s, v| s.threaded_napi = v.switch(),
+    },
+];
 
 /// `[irq]` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -323,17 +411,10 @@ impl Profile {
             let mut t = Table::new();
             for (dev, s) in &self.nic {
                 let mut d = Table::new();
-                if let Some(v) = s.txqueuelen {
-                    d.insert("txqueuelen".into(), int_value(v));
-                }
-                if let Some(v) = s.gro_flush_timeout_ns {
-                    d.insert("gro_flush_timeout_ns".into(), int_value(v));
-                }
-                if let Some(v) = s.napi_defer_hard_irqs {
-                    d.insert("napi_defer_hard_irqs".into(), int_value(v));
-                }
-                if let Some(v) = s.threaded_napi {
-                    d.insert("threaded_napi".into(), Value::Boolean(v));
+                for knob in NIC_KNOBS {
+                    if let Some(v) = knob.value(s) {
+                        d.insert(knob.key.into(), v.to_toml());
+                    }
                 }
                 t.insert(dev.to_string(), Value::Table(d));
             }
@@ -525,19 +606,19 @@ fn layer_from_table(
                     let sel = cx.device(&format!("nic.{dev}"), &dev)?;
                     let key = format!("nic.{dev}");
                     let mut s = NicSettings::default();
+                    let keys: Vec<&str> = NIC_KNOBS.iter().map(|n| n.key).collect();
                     for (k, v) in cx.table(&key, v)? {
                         let full = format!("{key}.{k}");
-                        cx.known(&full, &k, NIC_KEYS)?;
-                        match k.as_str() {
-                            "txqueuelen" => s.txqueuelen = Some(cx.uint(&full, v)?),
-                            "gro_flush_timeout_ns" => {
-                                s.gro_flush_timeout_ns = Some(cx.uint(&full, v)?)
-                            }
-                            "napi_defer_hard_irqs" => {
-                                s.napi_defer_hard_irqs = Some(cx.uint(&full, v)?)
-                            }
-                            _ => s.threaded_napi = Some(cx.bool(&full, v)?),
-                        }
+                        cx.known(&full, &k, &keys)?;
+                        let Some(knob) = NIC_KNOBS.iter().find(|n| n.key == k) else {
+                            continue; // refused by known() above
+                        };
+                        let value = if knob.switch {
+                            NicValue::Switch(cx.bool(&full, v)?)
+                        } else {
+                            NicValue::Count(cx.uint(&full, v)?)
+                        };
+                        (knob.set)(&mut s, value);
                     }
                     upsert(&mut own.nic, sel, s);
                 }
@@ -731,10 +812,11 @@ fn merge(mut base: Profile, child: Profile) -> Profile {
     for (dev, s) in child.nic {
         match base.nic.iter_mut().find(|(d, _)| *d == dev) {
             Some((_, b)) => {
-                b.txqueuelen = s.txqueuelen.or(b.txqueuelen);
-                b.gro_flush_timeout_ns = s.gro_flush_timeout_ns.or(b.gro_flush_timeout_ns);
-                b.napi_defer_hard_irqs = s.napi_defer_hard_irqs.or(b.napi_defer_hard_irqs);
-                b.threaded_napi = s.threaded_napi.or(b.threaded_napi);
+                for knob in NIC_KNOBS {
+                    if let Some(v) = knob.value(&s) {
+                        (knob.set)(b, v);
+                    }
+                }
             }
             None => base.nic.push((dev, s)),
         }

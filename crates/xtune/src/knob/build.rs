@@ -1,0 +1,850 @@
+//! [`build`]: the profile expanded against the host into knobs, in write order.
+
+use std::collections::BTreeSet;
+
+use super::compare::{name_set, port_set};
+use super::{Build, Desired, PlanError, Stage, Target, TargetCtx, Wanted, RPS_SOCK_FLOW_ENTRIES};
+use crate::cpuset::CpuSet;
+use crate::host::{governor_path, sysctl_path, DeviceInfo, Topology};
+use crate::profile::{DeviceSel, IrqPolicy, Profile, RpsPolicy, SysctlValue, XpsPolicy, NIC_KNOBS};
+
+/// Expands the profile into knobs for this host. Pure.
+pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Build, PlanError> {
+    let mut k = Builder {
+        profile,
+        topo,
+        usable: topo.usable_cpus(),
+        b: Build::default(),
+    };
+    let skip = k.leave_out_host_wide(ctx)?;
+    k.nic()?;
+    if !skip.irq {
+        k.irq()?;
+    }
+    k.rps()?;
+    k.xps()?;
+    k.rfs_flow_cnt()?;
+    let sysctls = k.rfs_flow_entries(skip.flow_entries)?;
+    k.sysctls(&sysctls, &skip.sysctl)?;
+    if !skip.cpu {
+        k.governor()?;
+    }
+    if !skip.irqbalance {
+        k.irqbalance();
+    }
+    k.limits();
+    // Stable write order by stage; within a stage, profile order.
+    k.b.desired.sort_by_key(|d| d.stage);
+    Ok(k.b)
+}
+
+/// Host-wide knobs left out of a plan inside a network namespace.
+#[derive(Default)]
+struct HostWide {
+    sysctl: BTreeSet<String>,
+    flow_entries: bool,
+    irq: bool,
+    cpu: bool,
+    irqbalance: bool,
+}
+
+/// The knobs of one profile on one host, section by section.
+struct Builder<'a> {
+    profile: &'a Profile,
+    topo: &'a Topology,
+    /// Online CPUs that are not isolated.
+    usable: CpuSet,
+    b: Build,
+}
+
+impl Builder<'_> {
+    /// Global knobs in a network namespace: refused, or with `skip_global`
+    /// left out with a note.
+    fn leave_out_host_wide(&mut self, ctx: &TargetCtx) -> Result<HostWide, PlanError> {
+        let (profile, topo) = (self.profile, self.topo);
+        let mut skip = HostWide::default();
+        let Some(netns) = &ctx.netns else {
+            return Ok(skip);
+        };
+        let mut global: Vec<String> = Vec::new();
+        for (key, _) in &profile.sysctl {
+            if is_global_in_netns(key, topo, ctx) {
+                global.push(format!("sysctl {key}"));
+                skip.sysctl.insert(key.clone());
+            }
+        }
+        if profile.rfs.flow_entries.is_some()
+            && is_global_in_netns(RPS_SOCK_FLOW_ENTRIES, topo, ctx)
+        {
+            global.push(format!("[rfs] flow_entries ({RPS_SOCK_FLOW_ENTRIES})"));
+            skip.flow_entries = true;
+        }
+        if !profile.irq.is_empty() {
+            global.push("[irq] (interrupt affinity is host-wide)".into());
+            skip.irq = true;
+        }
+        if profile.cpu.governor.is_some() {
+            global.push("[cpu] governor".into());
+            skip.cpu = true;
+        }
+        if profile.irqbalance.stop.is_some() || profile.irqbalance.ban.is_some() {
+            global.push("[irqbalance]".into());
+            skip.irqbalance = true;
+        }
+        if !global.is_empty() {
+            if !ctx.skip_global {
+                return Err(PlanError::GlobalInNetns {
+                    netns: netns.clone(),
+                    knobs: global,
+                });
+            }
+            self.b.notes.push(format!(
+                "left out in netns {netns} (host-wide, not per namespace): {}",
+                global.join(", ")
+            ));
+        }
+        Ok(skip)
+    }
+
+    /// `[nic.DEV]`: the device's own sysfs settings, in [`NIC_KNOBS`] order.
+    fn nic(&mut self) -> Result<(), PlanError> {
+        let nic = expand(
+            &self.profile.nic,
+            self.topo,
+            "nic",
+            &mut self.b.notes,
+            |_| true,
+        )?;
+        for (dev, s) in nic {
+            for knob in NIC_KNOBS {
+                let Some(value) = knob.value(&s) else {
+                    continue;
+                };
+                let value = value.text();
+                self.b.desired.push(Desired {
+                    knob: format!("nic:{}:{}", dev.name, knob.key),
+                    stage: Stage::Nic,
+                    target: Target::File {
+                        path: format!("/sys/class/net/{}/{}", dev.name, knob.file),
+                        value: value.clone(),
+                    },
+                    wanted: Wanted::Exact(value),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `[irq]`: the affinity of each of a device's interrupts.
+    fn irq(&mut self) -> Result<(), PlanError> {
+        let topo = self.topo;
+        let irq = expand(&self.profile.irq, topo, "irq", &mut self.b.notes, |d| {
+            !d.irqs.is_empty()
+        })?;
+        for (dev, policy) in irq {
+            if dev.irqs.is_empty() {
+                self.b.notes.push(format!(
+                    "irq: {} has no interrupts of its own; nothing to pin",
+                    dev.name
+                ));
+                continue;
+            }
+            for (i, irq) in dev.irqs.iter().enumerate() {
+                let knob = format!("irq:{irq}");
+                let set = self.irq_cpus(&policy, dev, i, &knob)?;
+                let write = set.intersection(&topo.online);
+                if write.is_empty() {
+                    return Err(PlanError::NoUsableCpus {
+                        knob,
+                        requested: set,
+                        isolated: "",
+                    });
+                }
+                self.b.desired.push(Desired {
+                    knob,
+                    stage: Stage::Irq,
+                    target: Target::File {
+                        path: format!("/proc/irq/{irq}/smp_affinity"),
+                        value: write.to_hex_mask(),
+                    },
+                    wanted: Wanted::Cpus {
+                        set,
+                        keep: topo.online.clone(),
+                        hex: true,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The CPUs the `i`th interrupt of `dev` goes to under `policy`.
+    fn irq_cpus(
+        &mut self,
+        policy: &IrqPolicy,
+        dev: &DeviceInfo,
+        i: usize,
+        knob: &str,
+    ) -> Result<CpuSet, PlanError> {
+        let usable = &self.usable;
+        Ok(match policy {
+            IrqPolicy::Spread => {
+                let usable_list: Vec<u32> = usable.iter().collect();
+                if usable_list.is_empty() {
+                    return Err(PlanError::NoUsableCpus {
+                        knob: knob.to_string(),
+                        requested: self.topo.online.clone(),
+                        isolated: " and not isolated",
+                    });
+                }
+                CpuSet::from_cpus([usable_list[i % usable_list.len()]])
+            }
+            IrqPolicy::Cpus(c) => c.clone(),
+            IrqPolicy::NumaLocal => match &dev.local_cpus {
+                Some(local) if !local.intersection(usable).is_empty() => local.intersection(usable),
+                _ => {
+                    if i == 0 {
+                        self.b.notes.push(format!(
+                            "irq: {} reports no NUMA node CPUs; numa-local means all usable CPUs ({usable})",
+                            dev.name
+                        ));
+                    }
+                    usable.clone()
+                }
+            },
+        })
+    }
+
+    /// `[rps]`: the receive steering mask of every rx queue.
+    fn rps(&mut self) -> Result<(), PlanError> {
+        let rps = expand(
+            &self.profile.rps,
+            self.topo,
+            "rps",
+            &mut self.b.notes,
+            |d| !d.rx_queues.is_empty(),
+        )?;
+        let usable = &self.usable;
+        for (dev, policy) in rps {
+            let set = match &policy {
+                RpsPolicy::All => usable.clone(),
+                RpsPolicy::Off => CpuSet::new(),
+                RpsPolicy::Cpus(c) => c.clone(),
+            };
+            let write = set.intersection(usable);
+            if write.is_empty() && !set.is_empty() {
+                return Err(PlanError::NoUsableCpus {
+                    knob: format!("rps:{}", dev.name),
+                    requested: set,
+                    isolated: " and not isolated",
+                });
+            }
+            if dev.rx_queues.is_empty() {
+                self.b
+                    .notes
+                    .push(format!("rps: {} has no rx queues", dev.name));
+            }
+            for q in &dev.rx_queues {
+                self.b.desired.push(Desired {
+                    knob: format!("rps:{}:{q}", dev.name),
+                    stage: Stage::Steering,
+                    target: Target::File {
+                        path: format!("/sys/class/net/{}/queues/{q}/rps_cpus", dev.name),
+                        value: write.to_hex_mask(),
+                    },
+                    wanted: Wanted::Cpus {
+                        set: set.clone(),
+                        keep: usable.clone(),
+                        hex: true,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `[xps]`: the transmit steering mask of every tx queue of a
+    /// multi-queue device.
+    fn xps(&mut self) -> Result<(), PlanError> {
+        let xps = expand(
+            &self.profile.xps,
+            self.topo,
+            "xps",
+            &mut self.b.notes,
+            |d| d.tx_queues.len() > 1,
+        )?;
+        let cpus: Vec<u32> = self.usable.iter().collect();
+        for (dev, policy) in xps {
+            let nq = dev.tx_queues.len();
+            if nq <= 1 {
+                self.b.notes.push(format!(
+                    "xps: {} has {nq} tx queue(s); XPS applies to multi-queue devices only",
+                    dev.name,
+                ));
+                continue;
+            }
+            for (i, q) in dev.tx_queues.iter().enumerate() {
+                let set = match policy {
+                    XpsPolicy::Off => CpuSet::new(),
+                    XpsPolicy::Spread if cpus.is_empty() => CpuSet::new(),
+                    XpsPolicy::Spread if nq >= cpus.len() => {
+                        CpuSet::from_cpus([cpus[i % cpus.len()]])
+                    }
+                    XpsPolicy::Spread => cpus
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| j % nq == i)
+                        .map(|(_, c)| *c)
+                        .collect(),
+                };
+                self.b.desired.push(Desired {
+                    knob: format!("xps:{}:{q}", dev.name),
+                    stage: Stage::Steering,
+                    target: Target::File {
+                        path: format!("/sys/class/net/{}/queues/{q}/xps_cpus", dev.name),
+                        value: set.to_hex_mask(),
+                    },
+                    wanted: Wanted::Cpus {
+                        set,
+                        keep: self.topo.online.clone(),
+                        hex: true,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `[rfs] flow_cnt`: the flow table of every rx queue.
+    fn rfs_flow_cnt(&mut self) -> Result<(), PlanError> {
+        let rfs = expand(
+            &self.profile.rfs.flow_cnt,
+            self.topo,
+            "rfs.flow_cnt",
+            &mut self.b.notes,
+            |d| !d.rx_queues.is_empty(),
+        )?;
+        for (dev, cnt) in rfs {
+            for q in &dev.rx_queues {
+                self.b.desired.push(Desired {
+                    knob: format!("rfs:{}:{q}", dev.name),
+                    stage: Stage::Steering,
+                    target: Target::File {
+                        path: format!("/sys/class/net/{}/queues/{q}/rps_flow_cnt", dev.name),
+                        value: cnt.to_string(),
+                    },
+                    wanted: Wanted::PowerOfTwo(cnt),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `[rfs] flow_entries`: the global socket flow table, which wins over
+    /// the same sysctl in `[sysctl]`. Returns the profile's sysctls without it.
+    fn rfs_flow_entries(
+        &mut self,
+        host_wide: bool,
+    ) -> Result<Vec<(String, SysctlValue)>, PlanError> {
+        let mut sysctls = self.profile.sysctl.clone();
+        let Some(n) = self.profile.rfs.flow_entries else {
+            return Ok(sysctls);
+        };
+        if let Some(pos) = sysctls.iter().position(|(k, _)| k == RPS_SOCK_FLOW_ENTRIES) {
+            sysctls.remove(pos);
+            self.b.notes.push(format!(
+                "{RPS_SOCK_FLOW_ENTRIES} is set in both [rfs] flow_entries and [sysctl]; [rfs] wins"
+            ));
+        }
+        if !host_wide {
+            let value = SysctlValue::Int(i64::try_from(n).unwrap_or(i64::MAX));
+            let d = sysctl_desired(RPS_SOCK_FLOW_ENTRIES, &value, self.topo, Stage::Steering)?;
+            self.b.desired.push(d);
+        }
+        Ok(sysctls)
+    }
+
+    /// `[sysctl]`, in profile order, but for those left out.
+    fn sysctls(
+        &mut self,
+        sysctls: &[(String, SysctlValue)],
+        left_out: &BTreeSet<String>,
+    ) -> Result<(), PlanError> {
+        for (key, value) in sysctls {
+            if !left_out.contains(key) {
+                let d = sysctl_desired(key, value, self.topo, Stage::Sysctl)?;
+                self.b.desired.push(d);
+            }
+        }
+        Ok(())
+    }
+
+    /// `[cpu] governor`: every CPU with cpufreq, or one knob saying there is none.
+    fn governor(&mut self) -> Result<(), PlanError> {
+        let topo = self.topo;
+        let Some(g) = &self.profile.cpu.governor else {
+            return Ok(());
+        };
+        if topo.cpufreq_cpus.is_empty() {
+            self.b.desired.push(Desired {
+                knob: "governor:*".into(),
+                stage: Stage::Cpu,
+                target: Target::Unavailable {
+                    reason: "no cpufreq on this host (a VM, or frequency under firmware control)"
+                        .into(),
+                },
+                wanted: Wanted::Exact(g.clone()),
+            });
+            return Ok(());
+        }
+        if !topo.governors_available.is_empty() && !topo.governors_available.contains(g) {
+            return Err(PlanError::GovernorUnavailable {
+                governor: g.clone(),
+                available: topo
+                    .governors_available
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            });
+        }
+        for cpu in &topo.cpufreq_cpus {
+            self.b.desired.push(Desired {
+                knob: format!("governor:cpu{cpu}"),
+                stage: Stage::Cpu,
+                target: Target::File {
+                    path: governor_path(*cpu),
+                    value: g.clone(),
+                },
+                wanted: Wanted::Exact(g.clone()),
+            });
+        }
+        Ok(())
+    }
+
+    /// `[irqbalance]`: the ban list first (written while the daemon may
+    /// still run), then stopping it.
+    fn irqbalance(&mut self) {
+        let section = &self.profile.irqbalance;
+        if let Some(ban) = &section.ban {
+            let target = match &self.topo.irqbalance_config {
+                Some(path) => Target::IrqbalanceConfig { path: path.clone() },
+                None => Target::Unavailable {
+                    reason: "irqbalance is not installed (not running, no /etc/default/irqbalance or /etc/sysconfig/irqbalance)".into(),
+                },
+            };
+            self.b.desired.push(Desired {
+                knob: "irqbalance:banned_cpus".into(),
+                stage: Stage::Irqbalance,
+                target,
+                wanted: Wanted::BannedCpus(ban.clone()),
+            });
+        }
+        if section.stop == Some(true) {
+            self.b.desired.push(Desired {
+                knob: "irqbalance:service".into(),
+                stage: Stage::Irqbalance,
+                target: Target::IrqbalanceService,
+                wanted: Wanted::Stopped,
+            });
+        }
+    }
+
+    /// `[limits] nofile`: advice, never written.
+    fn limits(&mut self) {
+        if let Some(n) = self.profile.limits.nofile {
+            self.b.desired.push(Desired {
+                knob: "limits:nofile".into(),
+                stage: Stage::Advice,
+                target: Target::Advice,
+                wanted: Wanted::Nofile {
+                    wanted: n,
+                    own: self.topo.nofile,
+                    nr_open: self.topo.nr_open,
+                },
+            });
+        }
+    }
+}
+
+fn is_global_in_netns(key: &str, topo: &Topology, ctx: &TargetCtx) -> bool {
+    if !key.starts_with("net.") {
+        return true; // kernel.*, vm.*, fs.*: never per network namespace
+    }
+    // Absent in the namespace, or there but read-only (Linux 6.18 shows
+    // net.core.rmem_max and friends as 0444 outside the initial namespace).
+    (!topo.present_sysctls.contains(key) || topo.readonly_sysctls.contains(key))
+        && ctx.host_net_sysctls.contains(key)
+}
+
+/// Sysctls that hold a set of ports, compared as sets.
+const PORT_SET_SYSCTLS: &[&str] = &["net.ipv4.ip_local_reserved_ports"];
+/// Sysctls that hold a set of names, compared in any order.
+const NAME_SET_SYSCTLS: &[&str] = &["net.ipv4.tcp_allowed_congestion_control"];
+
+fn sysctl_desired(
+    key: &str,
+    value: &SysctlValue,
+    topo: &Topology,
+    stage: Stage,
+) -> Result<Desired, PlanError> {
+    let path = sysctl_path(key);
+    if topo.sysctl_groups.contains(key) {
+        return Err(PlanError::SysctlGroup {
+            key: key.to_string(),
+            path,
+        });
+    }
+    if !topo.present_sysctls.contains(key) {
+        return Err(PlanError::UnknownSysctl {
+            key: key.to_string(),
+            path,
+        });
+    }
+    let write = value.to_write_string();
+    let wanted = match value {
+        SysctlValue::Int(n) if key == RPS_SOCK_FLOW_ENTRIES && *n >= 0 => {
+            Wanted::PowerOfTwo(*n as u64)
+        }
+        _ if PORT_SET_SYSCTLS.contains(&key) => match port_set(&write) {
+            Some(set) => Wanted::Ports(set),
+            None => Wanted::Words(write.split_whitespace().map(str::to_string).collect()),
+        },
+        _ if NAME_SET_SYSCTLS.contains(&key) => Wanted::Names(name_set(&write)),
+        _ => Wanted::Words(write.split_whitespace().map(str::to_string).collect()),
+    };
+    Ok(Desired {
+        knob: format!("sysctl:{key}"),
+        stage,
+        target: Target::File { path, value: write },
+        wanted,
+    })
+}
+
+/// Resolves a section's device entries: `*` first (hardware devices that
+/// `applies` to), then named devices, which win over `*`.
+fn expand<'t, T: Clone>(
+    entries: &[(DeviceSel, T)],
+    topo: &'t Topology,
+    section: &'static str,
+    notes: &mut Vec<String>,
+    applies: impl Fn(&DeviceInfo) -> bool,
+) -> Result<Vec<(&'t DeviceInfo, T)>, PlanError> {
+    let mut out: Vec<(&DeviceInfo, T)> = Vec::new();
+    let why_not = match section {
+        "irq" => "no interrupts found for it",
+        "xps" => "one tx queue (XPS applies to multi-queue devices only)",
+        _ => "no rx queues",
+    };
+    for (_, v) in entries.iter().filter(|(s, _)| *s == DeviceSel::AllHardware) {
+        let hardware: Vec<&DeviceInfo> = topo.devices.values().filter(|d| d.hardware).collect();
+        if hardware.is_empty() {
+            notes.push(format!(
+                "[{section}] \"*\" matches no hardware network device here"
+            ));
+        }
+        for d in hardware {
+            if applies(d) {
+                out.push((d, v.clone()));
+            } else {
+                notes.push(format!(
+                    "[{section}] \"*\" leaves out {}: {why_not}",
+                    d.name
+                ));
+            }
+        }
+    }
+    for (sel, v) in entries {
+        let DeviceSel::Named(name) = sel else {
+            continue;
+        };
+        let Some(d) = topo.devices.get(name) else {
+            return Err(PlanError::NoDevice {
+                section,
+                device: name.clone(),
+                present: topo.devices.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        };
+        match out.iter_mut().find(|(o, _)| o.name == *name) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((d, v.clone())),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knob::{compare, Current};
+    use crate::profile::{NicSettings, Rfs};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    fn topo(cpus: &str, devices: &[(&str, bool, usize, usize, &[u32])]) -> Topology {
+        let mut t = Topology {
+            online: set(cpus),
+            ..Topology::default()
+        };
+        for (name, hw, rx, tx, irqs) in devices {
+            t.devices.insert(
+                name.to_string(),
+                DeviceInfo {
+                    name: name.to_string(),
+                    hardware: *hw,
+                    rx_queues: (0..*rx).map(|i| format!("rx-{i}")).collect(),
+                    tx_queues: (0..*tx).map(|i| format!("tx-{i}")).collect(),
+                    irqs: irqs.to_vec(),
+                    local_cpus: None,
+                },
+            );
+        }
+        t
+    }
+
+    fn knobs(b: &Build) -> Vec<(String, String)> {
+        b.desired
+            .iter()
+            .map(|d| {
+                let v = match &d.target {
+                    Target::File { value, .. } => value.clone(),
+                    other => format!("{other:?}"),
+                };
+                (d.knob.clone(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn build_orders_stages_and_expands_devices() {
+        let mut t = topo(
+            "0-3",
+            &[("eth0", true, 2, 4, &[40, 41]), ("lo", false, 1, 1, &[])],
+        );
+        t.present_sysctls.insert("net.core.somaxconn".into());
+        t.present_sysctls.insert(RPS_SOCK_FLOW_ENTRIES.into());
+        let p = Profile {
+            sysctl: vec![("net.core.somaxconn".into(), SysctlValue::Int(4096))],
+            nic: vec![(
+                DeviceSel::Named("eth0".into()),
+                NicSettings {
+                    txqueuelen: Some(5000),
+                    ..NicSettings::default()
+                },
+            )],
+            irq: vec![(DeviceSel::AllHardware, IrqPolicy::Spread)],
+            rps: vec![
+                (DeviceSel::AllHardware, RpsPolicy::All),
+                (DeviceSel::Named("lo".into()), RpsPolicy::Cpus(set("1-2"))),
+            ],
+            xps: vec![(DeviceSel::Named("eth0".into()), XpsPolicy::Spread)],
+            rfs: Rfs {
+                flow_entries: Some(1000),
+                flow_cnt: vec![(DeviceSel::Named("lo".into()), 2048)],
+            },
+            ..Profile::default()
+        };
+        let b = build(&p, &t, &TargetCtx::default()).unwrap();
+        let got = knobs(&b);
+        let want: Vec<(String, String)> = [
+            ("nic:eth0:txqueuelen", "5000"),
+            ("irq:40", "1"),
+            ("irq:41", "2"),
+            ("rps:eth0:rx-0", "f"),
+            ("rps:eth0:rx-1", "f"),
+            ("rps:lo:rx-0", "6"),
+            ("xps:eth0:tx-0", "1"),
+            ("xps:eth0:tx-1", "2"),
+            ("xps:eth0:tx-2", "4"),
+            ("xps:eth0:tx-3", "8"),
+            ("rfs:lo:rx-0", "2048"),
+            ("sysctl:net.core.rps_sock_flow_entries", "1000"),
+            ("sysctl:net.core.somaxconn", "4096"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn xps_spread_with_fewer_queues_than_cpus_groups_cpus() {
+        let t = topo("0-3", &[("v", false, 1, 2, &[])]);
+        let p = Profile {
+            xps: vec![(DeviceSel::Named("v".into()), XpsPolicy::Spread)],
+            ..Profile::default()
+        };
+        let got = knobs(&build(&p, &t, &TargetCtx::default()).unwrap());
+        assert_eq!(
+            got,
+            vec![
+                ("xps:v:tx-0".into(), "5".into()),
+                ("xps:v:tx-1".into(), "a".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn isolated_cpus_are_left_out_of_rps_all_and_spread() {
+        let mut t = topo("0-3", &[("eth0", true, 1, 1, &[40, 41, 42])]);
+        t.isolated = set("2-3");
+        let p = Profile {
+            irq: vec![(DeviceSel::Named("eth0".into()), IrqPolicy::Spread)],
+            rps: vec![(DeviceSel::Named("eth0".into()), RpsPolicy::All)],
+            ..Profile::default()
+        };
+        let got = knobs(&build(&p, &t, &TargetCtx::default()).unwrap());
+        assert_eq!(
+            got,
+            vec![
+                ("irq:40".into(), "1".into()),
+                ("irq:41".into(), "2".into()),
+                ("irq:42".into(), "1".into()),
+                ("rps:eth0:rx-0".into(), "3".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_device_and_missing_sysctl_fail_planning() {
+        let t = topo("0-1", &[("lo", false, 1, 1, &[])]);
+        let p = Profile {
+            rps: vec![(DeviceSel::Named("eth9".into()), RpsPolicy::All)],
+            ..Profile::default()
+        };
+        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "[rps] names device `eth9`, which does not exist here (devices: lo)"
+        );
+        let p = Profile {
+            sysctl: vec![("net.core.nope".into(), SysctlValue::Int(1))],
+            ..Profile::default()
+        };
+        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
+        assert!(matches!(e, PlanError::UnknownSysctl { .. }));
+        assert_eq!(e.exit_code(), 1);
+        let mut t = t;
+        t.sysctl_groups.insert("net.ipv4.conf.lo".into());
+        let p = Profile {
+            sysctl: vec![("net.ipv4.conf.lo".into(), SysctlValue::Int(1))],
+            ..Profile::default()
+        };
+        let e = build(&p, &t, &TargetCtx::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "sysctl net.ipv4.conf.lo is a group of settings, not one (/proc/sys/net/ipv4/conf/lo is a directory): name one of its entries"
+        );
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[test]
+    fn global_knobs_in_a_netns_are_refused_or_left_out() {
+        let mut t = topo("0-1", &[("veth0", false, 4, 4, &[])]);
+        t.present_sysctls.insert("net.core.somaxconn".into());
+        let ctx = TargetCtx {
+            netns: Some("lab".into()),
+            host_net_sysctls: ["net.core.somaxconn", "net.core.netdev_max_backlog"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            skip_global: false,
+        };
+        let p = Profile {
+            sysctl: vec![
+                ("net.core.somaxconn".into(), SysctlValue::Int(4096)),
+                ("net.core.netdev_max_backlog".into(), SysctlValue::Int(5000)),
+                ("vm.swappiness".into(), SysctlValue::Int(10)),
+            ],
+            cpu: crate::profile::CpuSection {
+                governor: Some("performance".into()),
+            },
+            ..Profile::default()
+        };
+        let e = build(&p, &t, &ctx).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("sysctl net.core.netdev_max_backlog"), "{msg}");
+        assert!(msg.contains("sysctl vm.swappiness"), "{msg}");
+        assert!(msg.contains("[cpu] governor"), "{msg}");
+        assert!(!msg.contains("somaxconn"), "{msg}");
+        assert_eq!(e.exit_code(), 2);
+        let b = build(
+            &p,
+            &t,
+            &TargetCtx {
+                skip_global: true,
+                ..ctx
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            knobs(&b),
+            vec![("sysctl:net.core.somaxconn".into(), "4096".into())]
+        );
+        assert!(
+            b.notes[0].contains("left out in netns lab"),
+            "{:?}",
+            b.notes
+        );
+    }
+
+    #[test]
+    fn a_sysctl_read_only_in_the_netns_is_host_wide_and_on_the_host_refused() {
+        // Linux 6.18 shows net.core.rmem_max in a namespace, mode 0444.
+        let mut t = topo("0-1", &[("veth0", false, 1, 1, &[])]);
+        for k in ["net.core.somaxconn", "net.core.rmem_max"] {
+            t.present_sysctls.insert(k.into());
+        }
+        t.readonly_sysctls.insert("net.core.rmem_max".into());
+        let p = Profile {
+            sysctl: vec![
+                ("net.core.somaxconn".into(), SysctlValue::Int(4096)),
+                ("net.core.rmem_max".into(), SysctlValue::Int(16777216)),
+            ],
+            ..Profile::default()
+        };
+        let ctx = TargetCtx {
+            netns: Some("lab".into()),
+            host_net_sysctls: ["net.core.somaxconn", "net.core.rmem_max"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            skip_global: false,
+        };
+        let e = build(&p, &t, &ctx).unwrap_err();
+        assert!(matches!(e, PlanError::GlobalInNetns { .. }), "{e}");
+        assert!(e.to_string().contains("sysctl net.core.rmem_max"), "{e}");
+        let skip = TargetCtx {
+            skip_global: true,
+            ..ctx
+        };
+        assert_eq!(
+            knobs(&build(&p, &t, &skip).unwrap()),
+            vec![("sysctl:net.core.somaxconn".into(), "4096".into())]
+        );
+        // Read-only on the host itself: planned like any knob (verify and
+        // diff judge its value); apply refuses to change it.
+        assert_eq!(
+            knobs(&build(&p, &t, &TargetCtx::default()).unwrap()).len(),
+            2
+        );
+    }
+
+    #[test]
+    fn governor_without_cpufreq_is_not_applicable_not_drift() {
+        let t = topo("0-1", &[]);
+        let p = Profile {
+            cpu: crate::profile::CpuSection {
+                governor: Some("performance".into()),
+            },
+            ..Profile::default()
+        };
+        let b = build(&p, &t, &TargetCtx::default()).unwrap();
+        assert_eq!(b.desired[0].knob, "governor:*");
+        let c = compare(&b.desired[0], &Current::Nothing);
+        assert!(c.matches);
+        assert!(c.reason.contains("no cpufreq"));
+    }
+}
