@@ -1,7 +1,7 @@
 //! Knobs: what the profile wants, where it lives, and how a value read back
 //! is judged by meaning.
 //!
-//! [`build`] turns a checked profile and the host [`Topology`] into a list of
+//! [`build`] turns a checked profile and the host [`Topology`](crate::host::Topology) into a list of
 //! [`Desired`] knobs, each with a stable identity (`sysctl:net.core.somaxconn`,
 //! `rps:eth0:rx-0`, `irq:45`, `governor:cpu1`), the stage it is written in,
 //! where it lives and the meaning it must have. [`compare`] judges a value read
