@@ -10,7 +10,7 @@
 use xload_stats::ErrorKind;
 
 use crate::conn::{record_fed_error, Exchange, Fed, Sent};
-use crate::worker::{Ctx, Late};
+use crate::ctx::{Ctx, Late};
 
 /// A send that left later than this after its intended time counts as late.
 pub(crate) const LATE_NS: u64 = 1_000_000;
@@ -176,4 +176,13 @@ pub(crate) trait Transport<'p> {
             }
         }
     }
+}
+
+/// What a driver reports when it ends.
+pub(crate) struct DriverStats {
+    pub mode: &'static str,
+    pub cq_overflow: u64,
+    /// io_uring: sockets were named by their slot in a registered file table.
+    pub fixed_files: bool,
+    pub batching: Option<xload_stats::Batching>,
 }

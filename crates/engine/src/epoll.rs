@@ -14,11 +14,11 @@ use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Backoff, Exchange, Phase};
-use crate::drive::Transport;
+use crate::ctx::Ctx;
+use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, tcp_socket, Addr};
-use crate::worker::{Ctx, DriverStats};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {

@@ -1,13 +1,18 @@
 //! Per-core load loops for xload.
 //!
 //! One worker thread per CPU, pinned, each owning its connections, its ring (or
-//! epoll instance) and its [`Recorder`]: nothing is shared between workers on
-//! the per-request path. The primary driver is io_uring (multishot receive into
+//! epoll instance) and its [`Recorder`](xload_stats::Recorder): nothing is
+//! shared between workers on the per-request path. The primary driver is io_uring (multishot receive into
 //! a provided buffer ring, sends that post no completion on success, one
 //! `io_uring_enter` per batch of completions); the fallback driver is epoll
 //! (edge-triggered, same connection logic) for kernels or sandboxes where
 //! io_uring is unavailable. Both drive the same sans-IO code: the HTTP codec in
-//! `xload-http` and the connection bookkeeping in [`conn`].
+//! `xload-http` and the connection bookkeeping in `conn`.
+//!
+//! Where things are: `worker` spawns and joins the workers; `ctx` is the
+//! state each one's loop shares with its driver (window, quota, pacing,
+//! ticks); `drive` is the driver-independent half of a connection's life;
+//! `uring` and `epoll` are the two drivers; [`serve`] is the responder.
 //!
 //! Timeouts are checked by a coarse periodic sweep over the worker's
 //! connections (every ~tenth of the request timeout, at most 100 ms) instead of a
@@ -16,6 +21,7 @@
 
 pub mod clock;
 mod conn;
+mod ctx;
 mod drive;
 mod epoll;
 mod lowat;
@@ -28,5 +34,6 @@ mod sock;
 mod uring;
 mod worker;
 
+pub use ctx::Tick;
 pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
-pub use worker::{probe_engine, run, run_observed, Outcome, Tick, WorkerInfo};
+pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

@@ -5,10 +5,9 @@
 //! (nginx does) makes a client wake and read once or twice per answer, and
 //! every read that drains the socket sends a pure ACK (the kernel's
 //! `tcp_cleanup_rbuf`). With the mark at the batch's bytes the client wakes,
-//! reads and ACKs once per batch: against nginx with 16 pipelined requests
-//! the client's CPU per request fell 2.5× and nginx's own by 13%
-//! (docs/engine.md, "Pipelining"). The price is that an answer is timed when its
-//! batch is in.
+//! reads and ACKs once per batch, which spares CPU on both sides (figures in
+//! docs/engine.md, "Pipelining"). The price is that an answer is timed when
+//! its batch is in.
 //!
 //! The bytes are counted at the smallest answer seen (an answer in progress
 //! not counted), so the mark never asks for more than is coming as long as

@@ -1,0 +1,748 @@
+//! The io_uring driver.
+//!
+//! Per connection: `socket(2)` (synchronous, cheap), a Connect SQE linked to a
+//! LinkTimeout, one multishot Recv into the worker's provided buffer ring
+//! (armed once, re-armed only if the kernel ends it), and one Send SQE per
+//! batch of requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a
+//! successful send posts no completion at all. Per loop: one
+//! `io_uring_enter` submits everything queued and waits for completions
+//! (several at once in a closed loop with many connections, bounded by a
+//! multishot ring timeout: see [`Batch`]) or the next timer, then all
+//! completions are handled and the consumed receive buffers are published
+//! back in one store.
+//!
+//! Sockets are registered in the ring's file table (slot = connection index,
+//! updated by a FilesUpdate SQE queued ahead of the connect, so no extra
+//! syscall): sends and receives then name the slot, and the kernel skips the
+//! per-operation file lookup and reference count (`fget`/`fput`, atomics on
+//! the file in a multi-threaded process). Without a table (the registration
+//! failed) they name the descriptor.
+
+use std::os::fd::RawFd;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use xload_stats::ErrorKind;
+
+use crate::clock::now_ns;
+use crate::conn::{record_errno, Backoff, Exchange, Phase};
+use crate::ctx::Ctx;
+use crate::drive::{DriverStats, Transport};
+use crate::lowat::{Lowat, RoundTrip};
+use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
+use crate::sock::{sockaddr, tcp_socket, Addr};
+
+mod batch;
+mod probe;
+
+use batch::{tick_period_ns, Batch, Climb, Tick};
+pub(crate) use probe::probe;
+
+const OP_CONNECT: u8 = 1;
+const OP_LINK_TIMEOUT: u8 = 2;
+const OP_RECV: u8 = 3;
+const OP_SEND: u8 = 4;
+const OP_FILES: u8 = 5;
+const OP_TICK: u8 = 6;
+const OP_TICK_REMOVE: u8 = 7;
+
+/// Receive buffer size: a pipelined batch of small responses fits one buffer.
+const RECV_BUF: u32 = 16 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// No socket; opened by the next sweep after `until_ns`.
+    Closed {
+        until_ns: u64,
+    },
+    Connecting,
+    Open,
+}
+
+struct Conn {
+    fd: RawFd,
+    gen: u32,
+    state: State,
+    recv_armed: bool,
+    /// The socket's SO_RCVLOWAT (1 = the kernel's default).
+    rcvlowat: u32,
+    backoff: Backoff,
+    ex: Exchange,
+}
+
+struct Driver<'c, 'p> {
+    // Field order matters: the ring is dropped before the memory it uses.
+    ring: IoUring,
+    bufs: BufRing,
+    ctx: &'c mut Ctx<'p>,
+    conns: Vec<Conn>,
+    /// `pipeline` copies of the request, back to back (stable while the ring lives).
+    batch: Box<[u8]>,
+    req_len: usize,
+    addr: Box<Addr>,
+    connect_timeout: Box<types::Timespec>,
+    timeout_ns: u64,
+    pipeline: usize,
+    /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
+    rearm: Vec<u32>,
+    /// Open loop: open connections with nothing in flight.
+    idle: Vec<u32>,
+    cqes: Vec<cqueue::Entry>,
+    /// Receives armed and not yet finished (stale ones included).
+    recvs_live: usize,
+    connects_live: usize,
+    /// Pipelined closed loop: receive low-water marks (see `lowat`).
+    lowat: Lowat,
+    /// The connections' round trip: the batching tick and the marks follow it.
+    rtt: RoundTrip,
+    /// Sockets are named by their slot in the ring's registered file table.
+    fixed: bool,
+    /// Closed loop with many connections: how many answers a wait is for.
+    waits: Batch,
+    /// The multishot ring timeout that bounds those waits.
+    tick: Tick,
+    /// Where the cap of those waits sits.
+    climb: Climb,
+}
+
+pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
+    let plan = ctx.plan;
+    let nconns = plan.connections_of(_index);
+    let sq = ((nconns * 3 + 64).next_power_of_two()).clamp(256, 32768) as u32;
+    let (ring, mode) = build_ring(sq, sq * 4).map_err(|e| format!("io_uring_setup: {e}"))?;
+    let nbufs = ((nconns * 2).max(256).next_power_of_two()).min(32768) as u16;
+    let bufs = BufRing::new(nbufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
+    bufs.register(&ring)
+        .map_err(|e| format!("register buffer ring: {e}"))?;
+    // A sparse table (Linux 5.19+) of one slot per connection; without it the
+    // driver names descriptors, which works everywhere.
+    let fixed = ring
+        .submitter()
+        .register_files_sparse(nconns as u32)
+        .is_ok();
+    let pipeline = plan.pipeline.max(1);
+    // Closed loop with 16 connections or more: waits ask for several answers
+    // (as many as the climb allows). Open loop wakes for every completion and
+    // send time.
+    let climb = Climb::new(if plan.open_loop.is_some() { 0 } else { nconns });
+    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
+    for _ in 0..pipeline {
+        batch.extend_from_slice(&plan.request);
+    }
+    let mut d = Driver {
+        ring,
+        bufs,
+        conns: (0..nconns)
+            .map(|_| Conn {
+                fd: -1,
+                gen: 0,
+                state: State::Closed { until_ns: 0 },
+                recv_armed: false,
+                rcvlowat: 1,
+                backoff: Backoff::default(),
+                ex: Exchange::new(plan.head, pipeline),
+            })
+            .collect(),
+        batch: batch.into_boxed_slice(),
+        req_len: plan.request.len(),
+        addr: sockaddr(plan.addr),
+        connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
+        timeout_ns: plan.timeout.as_nanos() as u64,
+        pipeline,
+        rearm: Vec::with_capacity(nconns),
+        idle: Vec::with_capacity(nconns),
+        cqes: Vec::with_capacity(sq as usize * 4),
+        recvs_live: 0,
+        connects_live: 0,
+        lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
+        rtt: RoundTrip::new(now_ns()),
+        fixed,
+        waits: Batch::new(climb.cap),
+        // Batching at all (16 connections or more, closed loop).
+        tick: Tick::new(climb.cap > 1),
+        climb,
+        ctx,
+    };
+    d.main_loop();
+    // Answers that arrived before the loop ended but were not reaped yet
+    // are not requests left unanswered: one last look, no wait, nothing
+    // sent. What it reads is not counted either (the window has closed:
+    // the run's counts stay those of the window).
+    d.ctx.close(now_ns());
+    d.wait(0);
+    d.reap(now_ns());
+    d.ctx
+        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
+    let cq_overflow = d.ring.completion().overflow() as u64;
+    // Before the shutdown, which turns the tick off.
+    let batching = d.tick.on.then(|| d.waits.report());
+    d.shutdown();
+    Ok(DriverStats {
+        mode,
+        cq_overflow,
+        fixed_files: d.fixed,
+        batching,
+    })
+}
+
+impl<'p> Transport<'p> for Driver<'_, 'p> {
+    fn ctx(&mut self) -> &mut Ctx<'p> {
+        self.ctx
+    }
+    fn exchange(&mut self, i: usize) -> &mut Exchange {
+        &mut self.conns[i].ex
+    }
+    fn is_open(&self, i: usize) -> bool {
+        self.conns[i].state == State::Open
+    }
+    fn conns(&self) -> usize {
+        self.conns.len()
+    }
+    fn idle(&mut self) -> &mut Vec<u32> {
+        &mut self.idle
+    }
+    fn pipeline(&self) -> usize {
+        self.pipeline
+    }
+    /// One Send SQE for the `n` requests: posts no completion when it succeeds.
+    #[inline]
+    fn transmit(&mut self, i: usize, n: usize, _now: u64) {
+        // Counted when queued (a failed send is counted as an error).
+        self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
+        let tok = Token {
+            kind: OP_SEND,
+            gen: self.conns[i].gen,
+            index: i as u32,
+        }
+        .encode();
+        let (buf, len) = (self.batch.as_ptr(), (n * self.req_len) as u32);
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
+            s, buf, len
+        )
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build())
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(tok);
+        // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
+        unsafe { self.push(&e) };
+    }
+    fn open(&mut self, i: usize, now: u64) {
+        self.open_socket(i, now);
+    }
+    fn close(&mut self, i: usize) {
+        self.close_socket(i);
+    }
+    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
+        let timing = self.ctx.timing();
+        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
+    }
+}
+
+impl Driver<'_, '_> {
+    fn main_loop(&mut self) {
+        let now = now_ns();
+        for i in 0..self.conns.len() {
+            self.open(i, now);
+        }
+        self.arm_tick();
+        // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
+        let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        let mut next_sweep = now + sweep_ns;
+        loop {
+            let now = now_ns();
+            if !self.ctx.on_time(now) {
+                break;
+            }
+            self.open_window_quota();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + sweep_ns;
+            }
+            if self.rtt.due(now) {
+                let open = self.conns.iter().filter(|c| c.state == State::Open).count();
+                let in_flight = (open * self.pipeline) as u64;
+                self.rtt.tick(now, self.ctx.rec.requests(), in_flight);
+                self.retune_tick();
+                if self.tick.on {
+                    self.waits
+                        .set_cap(self.climb.observe(self.rtt.fresh_ns(), open));
+                }
+                if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
+                    for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
+                        Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
+                    }
+                }
+            }
+            if self.ctx.open_loop {
+                self.dispatch(now);
+            }
+            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+                break;
+            }
+            let wake = self.ctx.wake_ns().min(next_sweep);
+            self.wait(wake.saturating_sub(now_ns()));
+            let now = now_ns();
+            self.reap(now);
+        }
+    }
+
+    /// Sets connection `i`'s receive low-water mark for what it waits for.
+    fn set_lowat(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.state == State::Open {
+            self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
+        }
+    }
+
+    /// Submits what is queued and waits up to `wait_ns` for a completion.
+    fn wait(&mut self, wait_ns: u64) {
+        let res = if wait_ns < 2_000 {
+            // No time to sleep, but completions must still come in: with
+            // DEFER_TASKRUN they are only posted by an enter that asks for
+            // events (a plain submit starved them: at 2 µs gaps an open loop
+            // never saw a connect complete). GETEVENTS with nothing wanted
+            // runs the deferred work and returns, no timer, no sleep (as
+            // liburing's io_uring_get_events).
+            let pending = self.ring.submission().len() as u32;
+            // SAFETY: no argument is passed; the SQEs it submits were pushed
+            // under `push`'s contract.
+            unsafe {
+                self.ring.submitter().enter::<libc::sigset_t>(
+                    pending,
+                    0,
+                    io_uring::EnterFlags::GETEVENTS.bits(),
+                    None,
+                )
+            }
+        } else {
+            let ts = types::Timespec::from(std::time::Duration::from_nanos(wait_ns));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            // Several answers only when the tick bounds the wait (see `Batch`).
+            let batched = self.tick.armed && self.waits.want > 1;
+            let want = if batched { self.waits.want } else { 1 };
+            let res = self.ring.submitter().submit_with_args(want, &args);
+            self.waits.waited = batched && res.is_ok();
+            // It waited (and may have slept) unless the enter failed outright.
+            self.waits.slept = match &res {
+                Ok(_) => true,
+                Err(e) => matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)),
+            };
+            res
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
+                _ => {
+                    // An unexpected enter failure: back off briefly rather than spin.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        }
+    }
+
+    /// Pushes one SQE, submitting first if the queue is full.
+    ///
+    /// # Safety
+    /// Every buffer or address the entry points to must stay valid until its
+    /// completion is reaped (or the ring is torn down after a drain).
+    #[inline]
+    unsafe fn push(&mut self, e: &squeue::Entry) {
+        // SAFETY: passed on from the caller.
+        while unsafe { self.ring.submission().push(e) }.is_err() {
+            let _ = self.ring.submit();
+        }
+    }
+
+    fn reap(&mut self, now: u64) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(self.ring.completion());
+        for cqe in &cqes {
+            self.complete(cqe, now);
+        }
+        self.waits.after_reap(cqes.len());
+        self.cqes = cqes;
+        if self.tick.on && !self.tick.armed {
+            self.arm_tick();
+        }
+        self.bufs.publish();
+        while let Some(i) = self.rearm.pop() {
+            self.arm_recv(i as usize);
+        }
+        if self.ctx.open_loop {
+            self.dispatch(now);
+        }
+    }
+
+    /// Dispatches one completion by the kind in its token.
+    fn complete(&mut self, cqe: &cqueue::Entry, now: u64) {
+        let tok = Token::decode(cqe.user_data());
+        let res = cqe.result();
+        match tok.kind {
+            OP_RECV => self.on_recv(tok, res, cqe.flags(), now),
+            OP_CONNECT => self.on_connect(tok, res, now),
+            OP_SEND => {
+                // Successful sends post nothing: this is a failure or a short send.
+                let i = tok.index as usize;
+                if self.conns[i].gen != tok.gen {
+                    return;
+                }
+                if res < 0 {
+                    record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
+                } else {
+                    self.ctx.rec.record_error(ErrorKind::Reset);
+                }
+                self.replace(i, now, true);
+            }
+            // A table update failed (it posts nothing when it succeeds): name
+            // descriptors from now on; operations already queued on the slot
+            // fail and their connections are replaced.
+            OP_FILES => self.fixed = false,
+            OP_TICK => self.on_tick(tok, res, cqe.flags()),
+            // Only a failed remove posts (SKIP_SUCCESS): that tick was
+            // expiring; its next completion is seen as old and removed then.
+            OP_TICK_REMOVE => self.waits.tick_cqes += 1,
+            _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
+        }
+    }
+
+    /// A multishot receive posted: data, the peer's close, the end of the
+    /// multishot (re-armed after the reap) or an error.
+    #[inline]
+    fn on_recv(&mut self, tok: Token, res: i32, flags: u32, now: u64) {
+        let more = cqueue::more(flags);
+        if !more {
+            self.recvs_live -= 1;
+        }
+        let bid = cqueue::buffer_select(flags);
+        let i = tok.index as usize;
+        let current = self.conns[i].gen == tok.gen;
+        if current && !more {
+            self.conns[i].recv_armed = false;
+        }
+        if !current {
+            if let Some(b) = bid {
+                self.bufs.recycle(b);
+            }
+            return;
+        }
+        if res > 0 {
+            let Some(b) = bid else { return };
+            self.on_data(i, b, res as usize, now);
+            if self.conns[i].state == State::Open && !self.conns[i].recv_armed {
+                self.rearm.push(i as u32);
+            }
+        } else if res == 0 {
+            self.on_eof(i, now);
+        } else if res == -libc::ENOBUFS {
+            if self.conns[i].state == State::Open {
+                self.rearm.push(i as u32);
+            }
+        } else {
+            record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
+            self.replace(i, now, true);
+        }
+    }
+
+    /// A connect completed (or failed, or its link timeout ended it).
+    fn on_connect(&mut self, tok: Token, res: i32, now: u64) {
+        self.connects_live -= 1;
+        let i = tok.index as usize;
+        if self.conns[i].gen != tok.gen {
+            return;
+        }
+        if res == 0 {
+            let c = &mut self.conns[i];
+            c.state = State::Open;
+            c.backoff.reset();
+            self.ctx.rec.record_connect();
+            self.arm_recv(i);
+            self.ready(i, now);
+            self.set_lowat(i);
+        } else {
+            record_errno(&mut self.ctx.rec, Phase::Connect, -res);
+            self.close(i);
+            let c = &mut self.conns[i];
+            c.state = State::Closed {
+                until_ns: c.backoff.fail(now),
+            };
+        }
+    }
+
+    /// The batching tick expired (or was removed, or is not supported).
+    fn on_tick(&mut self, tok: Token, res: i32, flags: u32) {
+        self.waits.tick_cqes += 1;
+        let more = cqueue::more(flags);
+        if res == -libc::ETIME {
+            // Any tick's expiry ends the wait in progress.
+            self.waits.ticked = true;
+        }
+        if tok.gen != self.tick.gen {
+            // An old tick that escaped its remove: remove it again.
+            if more {
+                self.remove_tick(tok.gen);
+            }
+            return;
+        }
+        if res != -libc::ETIME && res != -libc::ECANCELED {
+            // No multishot timeouts (before Linux 6.4): no batching.
+            self.tick.on = false;
+        }
+        if !more {
+            // Ended by the kernel: the reap re-arms it.
+            self.tick.armed = false;
+        }
+    }
+
+    #[inline]
+    fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
+        let timing = self.ctx.timing();
+        let data = self.bufs.buffer(bid, len);
+        let (_, fed) = self.conns[i].ex.feed(data, now, &mut self.ctx.rec, timing);
+        self.bufs.recycle(bid);
+        self.after_feed(i, fed, now);
+        self.set_lowat(i);
+    }
+
+    fn arm_recv(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.recv_armed || c.state != State::Open {
+            return;
+        }
+        c.recv_armed = true;
+        let tok = Token {
+            kind: OP_RECV,
+            gen: c.gen,
+            index: i as u32,
+        }
+        .encode();
+        let bgid = self.bufs.bgid();
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::RecvMulti::new(
+            s, bgid
+        )
+        .build())
+        .user_data(tok);
+        self.recvs_live += 1;
+        // SAFETY: the buffers come from the registered ring, owned by the driver.
+        unsafe { self.push(&e) };
+    }
+
+    fn open_socket(&mut self, i: usize, now: u64) {
+        // Nothing more is sent once the quota is met or the loop has ended.
+        if self.ctx.exhausted() || self.ctx.closing() {
+            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            return;
+        }
+        let fd = match tcp_socket(self.addr.family, false) {
+            Ok(fd) => fd,
+            Err(errno) => {
+                record_errno(&mut self.ctx.rec, Phase::Socket, errno);
+                let c = &mut self.conns[i];
+                c.state = State::Closed {
+                    until_ns: c.backoff.fail(now),
+                };
+                return;
+            }
+        };
+        let c = &mut self.conns[i];
+        c.fd = fd;
+        c.rcvlowat = 1;
+        c.state = State::Connecting;
+        let tok = Token {
+            kind: OP_CONNECT,
+            gen: c.gen,
+            index: i as u32,
+        };
+        let connect = opcode::Connect::new(
+            types::Fd(fd),
+            &self.addr.storage as *const _ as *const libc::sockaddr,
+            self.addr.len,
+        )
+        .build()
+        .flags(squeue::Flags::IO_LINK)
+        .user_data(tok.encode());
+        let timeout = opcode::LinkTimeout::new(&*self.connect_timeout)
+            .build()
+            .user_data(
+                Token {
+                    kind: OP_LINK_TIMEOUT,
+                    ..tok
+                }
+                .encode(),
+            );
+        if self.fixed {
+            self.set_slot(i, &self.conns[i].fd);
+        }
+        self.connects_live += 1;
+        // The two must be adjacent in the queue: make room for both first.
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < 2 {
+            let _ = self.ring.submit();
+        }
+        // SAFETY: `addr` and `connect_timeout` are boxed and owned by the driver.
+        unsafe {
+            self.push(&connect);
+            self.push(&timeout);
+        }
+    }
+
+    /// Closes connection `i` (its in-flight requests are abandoned).
+    fn close_socket(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.fd >= 0 {
+            if c.recv_armed {
+                // A pending multishot receive holds the socket open: end it.
+                // SAFETY: fd is ours.
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            }
+            // SAFETY: fd is ours and closed once.
+            unsafe { libc::close(c.fd) };
+            if self.fixed {
+                // The table holds the socket open until its slot is cleared.
+                self.set_slot(i, &NO_FD[0]);
+            }
+        }
+        let c = &mut self.conns[i];
+        c.fd = -1;
+        c.gen = next_gen(c.gen);
+        c.recv_armed = false;
+        c.ex.reset();
+    }
+
+    /// Connection `i`'s slot in the registered file table, if sockets are registered.
+    #[inline]
+    fn slot(&self, i: usize) -> Option<u32> {
+        self.fixed.then_some(i as u32)
+    }
+
+    /// Arms the batching tick (a multishot timeout every `tick.period_ns`)
+    /// as a new generation.
+    fn arm_tick(&mut self) {
+        if !self.tick.on {
+            return;
+        }
+        self.tick.gen = next_gen(self.tick.gen);
+        let tok = Token {
+            kind: OP_TICK,
+            gen: self.tick.gen,
+            index: 0,
+        }
+        .encode();
+        let e = opcode::Timeout::new(&*self.tick.ts)
+            .count(0)
+            .flags(types::TimeoutFlags::MULTISHOT)
+            .build()
+            .user_data(tok);
+        // SAFETY: the timespec is boxed in the driver and read at submission.
+        unsafe { self.push(&e) };
+        self.tick.armed = true;
+    }
+
+    /// Moves the tick's period to follow the round trip (when off by a
+    /// quarter): removes it and arms a new one in the same submission.
+    /// (IORING_TIMEOUT_UPDATE would be one SQE, but before the January 2025
+    /// fix it changed only the next expiry of a multishot timeout.)
+    fn retune_tick(&mut self) {
+        let want = tick_period_ns(self.rtt.ns());
+        let period = self.tick.period_ns;
+        if !self.tick.armed || want.abs_diff(period) <= period / 4 {
+            return;
+        }
+        self.remove_tick(self.tick.gen);
+        self.tick.period_ns = want;
+        *self.tick.ts = types::Timespec::from(std::time::Duration::from_nanos(want));
+        self.arm_tick();
+    }
+
+    /// Queues the remove of the tick of generation `gen`.
+    fn remove_tick(&mut self, gen: u32) {
+        let target = Token {
+            kind: OP_TICK,
+            gen,
+            index: 0,
+        }
+        .encode();
+        let tok = Token {
+            kind: OP_TICK_REMOVE,
+            gen,
+            index: 0,
+        }
+        .encode();
+        let e = opcode::TimeoutRemove::new(target)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(tok);
+        // SAFETY: the entry points to no memory.
+        unsafe { self.push(&e) };
+    }
+
+    /// Queues an update of slot `i` of the file table to the descriptor at
+    /// `fd` (read by the kernel when the SQE is submitted; -1 clears it).
+    fn set_slot(&mut self, i: usize, fd: *const RawFd) {
+        // SAFETY: `fd` points into `conns` (never reallocated while the ring
+        // lives) or to a static; the entry itself points to nothing else.
+        unsafe { self.push(&slot_update(fd, i as u32, OP_FILES)) };
+    }
+
+    /// Request timeouts and reconnects after backoff.
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.conns.len() {
+            match self.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Open => self.expire(i, now, self.timeout_ns),
+                _ => {}
+            }
+        }
+    }
+
+    /// Cancels everything in flight, drains the completions and closes sockets.
+    fn shutdown(&mut self) {
+        // The cancel below ends the tick: drain waits return on the first completion.
+        self.tick.on = false;
+        self.tick.armed = false;
+        let _ = self.ring.submit();
+        let _ = self.ring.submitter().register_sync_cancel(
+            Some(types::Timespec::from(std::time::Duration::from_millis(200))),
+            types::CancelBuilder::any().all(),
+        );
+        for c in &self.conns {
+            if c.fd >= 0 {
+                // SAFETY: fd is ours; shutting it down ends any receive still armed.
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            }
+        }
+        let deadline = now_ns() + 200_000_000;
+        while (self.recvs_live > 0 || self.connects_live > 0) && now_ns() < deadline {
+            self.wait(10_000_000);
+            let cqes: Vec<_> = self.ring.completion().collect();
+            for cqe in cqes {
+                let tok = Token::decode(cqe.user_data());
+                match tok.kind {
+                    OP_RECV => {
+                        if !cqueue::more(cqe.flags()) {
+                            self.recvs_live -= 1;
+                        }
+                        if let Some(b) = cqueue::buffer_select(cqe.flags()) {
+                            self.bufs.recycle(b);
+                        }
+                    }
+                    OP_CONNECT => self.connects_live -= 1,
+                    _ => {}
+                }
+            }
+        }
+        if self.recvs_live > 0 || self.connects_live > 0 {
+            // The kernel may still write into a receive buffer: keep the memory.
+            self.bufs.leak();
+        }
+        for c in &mut self.conns {
+            if c.fd >= 0 {
+                // SAFETY: fd is ours and closed once.
+                unsafe { libc::close(c.fd) };
+                c.fd = -1;
+            }
+        }
+    }
+}
