@@ -19,26 +19,25 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod budget;
-pub mod calendar;
-mod duration;
 mod error;
 pub mod observe;
 pub mod parse;
 mod sampler;
-mod stdout;
 mod verdict;
 
 pub use budget::{
     preflight, read_budget, read_budget_from, Budget, FD_SLACK, SUGGESTED_PORT_RANGE,
 };
-pub use duration::{parse_duration, parse_duration_or_seconds, DurationError};
+// Moved to xload-sys; re-exported until xtune's call sites name it.
 pub use error::{ParseErrorKind, ProbeError};
 pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};
-pub use stdout::write_stdout;
 pub use verdict::{
     cpu_usage, cpu_usage_over, irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize,
     summarize_host, tcp_deltas, ClientSummary, CpuUsage, HostSummary, IrqDelta, VerdictInput,
     WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
     SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
 };
+pub use xload_sys::calendar;
+pub use xload_sys::duration::{parse_duration, parse_duration_or_seconds, DurationError};
+pub use xload_sys::stdout::write_stdout;

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::duration::parse_duration;
 use crate::error::ProbeError;
 use crate::sampler::{Sample, Sampler};
 use crate::verdict::{
     irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, CpuUsage,
     HostSummary, IrqDelta,
 };
+use xload_sys::duration::parse_duration;
 
 /// JSON schema name of [`ObserveReport`].
 pub const SCHEMA: &str = "xtune-observe/1";

@@ -193,13 +193,7 @@ impl Gate {
 }
 
 fn fmt_us(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2}s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2}ms", us / 1e3)
-    } else {
-        format!("{us:.0}µs")
-    }
+    xload_sys::fmt::fmt_us(us, xload_sys::fmt::UsStyle::TwoDecimals)
 }
 
 impl fmt::Display for Gate {

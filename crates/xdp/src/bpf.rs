@@ -308,7 +308,7 @@ pub fn prog_test_run(prog: &OwnedFd, data: &[u8]) -> Result<u32, BpfError> {
 /// stride of per-CPU map values.
 pub fn possible_cpus() -> io::Result<usize> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
-    let list = crate::units::parse_list(s.trim())
+    let list = xload_sys::cpu::parse_list(&s)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     list.iter()
         .max()

@@ -1,64 +1,13 @@
 //! Clocks and CPU accounting: `CLOCK_MONOTONIC` (shared by every process
-//! on the host, so sender and receiver timestamps compare directly), thread
-//! CPU time, per-CPU times from `/proc/stat`, and pinning.
+//! on the host, so sender and receiver timestamps compare directly) and
+//! thread CPU time from xload-sys, timer slack, per-CPU times from `/proc/stat`.
 
-use std::io;
+pub use xload_sys::clock::{monotonic_ns, thread_cpu_ns};
 
-fn clock_ns(id: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; clock_gettime only writes it.
-    unsafe { libc::clock_gettime(id, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds (the timestamp carried in frames).
-#[inline]
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-/// CPU time consumed by the calling thread, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
-/// Pins the calling thread to `cpu`.
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "CPU index too large",
-        ));
-    }
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE, checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: set is a valid cpu_set_t of the size passed; 0 = this thread.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// CPUs the process may run on, in ascending order.
+/// The CPUs this process may run on; CPU 0 alone when the mask cannot be
+/// read (the threads then run unpinned where the kernel puts them).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: as in pin_to_cpu.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: set is valid for writes of its size.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if r < 0 {
-        return vec![0];
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: index below CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
+    xload_sys::cpu::allowed_cpus().unwrap_or_else(|_| vec![0])
 }
 
 /// Lets short sleeps end on time (default slack is 50 µs); affects only

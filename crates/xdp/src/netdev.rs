@@ -8,7 +8,6 @@
 //! counters are the same ones sysfs prints (`IFLA_STATS64` and
 //! `statistics/*` both come from `dev_get_stats()`).
 
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -444,30 +443,17 @@ pub fn link_speed_mbps(name: &str) -> Option<u64> {
 /// (`/run/netns/NAME`, as made by `ip netns add`). Threads it spawns
 /// afterwards start there too.
 pub fn enter_netns(name: &str) -> Result<(), NetdevError> {
-    let err = |source| NetdevError::Netns {
+    use xload_sys::netns::NetnsError;
+    xload_sys::netns::enter(name).map_err(|e| NetdevError::Netns {
         name: name.to_string(),
-        source,
-    };
-    if name.is_empty() || name.contains(['/', '\0']) || name == "." || name == ".." {
-        return Err(err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a namespace name",
-        )));
-    }
-    let path = CString::new(format!("/run/netns/{name}"))
-        .map_err(|_| err(io::Error::from(io::ErrorKind::InvalidInput)))?;
-    // SAFETY: path is a valid NUL-terminated string.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(err(io::Error::last_os_error()));
-    }
-    // SAFETY: fd is fresh and owned here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: setns on a namespace fd affects only the calling thread.
-    if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } < 0 {
-        return Err(err(io::Error::last_os_error()));
-    }
-    Ok(())
+        source: match e {
+            NetnsError::BadName(_) => {
+                io::Error::new(io::ErrorKind::InvalidInput, "not a namespace name")
+            }
+            NetnsError::NotFound(_) => io::Error::from_raw_os_error(libc::ENOENT),
+            NetnsError::Sys { source, .. } => source,
+        },
+    })
 }
 
 /// Runs `f` in network namespace `ns` (on a helper thread that enters it),

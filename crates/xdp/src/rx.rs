@@ -434,7 +434,7 @@ fn rx_thread(
     };
     if let Some(c) = cpu {
         // Best effort: a receiver that cannot pin still counts correctly.
-        let _ = clock::pin_to_cpu(c);
+        let _ = xload_sys::cpu::pin_current_thread(c);
     }
     let cpu_start = clock::thread_cpu_ns();
     // (The fill ring was filled before the socket went into the map.)

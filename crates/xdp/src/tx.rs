@@ -206,7 +206,7 @@ fn tx_thread(
         ..Default::default()
     };
     if let Some(cpu) = q.cpu {
-        if let Err(source) = clock::pin_to_cpu(cpu) {
+        if let Err(source) = xload_sys::cpu::pin_current_thread(cpu) {
             let _ = ready.send(Err(TxError::Pin {
                 queue: q.queue,
                 cpu,

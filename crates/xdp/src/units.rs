@@ -16,36 +16,19 @@ pub enum ValueError {
 
 /// Parses "500ms", "2s", "1.5m", "100us", "1h", "250ns"; a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
-    match xload_probe::parse_duration_or_seconds(s) {
-        Ok(d) if d <= Duration::from_secs(1_000_000_000) => Ok(d),
-        _ => Err(ValueError::Duration(s.to_string())),
-    }
+    xload_sys::duration::parse_duration_or_seconds(s)
+        .map_err(|_| ValueError::Duration(s.to_string()))
 }
 
-/// Parses "0-3,6" into [0, 1, 2, 3, 6] (order kept, duplicates rejected).
+/// Parses "0-3,6" into [0, 1, 2, 3, 6] (the grammar of
+/// [`xload_sys::cpu::parse_list`]; not empty, order kept, duplicates rejected:
+/// queue i pairs with CPU i).
 pub fn parse_list(s: &str) -> Result<Vec<u32>, ValueError> {
     let err = || ValueError::List(s.to_string());
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        if part.is_empty() {
-            return Err(err());
-        }
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let a: u32 = a.trim().parse().map_err(|_| err())?;
-        let b: u32 = b.trim().parse().map_err(|_| err())?;
-        if b < a || b - a > 4096 {
-            return Err(err());
-        }
-        for i in a..=b {
-            if out.contains(&i) {
-                return Err(err());
-            }
-            out.push(i);
-        }
+    let out = xload_sys::cpu::parse_list(s).map_err(|_| err())?;
+    let mut seen = std::collections::BTreeSet::new();
+    if out.is_empty() || !out.iter().all(|&i| seen.insert(i)) {
+        return Err(err());
     }
     Ok(out)
 }

@@ -13,8 +13,8 @@ mod serve;
 mod sweep;
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
@@ -67,18 +67,10 @@ pub(crate) enum Cmd {
     Man(cli_docs::ManArgs),
 }
 
-static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    if let Some(s) = STOP.get() {
-        s.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Writes report text to stdout. A reader that went away (`xload ... | head`)
 /// is no reason to panic or to lose the exit code: the run is done.
 pub(crate) fn out(text: &str) {
-    if let Err(e) = xload_probe::write_stdout(text) {
+    if let Err(e) = xload_sys::stdout::write_stdout(text) {
         eprintln!("xload: writing the report: {e}");
     }
 }
@@ -90,18 +82,10 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// Ctrl-C stops the run; the report covers what was measured.
+/// Ctrl-C stops the run; the report covers what was measured (a second
+/// Ctrl-C exits at once).
 fn install_sigint() -> Arc<AtomicBool> {
-    let stop = STOP
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    // SAFETY: the handler only does an atomic store (async-signal-safe).
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
-    stop
+    xload_sys::signal::stop_flag()
 }
 
 /// A first word that is no subcommand but one or two letters away from one
@@ -117,26 +101,10 @@ fn mistyped_subcommand(first: &str) -> Option<String> {
     }
     names
         .into_iter()
-        .map(|name| (edit_distance(first, name), name))
+        .map(|name| (xload_sys::edit::edit_distance(first, name), name))
         .filter(|&(d, _)| d <= 2)
         .min()
         .map(|(_, name)| name.to_string())
-}
-
-/// Levenshtein distance, for short words.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 fn main() -> ExitCode {

@@ -99,13 +99,7 @@ fn row(seq: u64, iv: &Interval, tick_s: f64, len_ns: u64) -> IntervalRow {
 }
 
 fn fmt_us(us: u64) -> String {
-    if us >= 1_000_000 {
-        format!("{:.2}s", us as f64 / 1e6)
-    } else if us >= 1_000 {
-        format!("{:.2}ms", us as f64 / 1e3)
-    } else {
-        format!("{us}µs")
-    }
+    xload_sys::fmt::fmt_us(us as f64, xload_sys::fmt::UsStyle::TwoDecimals)
 }
 
 /// The time series as CSV: one row per tick.

@@ -241,18 +241,9 @@ fn client_cpu(r: &Report) -> (String, bool) {
     }
 }
 
-pub fn fmt_us(us: u64) -> String {
-    if us >= 10_000_000 {
-        format!("{:.1}s", us as f64 / 1e6)
-    } else if us >= 1_000_000 {
-        format!("{:.2}s", us as f64 / 1e6)
-    } else if us >= 10_000 {
-        format!("{:.1}ms", us as f64 / 1e3)
-    } else if us >= 1_000 {
-        format!("{:.2}ms", us as f64 / 1e3)
-    } else {
-        format!("{us}µs")
-    }
+/// A latency in a sweep table cell: narrow (`41.2ms`).
+fn fmt_us(us: u64) -> String {
+    xload_sys::fmt::fmt_us(us as f64, xload_sys::fmt::UsStyle::Narrow)
 }
 
 /// The result of a sweep.

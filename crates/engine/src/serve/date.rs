@@ -5,7 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use xload_probe::calendar::utc;
+use xload_sys::calendar::utc;
 
 /// Bytes of an IMF-fixdate.
 pub(crate) const LEN: usize = 29;

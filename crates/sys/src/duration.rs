@@ -1,29 +1,47 @@
 //! Human durations on the command line: `500ms`, `2s`, `1.5s`, `1m`, `250us`.
 
+use std::fmt;
 use std::time::Duration;
 
+/// The longest duration accepted: about 31 years, beyond any run; longer
+/// input is a typo (and near 2^64 ns it would not fit).
+pub const MAX_DURATION: Duration = Duration::from_secs(1_000_000_000);
+
 /// Why a duration string was rejected.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DurationError {
     /// Nothing given.
-    #[error("empty duration")]
     Empty,
     /// A number without a unit (is `5` seconds or milliseconds?).
-    #[error("{0:?} has no unit: write e.g. 500ms, 10s, 2m")]
     MissingUnit(String),
     /// A unit other than ns, us, µs, ms, s, m, h.
-    #[error("{0:?}: unknown unit (use ns, us, ms, s, m or h)")]
     UnknownUnit(String),
     /// The number part is not a non-negative decimal.
-    #[error("{0:?}: not a number")]
     BadNumber(String),
-    /// Too large to represent.
-    #[error("{0:?}: too large")]
+    /// Above [`MAX_DURATION`].
     Overflow(String),
     /// A minus sign: durations are never negative.
-    #[error("{0:?}: a duration cannot be negative")]
     Negative(String),
 }
+
+impl fmt::Display for DurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurationError::Empty => f.write_str("empty duration"),
+            DurationError::MissingUnit(t) => {
+                write!(f, "{t:?} has no unit: write e.g. 500ms, 10s, 2m")
+            }
+            DurationError::UnknownUnit(t) => {
+                write!(f, "{t:?}: unknown unit (use ns, us, ms, s, m or h)")
+            }
+            DurationError::BadNumber(t) => write!(f, "{t:?}: not a number"),
+            DurationError::Overflow(t) => write!(f, "{t:?}: too large"),
+            DurationError::Negative(t) => write!(f, "{t:?}: a duration cannot be negative"),
+        }
+    }
+}
+
+impl std::error::Error for DurationError {}
 
 /// As [`parse_duration`], but a bare number means seconds (`10` = `10s`, as
 /// wrk and most load tools read it): for command lines where that is expected.
@@ -68,8 +86,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         .parse()
         .map_err(|_| DurationError::BadNumber(text.to_owned()))?;
     let ns = (value * ns_per_unit).round();
-    // 2^64 ns is about 584 years; anything near it is a typo.
-    if !ns.is_finite() || ns >= u64::MAX as f64 {
+    if !ns.is_finite() || ns > MAX_DURATION.as_nanos() as f64 {
         return Err(DurationError::Overflow(text.to_owned()));
     }
     Ok(Duration::from_nanos(ns as u64))
@@ -77,6 +94,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn bare_numbers_are_seconds_only_where_asked() {
@@ -96,8 +114,6 @@ mod tests {
         assert!(parse_duration_or_seconds("").is_err());
         assert!(parse_duration_or_seconds("1..2").is_err());
     }
-
-    use super::*;
 
     #[test]
     fn parses_every_unit_and_fractions() {
@@ -144,5 +160,19 @@ mod tests {
             parse_duration("99999999999999h"),
             Err(DurationError::Overflow(_))
         ));
+        assert!(matches!(
+            parse_duration("1e3s"),
+            Err(DurationError::UnknownUnit(_))
+        ));
+    }
+
+    #[test]
+    fn the_longest_duration_is_a_billion_seconds() {
+        assert_eq!(parse_duration("1000000000s"), Ok(MAX_DURATION));
+        assert!(matches!(
+            parse_duration_or_seconds("1000000001"),
+            Err(DurationError::Overflow(_))
+        ));
+        assert!(parse_duration_or_seconds("nan").is_err());
     }
 }
