@@ -541,6 +541,8 @@ mod tests {
                 queue_cap: 1000,
             }),
             tick: Duration::from_millis(250),
+            sources: Vec::new(),
+            connect_rate_per_s: None,
         }
     }
 

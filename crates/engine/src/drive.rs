@@ -11,6 +11,7 @@ use xload_stats::ErrorKind;
 
 use crate::conn::{record_fed_error, Exchange, Fed, Sent};
 use crate::ctx::{Ctx, Late};
+use crate::ramp::Ramp;
 
 /// A send that left later than this after its intended time counts as late.
 pub(crate) const LATE_NS: u64 = 1_000_000;
@@ -35,6 +36,16 @@ pub(crate) trait Transport<'p> {
 
     /// Connections of this worker.
     fn conns(&self) -> usize;
+    /// Which connections may open for the first time, and when.
+    fn ramp(&mut self) -> &mut Ramp;
+
+    /// Opens the connections whose first turn has come (`--connect-rate`).
+    #[inline]
+    fn ramp_up(&mut self, now: u64) {
+        while let Some(i) = self.ramp().take(now) {
+            self.open(i, now);
+        }
+    }
 
     /// Sets the quota of `-n` once the measured window has opened.
     #[inline]

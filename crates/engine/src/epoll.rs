@@ -17,8 +17,9 @@ use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::ctx::Ctx;
 use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
+use crate::ramp::Ramp;
 use crate::ring::next_gen;
-use crate::sock::{sockaddr, tcp_socket, Addr};
+use crate::sock::{sockaddr, tcp_socket, Addr, Sources};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -48,6 +49,8 @@ struct Driver<'c, 'p> {
     req_len: usize,
     pipeline: usize,
     addr: Box<Addr>,
+    sources: Sources,
+    ramp: Ramp,
     timeout_ns: u64,
     connect_timeout_ns: u64,
     buf: Box<[u8]>,
@@ -87,7 +90,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
             .map(|_| Conn {
                 fd: -1,
                 gen: 0,
-                state: State::Closed { until_ns: 0 },
+                // Opened by the ramp.
+                state: State::Closed { until_ns: u64::MAX },
                 backoff: Backoff::default(),
                 unsent_off: 0,
                 unsent_end: 0,
@@ -99,6 +103,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         req_len: plan.request.len(),
         pipeline,
         addr: sockaddr(plan.addr),
+        sources: Sources::new(plan, index),
+        ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
         timeout_ns: plan.timeout.as_nanos() as u64,
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),
@@ -140,6 +146,9 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn conns(&self) -> usize {
         self.conns.len()
     }
+    fn ramp(&mut self) -> &mut Ramp {
+        &mut self.ramp
+    }
     fn idle(&mut self) -> &mut Vec<u32> {
         &mut self.idle
     }
@@ -168,9 +177,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
-        for i in 0..self.conns.len() {
-            self.open(i, now);
-        }
+        self.ramp_up(now);
         let sweep_ns =
             (self.timeout_ns.min(self.connect_timeout_ns) / 10).clamp(1_000_000, 100_000_000);
         let mut next_sweep = now + sweep_ns;
@@ -196,6 +203,7 @@ impl Driver<'_, '_> {
                     }
                 }
             }
+            self.ramp_up(now);
             if self.ctx.open_loop {
                 self.dispatch(now);
             }
@@ -203,6 +211,7 @@ impl Driver<'_, '_> {
                 break;
             }
             let wake = self.ctx.wake_ns().min(next_sweep);
+            let wake = self.ramp.next_ns().map_or(wake, |t| wake.min(t));
             let wait_ns = wake.saturating_sub(now_ns());
             let timeout_ms = if wait_ns < 1_000_000 {
                 0
@@ -383,7 +392,13 @@ impl Driver<'_, '_> {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
-        let fd = match tcp_socket(self.addr.family, true) {
+        let fd = match tcp_socket(self.addr.family, true).and_then(|fd| {
+            self.sources.bind(fd, i).map(|()| fd).map_err(|e| {
+                // SAFETY: our socket, not yet stored anywhere.
+                unsafe { libc::close(fd) };
+                e
+            })
+        }) {
             Ok(fd) => fd,
             Err(e) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, e);

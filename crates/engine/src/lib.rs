@@ -27,6 +27,7 @@ mod epoll;
 mod lowat;
 pub mod pin;
 mod plan;
+mod ramp;
 pub mod ring;
 mod sched;
 pub mod serve;
@@ -36,4 +37,5 @@ mod worker;
 
 pub use ctx::Tick;
 pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
+pub use sock::check_source;
 pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

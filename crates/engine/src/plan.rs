@@ -1,6 +1,6 @@
 //! The checked description of a run that the workers execute.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Which driver the user asked for.
@@ -82,6 +82,12 @@ pub struct Plan {
     pub open_loop: Option<OpenLoop>,
     /// Period of progress ticks (time series rows).
     pub tick: Duration,
+    /// Local addresses the connections are bound to, in turn (empty: the
+    /// kernel picks). Each gives its own ephemeral ports toward the target.
+    pub sources: Vec<IpAddr>,
+    /// New connections per second over all workers while they first open
+    /// (None: all at once). Replacements of closed connections are not paced.
+    pub connect_rate_per_s: Option<f64>,
 }
 
 impl Plan {
@@ -103,13 +109,28 @@ impl Plan {
         self.open_loop
             .map(|o| o.rate_per_s * self.connections_of(w) as f64 / self.connections.max(1) as f64)
     }
+
+    /// The source address of connection `i` of worker `w`, if any: the
+    /// workers' connections interleave over the list, so each address gets
+    /// an equal share of the whole run's connections.
+    pub fn source_of(&self, w: usize, i: usize) -> Option<IpAddr> {
+        let n = self.worker_cpus.len().max(1);
+        let k = self.sources.len();
+        (k > 0).then(|| self.sources[(i * n + w) % k])
+    }
+
+    /// The connect rate of worker `w`, per second: its share of the total.
+    pub fn connect_rate_of(&self, w: usize) -> Option<f64> {
+        self.connect_rate_per_s
+            .map(|r| r * self.connections_of(w) as f64 / self.connections.max(1) as f64)
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn plan(workers: usize, conns: usize, reqs: Option<u64>) -> Plan {
+    pub(crate) fn plan(workers: usize, conns: usize, reqs: Option<u64>) -> Plan {
         Plan {
             addr: "127.0.0.1:1".parse().unwrap(),
             request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
@@ -130,6 +151,8 @@ mod tests {
                 queue_cap: 10,
             }),
             tick: Duration::from_secs(1),
+            sources: Vec::new(),
+            connect_rate_per_s: Some(1000.0),
         }
     }
 
@@ -142,5 +165,22 @@ mod tests {
         assert_eq!(q, 100);
         let r: f64 = (0..3).map(|w| p.rate_of(w).unwrap()).sum();
         assert!((r - 1000.0).abs() < 1e-9);
+        let r: f64 = (0..3).map(|w| p.connect_rate_of(w).unwrap()).sum();
+        assert!((r - 1000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sources_are_shared_evenly_over_all_connections() {
+        let mut p = plan(2, 8, None);
+        assert_eq!(p.source_of(0, 0), None);
+        p.sources = (1..=4).map(|d| IpAddr::from([127, 0, 0, d])).collect();
+        let mut count = [0; 4];
+        for w in 0..2 {
+            for i in 0..p.connections_of(w) {
+                let ip = p.source_of(w, i).unwrap();
+                count[p.sources.iter().position(|&s| s == ip).unwrap()] += 1;
+            }
+        }
+        assert_eq!(count, [2, 2, 2, 2]);
     }
 }

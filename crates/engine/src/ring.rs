@@ -11,6 +11,22 @@ use std::os::fd::RawFd;
 use io_uring::types::BufRingEntry;
 use io_uring::{opcode, squeue, IoUring};
 
+/// The kernel's largest SQ (IORING_MAX_ENTRIES) and CQ (IORING_MAX_CQ_ENTRIES).
+pub const MAX_SQ_ENTRIES: u32 = 32768;
+pub const MAX_CQ_ENTRIES: u32 = 65536;
+
+/// What to change when `io_uring_setup` fails with `e`, for an error message.
+pub fn setup_hint(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => "io_uring is off here: kernel.io_uring_disabled, or a seccomp profile (a container's default) denies it",
+        Some(libc::ENOSYS) => "this kernel has no io_uring",
+        Some(libc::ENOMEM) => "the kernel could not allocate the rings: a memory cgroup limit, or RLIMIT_MEMLOCK (ulimit -l) before Linux 5.12",
+        Some(libc::EINVAL) => "the kernel refused the ring's flags or sizes (at most 32768 SQ and 65536 CQ entries)",
+        Some(libc::EMFILE | libc::ENFILE) => "out of file descriptors (ulimit -n)",
+        _ => "see io_uring_setup(2)",
+    }
+}
+
 /// Adds setup flags to a ring builder.
 type SetupFlags = fn(&mut io_uring::Builder);
 
@@ -19,8 +35,13 @@ type SetupFlags = fn(&mut io_uring::Builder);
 /// enters the kernel, so one `io_uring_enter` reaps a whole batch), then
 /// COOP_TASKRUN + TASKRUN_FLAG (5.19+), then no flags. Returns the ring and the
 /// mode that was accepted. The ring must be used only by the creating thread.
+/// Sizes beyond the kernel's limits (IORING_MAX_ENTRIES, IORING_MAX_CQ_ENTRIES)
+/// are clamped to them (IORING_SETUP_CLAMP), not refused.
 pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'static str)> {
-    let cq_entries = cq_entries.max(sq_entries * 2).next_power_of_two();
+    let cq_entries = cq_entries
+        .max(sq_entries.saturating_mul(2))
+        .checked_next_power_of_two()
+        .unwrap_or(MAX_CQ_ENTRIES);
     let attempts: [(&'static str, SetupFlags); 3] = [
         ("single_issuer+defer_taskrun", |b| {
             b.setup_single_issuer().setup_defer_taskrun();
@@ -33,7 +54,7 @@ pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'st
     let mut last = None;
     for (name, setup) in attempts {
         let mut b = IoUring::builder();
-        b.setup_cqsize(cq_entries).setup_submit_all();
+        b.setup_cqsize(cq_entries).setup_clamp().setup_submit_all();
         setup(&mut b);
         match b.build(sq_entries) {
             Ok(r) => return Ok((r, name)),
@@ -50,14 +71,14 @@ pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'st
 /// A ring of equally sized receive buffers the kernel picks from.
 ///
 /// INVARIANT: `entries` is a power of two ≤ 32768; `ring` points to `entries`
-/// page-aligned `BufRingEntry`s and `bufs` to `entries * buf_size` bytes, both
-/// owned by this value and never moved. A buffer id handed out by a completion is
+/// page-aligned `BufRingEntry`s and `bufs` to a mapping of `bufs_len =
+/// entries * buf_size` bytes, both owned by this value and never moved. A buffer id handed out by a completion is
 /// owned by the application until `recycle` gives it back.
 pub struct BufRing {
     ring: *mut BufRingEntry,
     ring_layout: Layout,
     bufs: *mut u8,
-    bufs_layout: Layout,
+    bufs_len: usize,
     buf_size: u32,
     mask: u16,
     /// Local tail: entries written but maybe not yet published.
@@ -74,13 +95,29 @@ impl BufRing {
         let ring_layout =
             Layout::from_size_align(entries as usize * std::mem::size_of::<BufRingEntry>(), 4096)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        let bufs_layout = Layout::from_size_align(entries as usize * buf_size as usize, 64)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-        // SAFETY: both layouts have non-zero size (entries ≥ 1, buf_size checked by caller ≥ 1).
+        let bufs_len = entries as usize * buf_size.max(1) as usize;
+        // Mapped, not allocated: a page counts in the process's memory only
+        // once the kernel writes into it (an allocator may zero it all).
+        // SAFETY: a fresh anonymous private mapping; no existing memory is touched.
+        let bufs = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bufs_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if bufs == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let bufs = bufs as *mut u8;
+        // SAFETY: the layout has non-zero size (entries ≥ 1).
         let ring = unsafe { alloc_zeroed(ring_layout) } as *mut BufRingEntry;
-        // SAFETY: as above.
-        let bufs = unsafe { alloc_zeroed(bufs_layout) };
-        if ring.is_null() || bufs.is_null() {
+        if ring.is_null() {
+            // SAFETY: mapped just above with this length, unmapped once.
+            unsafe { libc::munmap(bufs.cast(), bufs_len) };
             return Err(io::Error::new(
                 io::ErrorKind::OutOfMemory,
                 "buffer ring allocation failed",
@@ -90,7 +127,7 @@ impl BufRing {
             ring,
             ring_layout,
             bufs,
-            bufs_layout,
+            bufs_len,
             buf_size,
             mask: entries - 1,
             tail: 0,
@@ -176,10 +213,10 @@ impl Drop for BufRing {
         if self.leak {
             return;
         }
-        // SAFETY: allocated in `new` with these layouts, freed once.
+        // SAFETY: allocated (mapped) in `new` with this layout (length), freed once.
         unsafe {
             dealloc(self.ring as *mut u8, self.ring_layout);
-            dealloc(self.bufs, self.bufs_layout);
+            libc::munmap(self.bufs.cast(), self.bufs_len);
         }
     }
 }
@@ -279,5 +316,22 @@ mod tests {
         br.recycle(5);
         assert_eq!(br.tail, 9);
         assert_eq!(br.buffer(5, 1000).len(), 128);
+    }
+
+    #[test]
+    fn rings_larger_than_the_kernel_allows_are_clamped() {
+        // The old sizing asked 32768 SQ and 131072 CQ entries at 8,000
+        // connections: EINVAL. Clamped, the ring is the kernel's largest.
+        let (ring, _) = build_ring(MAX_SQ_ENTRIES * 4, MAX_CQ_ENTRIES * 4).unwrap();
+        assert_eq!(ring.params().sq_entries(), MAX_SQ_ENTRIES);
+        assert_eq!(ring.params().cq_entries(), MAX_CQ_ENTRIES);
+    }
+
+    #[test]
+    fn setup_failures_say_what_to_change() {
+        let hint = |e| setup_hint(&io::Error::from_raw_os_error(e));
+        assert!(hint(libc::EPERM).contains("io_uring_disabled"));
+        assert!(hint(libc::ENOMEM).contains("RLIMIT_MEMLOCK"));
+        assert!(hint(libc::EINVAL).contains("65536 CQ"));
     }
 }

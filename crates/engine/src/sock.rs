@@ -2,8 +2,10 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
+
+use crate::plan::Plan;
 
 /// A socket address in stable memory for Connect SQEs.
 pub(crate) struct Addr {
@@ -13,6 +15,11 @@ pub(crate) struct Addr {
 }
 
 pub(crate) fn sockaddr(addr: SocketAddr) -> Box<Addr> {
+    Box::new(addr_of(addr))
+}
+
+/// The C form of a socket address.
+pub(crate) fn addr_of(addr: SocketAddr) -> Addr {
     // SAFETY: sockaddr_storage is plain data; zero is a valid value.
     let mut storage: libc::sockaddr_storage = unsafe { MaybeUninit::zeroed().assume_init() };
     let (len, family) = match addr {
@@ -44,11 +51,77 @@ pub(crate) fn sockaddr(addr: SocketAddr) -> Box<Addr> {
             (std::mem::size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
         }
     };
-    Box::new(Addr {
+    Addr {
         storage,
         len: len as libc::socklen_t,
         family,
-    })
+    }
+}
+
+/// The local addresses one worker's connections are bound to (`--source`).
+pub(crate) struct Sources {
+    addrs: Vec<Addr>,
+    workers: usize,
+    worker: usize,
+}
+
+impl Sources {
+    /// Worker `worker`'s view of the plan's sources (none: the kernel picks).
+    pub fn new(plan: &Plan, worker: usize) -> Sources {
+        Sources {
+            addrs: plan
+                .sources
+                .iter()
+                .map(|&ip| addr_of(SocketAddr::new(ip, 0)))
+                .collect(),
+            workers: plan.worker_cpus.len().max(1),
+            worker,
+        }
+    }
+
+    /// Binds connection `i`'s new socket to its source address, if there
+    /// are any (as [`Plan::source_of`] picks it). Returns the errno on failure.
+    pub fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
+        if self.addrs.is_empty() {
+            return Ok(());
+        }
+        let a = &self.addrs[(i * self.workers + self.worker) % self.addrs.len()];
+        bind_no_port(fd, a)
+    }
+}
+
+/// Binds `fd` to `src` (port 0) with IP_BIND_ADDRESS_NO_PORT: the port is
+/// picked at connect time for the whole 4-tuple, so each source address has
+/// the full ephemeral range toward each destination (a plain bind would
+/// reserve a port for every destination at once). Returns the errno on failure.
+pub(crate) fn bind_no_port(fd: RawFd, src: &Addr) -> Result<(), i32> {
+    set_int_opt(fd, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1)?;
+    // SAFETY: the address is valid for `len` bytes for the call's duration.
+    let rc = unsafe {
+        libc::bind(
+            fd,
+            &src.storage as *const _ as *const libc::sockaddr,
+            src.len,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    }
+}
+
+/// Checks that `ip` is an address of this host that connections can be
+/// bound to (for `--source`), by binding a socket to it.
+pub fn check_source(ip: IpAddr) -> io::Result<()> {
+    let a = addr_of(SocketAddr::new(ip, 0));
+    let fd = tcp_socket(a.family, false).map_err(io::Error::from_raw_os_error)?;
+    let r = bind_no_port(fd, &a).map_err(io::Error::from_raw_os_error);
+    // SAFETY: our own socket, closed once.
+    unsafe { libc::close(fd) };
+    r
 }
 
 /// Opens a non-connected TCP socket with TCP_NODELAY. Returns the errno on failure.
@@ -92,5 +165,52 @@ pub(crate) fn set_int_opt(
         Err(io::Error::last_os_error()
             .raw_os_error()
             .unwrap_or(libc::EIO))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn connections_leave_from_their_source_address_in_turn() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut plan = crate::plan::tests::plan(2, 4, None);
+        plan.sources = vec![[127, 0, 0, 2].into(), [127, 0, 0, 3].into()];
+        let target = addr_of(l.local_addr().unwrap());
+        let mut peers = Vec::new();
+        for w in 0..2 {
+            let s = Sources::new(&plan, w);
+            for i in 0..2 {
+                let fd = tcp_socket(target.family, false).unwrap();
+                s.bind(fd, i).unwrap();
+                // SAFETY: the address is valid for `len` bytes.
+                let rc = unsafe {
+                    libc::connect(
+                        fd,
+                        &target.storage as *const _ as *const libc::sockaddr,
+                        target.len,
+                    )
+                };
+                assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+                let (_, peer) = l.accept().unwrap();
+                assert_eq!(Some(peer.ip()), plan.source_of(w, i));
+                peers.push(peer.ip());
+                // SAFETY: our socket, closed once.
+                unsafe { libc::close(fd) };
+            }
+        }
+        peers.sort();
+        peers.dedup();
+        assert_eq!(peers.len(), 2);
+    }
+
+    #[test]
+    fn a_source_that_is_not_local_is_refused() {
+        assert!(check_source([127, 0, 0, 2].into()).is_ok());
+        // TEST-NET-1 (RFC 5737): never an address of this host.
+        let e = check_source([192, 0, 2, 1].into()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EADDRNOTAVAIL));
     }
 }

@@ -32,6 +32,9 @@ pub struct WorkerInfo {
     pub dropped: u64,
     /// A failure that stopped this worker early, if any.
     pub error: Option<String>,
+    /// `--engine auto`: why this worker runs on epoll although io_uring was
+    /// chosen (its ring could not be set up).
+    pub fallback: Option<String>,
     /// io_uring closed loop with 16 connections or more (and multishot ring
     /// timeouts, Linux 6.4+): what its waits brought, warm-up included.
     pub batching: Option<xload_stats::Batching>,
@@ -130,8 +133,18 @@ pub fn run_observed(
     gate.open();
     let (recorder, workers, longest) = collect(handles)?;
     let mut engine_reason = engine_reason;
-    if engine == EngineKind::Uring {
-        engine_reason.push_str(if workers.iter().all(|w| w.fixed_files) {
+    let mut engine = engine;
+    for w in &workers {
+        if let Some(why) = &w.fallback {
+            engine_reason.push_str(&format!("; worker {} runs on epoll: {why}", w.index));
+        }
+    }
+    if workers.iter().all(|w| w.fallback.is_some()) {
+        engine = EngineKind::Epoll;
+    }
+    if workers.iter().any(|w| w.engine == EngineKind::Uring) {
+        let on_uring = workers.iter().filter(|w| w.engine == EngineKind::Uring);
+        engine_reason.push_str(if on_uring.clone().all(|w| w.fixed_files) {
             ", registered sockets"
         } else {
             ", socket descriptors (no registered file table)"
@@ -199,6 +212,7 @@ impl Worker {
             fixed_files: false,
             dropped: 0,
             error: None,
+            fallback: None,
             batching: None,
         };
         if let Some(c) = self.cpu {
@@ -208,7 +222,16 @@ impl Worker {
         }
         let mut ctx = Ctx::new(&self.plan, &self.stop, index, self.ticks, self.window);
         let res = match self.engine {
-            EngineKind::Uring => uring::run_worker(&mut ctx, index),
+            EngineKind::Uring => match uring::run_worker(&mut ctx, index) {
+                // A ring this worker could not set up (the probe's small
+                // one could): with `--engine auto`, epoll.
+                Err(why) if self.plan.engine == EngineChoice::Auto => {
+                    info.engine = EngineKind::Epoll;
+                    info.fallback = Some(why);
+                    epoll::run_worker(&mut ctx, index)
+                }
+                r => r,
+            },
             EngineKind::Epoll => epoll::run_worker(&mut ctx, index),
         };
         match res {

@@ -100,11 +100,29 @@ pub fn read_budget_from(root: &Path) -> Result<Budget, ProbeError> {
 /// the exact command that fixes it. somaxconn and the SYN backlog only matter when the
 /// target listens on this host (loopback).
 pub fn preflight(connections: usize, target_is_loopback: bool, budget: &Budget) -> Vec<String> {
+    preflight_sources(connections, 1, target_is_loopback, budget)
+}
+
+/// As [`preflight`], for connections spread over `sources` local addresses
+/// (`--source`): each has its own ephemeral ports toward the target.
+pub fn preflight_sources(
+    connections: usize,
+    sources: usize,
+    target_is_loopback: bool,
+    budget: &Budget,
+) -> Vec<String> {
     let mut warnings = Vec::new();
     let c = connections as u64;
+    let sources = sources.max(1) as u64;
+    let per_source = c.div_ceil(sources);
 
     let ports = u64::from(budget.ports_available());
-    if c > ports {
+    if per_source > ports && sources > 1 {
+        warnings.push(format!(
+            "-c {c} over {sources} source addresses needs {per_source} local ports per address but \
+             net.ipv4.ip_local_port_range gives {ports}: give more --source addresses (or widen the range)"
+        ));
+    } else if sources == 1 && c > ports {
         let reserved = match budget.reserved_ports_in_range {
             0 => String::new(),
             n => format!(" ({n} of them reserved)"),
@@ -123,7 +141,8 @@ pub fn preflight(connections: usize, target_is_loopback: bool, budget: &Budget) 
             None => warnings.push(format!(
                 "-c {c} needs {c} local ports toward one address:port but net.ipv4.ip_local_port_range gives \
                  {ports}{reserved} and no range gives more than 64512: spread the connections over several \
-                 target addresses or ports"
+                 target addresses or ports, or over several source addresses (--source 127.0.0.2-127.0.0.9 \
+                 toward a local target)"
             )),
         }
     }
@@ -173,5 +192,39 @@ fn limit_text(limit: u64) -> String {
         "unlimited".to_owned()
     } else {
         limit.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget() -> Budget {
+        Budget {
+            fd_soft: 200_000,
+            fd_hard: 200_000,
+            port_range: (32768, 60999),
+            reserved_ports_in_range: 0,
+            somaxconn: 200_000,
+            tcp_max_syn_backlog: 200_000,
+            tw_reuse: 2,
+        }
+    }
+
+    #[test]
+    fn source_addresses_each_bring_their_own_ports() {
+        let b = budget();
+        // 100k toward one address: no port range is wide enough.
+        let w = preflight_sources(100_000, 1, true, &b);
+        assert!(w[0].contains("--source 127.0.0.2-127.0.0.9"), "{w:?}");
+        // Over four sources: 25k each fits the 28k of the range.
+        assert!(preflight_sources(100_000, 4, true, &b).is_empty());
+        // Over three: 33,334 each does not.
+        let w = preflight_sources(100_000, 3, true, &b);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("needs 33334 local ports per address"),
+            "{w:?}"
+        );
     }
 }

@@ -26,7 +26,8 @@ mod sampler;
 mod verdict;
 
 pub use budget::{
-    preflight, read_budget, read_budget_from, Budget, FD_SLACK, SUGGESTED_PORT_RANGE,
+    preflight, preflight_sources, read_budget, read_budget_from, Budget, FD_SLACK,
+    SUGGESTED_PORT_RANGE,
 };
 // Moved to xload-sys; re-exported until xtune's call sites name it.
 pub use error::{ParseErrorKind, ProbeError};

@@ -1,6 +1,7 @@
 //! Command-line arguments shared by `xload URL` and `xload sweep`, and the
 //! small value parsers they use (durations, counts with SI suffixes).
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -78,6 +79,19 @@ pub struct CommonArgs {
     /// Connect timeout.
     #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
+
+    /// Bind the connections to these local addresses, in turn: ADDR[,ADDR...] or a range
+    /// 127.0.0.2-127.0.0.9. Each address has its own ephemeral ports toward the target (about
+    /// 28k with the default net.ipv4.ip_local_port_range), so more connections fit.
+    #[arg(long = "source", value_parser = parse_sources)]
+    pub source: Option<SourceList>,
+
+    /// Open at most N new connections per second (N or N/s; 0: all at once). The first
+    /// 50 ms of them (at most 1024 per worker) open at once; replacements of closed
+    /// connections are not paced. Keeps a large -c from overflowing the server's SYN and
+    /// accept queues by itself.
+    #[arg(long = "connect-rate", default_value = "50k/s", value_parser = parse_connect_rate)]
+    pub connect_rate: ConnectRate,
 
     /// Run this long first, left out of the statistics (default 0s; 1s per sweep step).
     #[arg(long = "warmup", value_parser = parse_duration)]
@@ -215,6 +229,66 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// Local addresses given with `--source`, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceList(pub Vec<IpAddr>);
+
+/// At most this many `--source` addresses.
+pub const MAX_SOURCES: usize = 65536;
+
+/// Parses `ADDR[,ADDR...]`, where each item may be a range `FIRST-LAST`
+/// (both of one family, FIRST ≤ LAST).
+pub fn parse_sources(s: &str) -> Result<SourceList, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let ip = |t: &str| {
+            t.trim().parse::<IpAddr>().map_err(|_| {
+                format!("{t:?} is not an IP address (e.g. 127.0.0.2 or 127.0.0.2-127.0.0.9)")
+            })
+        };
+        let (first, last) = match item.split_once('-') {
+            Some((a, b)) => (ip(a)?, ip(b)?),
+            None => (ip(item)?, ip(item)?),
+        };
+        let (lo, hi) = match (first, last) {
+            (IpAddr::V4(a), IpAddr::V4(b)) => (u128::from(u32::from(a)), u128::from(u32::from(b))),
+            (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b)),
+            _ => {
+                return Err(format!(
+                    "{item:?}: both ends of a range must be IPv4 or both IPv6"
+                ))
+            }
+        };
+        if lo > hi {
+            return Err(format!("{item:?}: the range ends before it starts"));
+        }
+        if hi - lo >= (MAX_SOURCES - out.len().min(MAX_SOURCES)) as u128 {
+            return Err(format!("--source: more than {MAX_SOURCES} addresses"));
+        }
+        for v in lo..=hi {
+            out.push(match first {
+                IpAddr::V4(_) => IpAddr::V4((v as u32).into()),
+                IpAddr::V6(_) => IpAddr::V6(v.into()),
+            });
+        }
+    }
+    Ok(SourceList(out))
+}
+
+/// `--connect-rate`: new connections per second (None: no pacing).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConnectRate(pub Option<f64>);
+
+pub fn parse_connect_rate(s: &str) -> Result<ConnectRate, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("/s").unwrap_or(t);
+    let v = parse_count_f64(t).map_err(|e| format!("{e} (e.g. 20k/s, or 0 for all at once)"))?;
+    if v > MAX_RATE {
+        return Err(format!("connect rate {s:?} is out of range"));
+    }
+    Ok(ConnectRate((v > 0.0).then_some(v)))
+}
+
 /// A CPU list as one argument value (`0-3,6`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
@@ -250,5 +324,40 @@ mod tests {
         assert!(parse_count_u64("1.5").is_err());
         assert!(parse_count_u64("0").is_err());
         assert!(parse_count_f64("x").is_err());
+    }
+
+    #[test]
+    fn sources_take_lists_and_ranges() {
+        let ips = |s: &str| parse_sources(s).map(|l| l.0);
+        let v4 = |d: u8| IpAddr::from([127, 0, 0, d]);
+        assert_eq!(ips("127.0.0.2").unwrap(), [v4(2)]);
+        assert_eq!(
+            ips("127.0.0.2-127.0.0.4, 127.0.0.9").unwrap(),
+            [v4(2), v4(3), v4(4), v4(9)]
+        );
+        assert_eq!(
+            ips("127.0.0.255-127.0.1.0").unwrap(),
+            [v4(255), IpAddr::from([127, 0, 1, 0])]
+        );
+        assert_eq!(ips("::1").unwrap(), ["::1".parse::<IpAddr>().unwrap()]);
+        assert!(ips("127.0.0.9-127.0.0.2")
+            .unwrap_err()
+            .contains("ends before"));
+        assert!(ips("127.0.0.1-::1").unwrap_err().contains("both ends"));
+        assert!(ips("localhost").unwrap_err().contains("not an IP address"));
+        assert!(ips("10.0.0.0-10.255.255.255")
+            .unwrap_err()
+            .contains("more than 65536"));
+    }
+
+    #[test]
+    fn connect_rate_takes_per_second_and_zero() {
+        assert_eq!(
+            parse_connect_rate("50k/s").unwrap(),
+            ConnectRate(Some(50_000.0))
+        );
+        assert_eq!(parse_connect_rate("200").unwrap(), ConnectRate(Some(200.0)));
+        assert_eq!(parse_connect_rate("0").unwrap(), ConnectRate(None));
+        assert!(parse_connect_rate("fast").is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! One load run: arguments → checked plan → preflight → workers → report.
 
 use std::io::IsTerminal;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -66,7 +66,9 @@ pub fn prepare_with(
         ));
     }
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
-    let addrs = resolve(&url)?;
+    let mut addrs = resolve(&url)?;
+    let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
+    check_sources(&sources, &mut addrs, &url.host)?;
     let addr = addrs[0];
     let mut headers = Vec::new();
     for h in &a.headers {
@@ -155,6 +157,8 @@ pub fn prepare_with(
             queue_cap: (r as usize).clamp(1, 1_000_000),
         }),
         tick: Duration::from_secs(1),
+        sources,
+        connect_rate_per_s: a.connect_rate.0,
     };
     let target = format!("http://{}{}", url.authority, url.path_and_query);
     Ok(Prepared {
@@ -180,6 +184,39 @@ fn resolve(url: &Url) -> Result<Vec<SocketAddr>, Failure> {
     Ok(addrs)
 }
 
+/// `--source`: every address must be one connections can be bound to on
+/// this host, all of the target's family; the target's addresses of another
+/// family are dropped.
+fn check_sources(
+    sources: &[IpAddr],
+    addrs: &mut Vec<SocketAddr>,
+    host: &str,
+) -> Result<(), Failure> {
+    let Some(first) = sources.first() else {
+        return Ok(());
+    };
+    if sources.iter().any(|s| s.is_ipv4() != first.is_ipv4()) {
+        return Err(Failure::Usage(
+            "--source: all addresses must be IPv4 or all IPv6".into(),
+        ));
+    }
+    addrs.retain(|a| a.is_ipv4() == first.is_ipv4());
+    if addrs.is_empty() {
+        let family = if first.is_ipv4() { "IPv4" } else { "IPv6" };
+        return Err(Failure::Usage(format!(
+            "--source gives {family} addresses but host {host:?} has no {family} address"
+        )));
+    }
+    for &ip in sources {
+        xload_engine::check_source(ip).map_err(|e| {
+            Failure::Usage(format!(
+                "--source {ip}: connections cannot be bound to it ({e}): it must be an address of this host"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// The CPUs of the workers: None = unpinned.
 fn workers(a: &CommonArgs) -> Result<Vec<Option<usize>>, Failure> {
     let allowed = xload_engine::pin::allowed_cpus()
@@ -201,6 +238,22 @@ fn workers(a: &CommonArgs) -> Result<Vec<Option<usize>>, Failure> {
         None => allowed.len(),
     };
     Ok(vec![None; n])
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard one (a server takes as many
+/// connections as it may; clients are checked by [`ensure_fd_limit`]).
+pub fn raise_fd_soft_limit() {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid out-parameter, then a valid rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) == 0 && rl.rlim_cur < rl.rlim_max {
+            rl.rlim_cur = rl.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
+        }
+    }
 }
 
 /// Raises RLIMIT_NOFILE to what `connections` needs, or says how.
@@ -296,7 +349,9 @@ pub fn execute(
 ) -> Result<Measured, Failure> {
     let budget = xload_probe::read_budget().ok();
     if let Some(b) = &budget {
-        for w in xload_probe::preflight(p.plan.connections, p.plan.addr.ip().is_loopback(), b) {
+        let loopback = p.plan.addr.ip().is_loopback();
+        let sources = p.plan.sources.len();
+        for w in xload_probe::preflight_sources(p.plan.connections, sources, loopback, b) {
             eprintln!("xload: warning: {w}");
         }
     }

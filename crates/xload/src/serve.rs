@@ -97,6 +97,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
 
 pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let cfg = config(a)?;
+    crate::run::raise_fd_soft_limit();
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
     crate::outln!(

@@ -28,8 +28,11 @@ use crate::conn::{record_errno, Backoff, Exchange, Phase};
 use crate::ctx::Ctx;
 use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
-use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
-use crate::sock::{sockaddr, tcp_socket, Addr};
+use crate::ramp::Ramp;
+use crate::ring::{
+    build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
+};
+use crate::sock::{sockaddr, tcp_socket, Addr, Sources};
 
 mod batch;
 mod probe;
@@ -79,6 +82,8 @@ struct Driver<'c, 'p> {
     batch: Box<[u8]>,
     req_len: usize,
     addr: Box<Addr>,
+    sources: Sources,
+    ramp: Ramp,
     connect_timeout: Box<types::Timespec>,
     timeout_ns: u64,
     pipeline: usize,
@@ -104,13 +109,49 @@ struct Driver<'c, 'p> {
     climb: Climb,
 }
 
+/// A worker's ring and receive buffers. They grow with the connections up
+/// to what is in flight at once, not beyond: SQEs are submitted whenever the
+/// queue fills, a full CQ overflows into the kernel's list (counted, not
+/// lost), and a receive buffer is lent only from its completion to the end
+/// of that reap (a receive that finds none ends with ENOBUFS and is re-armed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RingSize {
+    sq: u32,
+    cq: u32,
+    bufs: u16,
+}
+
+/// The most SQ entries and receive buffers a worker uses.
+const MAX_SQ: usize = 4096;
+const MAX_BUFS: usize = 2048;
+
+impl RingSize {
+    fn for_connections(n: usize) -> RingSize {
+        let pow2 = |v: usize| v.checked_next_power_of_two().unwrap_or(usize::MAX);
+        let sq = pow2(n.saturating_mul(3).saturating_add(64)).clamp(256, MAX_SQ);
+        let cq = pow2(n.saturating_mul(2)).clamp(sq * 4, crate::ring::MAX_CQ_ENTRIES as usize);
+        let bufs = pow2(n.saturating_mul(2)).clamp(256, MAX_BUFS);
+        RingSize {
+            sq: sq as u32,
+            cq: cq as u32,
+            bufs: bufs as u16,
+        }
+    }
+}
+
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
     let plan = ctx.plan;
     let nconns = plan.connections_of(_index);
-    let sq = ((nconns * 3 + 64).next_power_of_two()).clamp(256, 32768) as u32;
-    let (ring, mode) = build_ring(sq, sq * 4).map_err(|e| format!("io_uring_setup: {e}"))?;
-    let nbufs = ((nconns * 2).max(256).next_power_of_two()).min(32768) as u16;
-    let bufs = BufRing::new(nbufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
+    let size = RingSize::for_connections(nconns);
+    let (ring, mode) = build_ring(size.sq, size.cq).map_err(|e| {
+        format!(
+            "io_uring_setup (SQ {}, CQ {} entries): {e}: {}",
+            size.sq,
+            size.cq,
+            setup_hint(&e)
+        )
+    })?;
+    let bufs = BufRing::new(size.bufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
     bufs.register(&ring)
         .map_err(|e| format!("register buffer ring: {e}"))?;
     // A sparse table (Linux 5.19+) of one slot per connection; without it the
@@ -135,7 +176,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             .map(|_| Conn {
                 fd: -1,
                 gen: 0,
-                state: State::Closed { until_ns: 0 },
+                // Opened by the ramp.
+                state: State::Closed { until_ns: u64::MAX },
                 recv_armed: false,
                 rcvlowat: 1,
                 backoff: Backoff::default(),
@@ -145,12 +187,14 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         batch: batch.into_boxed_slice(),
         req_len: plan.request.len(),
         addr: sockaddr(plan.addr),
+        sources: Sources::new(plan, _index),
+        ramp: Ramp::new(nconns, plan.connect_rate_of(_index), now_ns()),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         timeout_ns: plan.timeout.as_nanos() as u64,
         pipeline,
         rearm: Vec::with_capacity(nconns),
         idle: Vec::with_capacity(nconns),
-        cqes: Vec::with_capacity(sq as usize * 4),
+        cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
         connects_live: 0,
         lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
@@ -197,6 +241,9 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn conns(&self) -> usize {
         self.conns.len()
     }
+    fn ramp(&mut self) -> &mut Ramp {
+        &mut self.ramp
+    }
     fn idle(&mut self) -> &mut Vec<u32> {
         &mut self.idle
     }
@@ -240,9 +287,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
-        for i in 0..self.conns.len() {
-            self.open(i, now);
-        }
+        self.ramp_up(now);
         self.arm_tick();
         // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
         let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
@@ -272,6 +317,7 @@ impl Driver<'_, '_> {
                     }
                 }
             }
+            self.ramp_up(now);
             if self.ctx.open_loop {
                 self.dispatch(now);
             }
@@ -279,6 +325,7 @@ impl Driver<'_, '_> {
                 break;
             }
             let wake = self.ctx.wake_ns().min(next_sweep);
+            let wake = self.ramp.next_ns().map_or(wake, |t| wake.min(t));
             self.wait(wake.saturating_sub(now_ns()));
             let now = now_ns();
             self.reap(now);
@@ -532,7 +579,13 @@ impl Driver<'_, '_> {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
-        let fd = match tcp_socket(self.addr.family, false) {
+        let fd = match tcp_socket(self.addr.family, false).and_then(|fd| {
+            self.sources.bind(fd, i).map(|()| fd).map_err(|e| {
+                // SAFETY: our socket, not yet stored anywhere.
+                unsafe { libc::close(fd) };
+                e
+            })
+        }) {
             Ok(fd) => fd,
             Err(errno) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, errno);
@@ -744,5 +797,25 @@ impl Driver<'_, '_> {
                 c.fd = -1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_sizes_stop_growing_within_kernel_limits() {
+        let size = |n| {
+            let s = RingSize::for_connections(n);
+            (s.sq, s.cq, s.bufs)
+        };
+        // Up to 1,000 connections, what they always were.
+        assert_eq!(size(1), (256, 1024, 256));
+        assert_eq!(size(1000), (4096, 16384, 2048));
+        // Beyond: capped, for any count a descriptor limit allows.
+        assert_eq!(size(20_000), (4096, 65536, 2048));
+        assert_eq!(size(10_000_000), (4096, 65536, 2048));
+        assert_eq!(size(usize::MAX), (4096, 65536, 2048));
     }
 }
