@@ -40,6 +40,19 @@ pub(crate) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
+/// `v` without the optional whitespace (SP, HTAB) around it (RFC 9110 §5.6.3).
+pub(crate) fn trim_ows(v: &[u8]) -> &[u8] {
+    let s = v
+        .iter()
+        .position(|&c| c != b' ' && c != b'\t')
+        .unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|&c| c != b' ' && c != b'\t')
+        .map_or(s, |p| p + 1);
+    &v[s..e]
+}
+
 /// A byte allowed inside a field value, reason phrase or chunk extension:
 /// HTAB, SP, VCHAR, obs-text. (CR and LF end the line; other controls are errors.)
 #[inline(always)]
@@ -461,6 +474,23 @@ mod tests {
                 let got: Vec<usize> = std::iter::from_fn(|| c.next()).collect();
                 assert_eq!(got, want, "len {len} start {start}");
             }
+        }
+    }
+
+    #[test]
+    fn trim_ows_drops_spaces_and_tabs_at_both_ends_only() {
+        assert_eq!(trim_ows(b" \t a b \t"), b"a b");
+        assert_eq!(trim_ows(b"ab"), b"ab");
+        assert_eq!(trim_ows(b" \t "), b"");
+        assert_eq!(trim_ows(b""), b"");
+        assert_eq!(trim_ows(b"\r a"), b"\r a", "only SP and HTAB");
+    }
+
+    #[test]
+    fn hex_value_reads_every_hex_digit() {
+        for (k, c) in b"0123456789abcdef".iter().enumerate() {
+            assert_eq!(usize::from(hex_value(*c)), k);
+            assert_eq!(usize::from(hex_value(c.to_ascii_uppercase())), k);
         }
     }
 

@@ -1,6 +1,7 @@
-//! Sans-IO HTTP/1.1 client codec for xload.
+//! Sans-IO HTTP/1.1 codec for xload: the client's side, and the request
+//! scanner of its embedded responder.
 //!
-//! Three pieces, none of which touches a socket or a clock:
+//! Four pieces, none of which touches a socket or a clock:
 //!
 //! - [`parse_url`]: the `http://host[:port]/path?query` target, parsed once.
 //! - [`RequestTemplate`]: a request validated and rendered to bytes once
@@ -14,6 +15,10 @@
 //!   that arrived whole (SIMD line-end masks) and for complete ordinary
 //!   lines. See [`response`] for the details and for how errors stay independent
 //!   of the split points.
+//! - [`RequestScanner`]: the server side, for `xload serve`: finds request
+//!   boundaries in a byte stream split anywhere and says what to answer;
+//!   bodies are skipped. It shares the token grammar and the memory of the
+//!   last head with the response parser.
 //!
 //! The same code is driven by the io_uring and epoll loops, unit-tested on
 //! byte slices and fuzzed (`fuzz/`).
@@ -41,6 +46,7 @@
 
 pub mod request;
 pub mod response;
+pub mod server;
 pub mod url;
 
 mod grammar;
@@ -50,4 +56,5 @@ pub use request::{parse_header_arg, RequestError, RequestSpec, RequestTemplate, 
 /// The response parser's module under its former name.
 pub use response as parse;
 pub use response::{Limits, Parse, ParseError, Response, ResponseParser, Stage};
+pub use server::{BadRequest, RequestScanner, ScannedRequest, MAX_REQUEST_HEAD};
 pub use url::{parse_url, Url, UrlError};

@@ -4,8 +4,9 @@
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
 
+use xload_http::RequestScanner;
+
 use super::config::Timeouts;
-use super::request::Scanner;
 
 /// What a connection owes, in request order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +74,7 @@ pub(super) struct SConn {
     pub sending: bool,
     /// No more reading: close once everything owed is sent.
     pub closing: bool,
-    pub scanner: Scanner,
+    pub scanner: RequestScanner,
     pub owed: VecDeque<Owed>,
     /// Bytes of a mixed answer (stats, 400, close) being sent.
     pub out: Vec<u8>,
@@ -146,7 +147,8 @@ impl SConn {
             recv_armed: false,
             sending: false,
             closing: false,
-            scanner: Scanner::new(),
+            // `/stats` answers the responder's own counters.
+            scanner: RequestScanner::new(b"/stats"),
             owed: VecDeque::with_capacity(8),
             out: Vec::new(),
             sending_ok: 0,

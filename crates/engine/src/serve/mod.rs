@@ -19,12 +19,10 @@ mod counters;
 mod date;
 mod hold;
 mod listener;
-mod request;
 mod responder;
 
 pub use config::{ConfigError, ServeConfig, MAX_BODY_SIZE};
 pub use counters::{ServeStats, WorkerCounters};
-pub use request::{Bad, Request, Scanner};
 
 use std::io;
 use std::net::SocketAddr;

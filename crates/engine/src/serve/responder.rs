@@ -420,7 +420,7 @@ impl Responder {
             }
             *says_keep_alive |= r.says_keep_alive;
             ends |= !r.keep_alive;
-            if r.stats {
+            if r.special_path {
                 owed.push_back(Owed::Stats {
                     head: r.head,
                     close: !r.keep_alive,

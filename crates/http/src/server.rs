@@ -1,21 +1,27 @@
-//! The responder's incremental request scanner: finds request boundaries in a
-//! byte stream split anywhere, reads what the responder needs (method, target,
-//! Content-Length or a chunked body, keep-alive) and rejects what it cannot
-//! frame. Bodies are skipped, not kept.
+//! The server side: an incremental request scanner for a responder. It finds
+//! request boundaries in a byte stream split anywhere, reads what a responder
+//! needs (method HEAD or not, whether the target is one special path,
+//! Content-Length or a chunked body, keep-alive, `Expect: 100-continue`) and
+//! rejects what it cannot frame. Bodies are skipped, not kept.
 //!
 //! A request head that arrives whole is parsed in place; only a head split
 //! across receives is copied, into a per-connection buffer reused for the
-//! connection's lifetime. A load generator sends the same request again and
-//! again: a head identical byte for byte to the last one parsed whole is
-//! recognized by one comparison and means what it meant then.
+//! connection's lifetime, so the scanner allocates nothing per request. A
+//! load generator sends the same request again and again: a head identical
+//! byte for byte to the last one parsed whole is recognized by one comparison
+//! and means what it meant then (see `crate::memo`).
+
+use crate::grammar::{eq_lower, hex_value, is_token, trim_ows};
+use crate::memo::HeadMemo;
 
 /// What the responder must answer, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Request {
+pub struct ScannedRequest {
     /// The connection stays open after the answer.
     pub keep_alive: bool,
-    /// The target is `/stats` (the responder's own counters).
-    pub stats: bool,
+    /// The target's path (origin- or absolute-form, query dropped) is the
+    /// scanner's special path (see [`RequestScanner::new`]).
+    pub special_path: bool,
     /// HTTP/1.0 with `Connection: keep-alive`: the answer must say keep-alive
     /// too, or the client waits for the close (ab -k does).
     pub says_keep_alive: bool,
@@ -26,37 +32,54 @@ pub struct Request {
     pub continue_only: bool,
 }
 
-/// Why a request was refused (answered 400, then the connection is closed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bad {
+/// Why a request was refused (a responder answers 400 and closes).
+#[derive(thiserror::Error, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadRequest {
+    /// Not `method SP target SP version CRLF`, a head ended by bare LFs, or
+    /// a target with a control byte or space.
+    #[error("malformed request line")]
     RequestLine,
+    /// A version other than HTTP/1.0 and HTTP/1.1.
+    #[error("unsupported HTTP version")]
     Version,
+    /// A header line without a colon, or a name that is not a token.
+    #[error("invalid header field name")]
     HeaderName,
+    /// A header line not ended by CRLF, or a NUL or CR inside a value.
+    #[error("invalid header field value")]
     HeaderValue,
+    /// A Content-Length that is not 1 to 15 digits, or two that differ.
+    #[error("invalid Content-Length")]
     ContentLength,
     /// A Transfer-Encoding whose last coding is not chunked, one on an
-    /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 6.1, 6.3).
+    /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 §6.1, §6.3).
+    #[error("unsupported Transfer-Encoding")]
     TransferEncoding,
     /// A chunked body that breaks its framing (size line, CRLFs, trailers).
+    #[error("invalid chunked body")]
     Chunk,
+    /// A head longer than [`MAX_REQUEST_HEAD`].
+    #[error("request head larger than the limit")]
     HeadTooLarge,
 }
 
-/// Largest request head accepted.
-pub const MAX_HEAD: usize = 16 * 1024;
+/// Largest request head accepted, in bytes.
+pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
-#[derive(Default)]
-pub struct Scanner {
+/// Incremental request scanner for one connection.
+#[derive(Debug)]
+pub struct RequestScanner {
+    /// The path whose requests are marked `special_path`.
+    special: &'static [u8],
     /// Bytes of a head split across receives.
     head: Vec<u8>,
     /// Body bytes still to skip, and the request they belong to.
     body_left: u64,
-    pending: Option<Request>,
+    pending: Option<ScannedRequest>,
     /// Where in a chunked body the scanner is (None: not in one).
     chunk: Option<Chunk>,
-    /// The last head parsed whole (at most `MEMO_MAX` bytes) and what it said.
-    memo: Vec<u8>,
-    memo_said: Option<(Request, u64)>,
+    /// The last head parsed whole, and what it said (request, body length).
+    memo: HeadMemo<(ScannedRequest, u64)>,
 }
 
 /// The body length `parse_head` gives for a chunked body.
@@ -90,8 +113,14 @@ enum Chunk {
 }
 
 impl Chunk {
+    const START: Chunk = Chunk::Size {
+        size: 0,
+        digits: 0,
+        ext: false,
+    };
+
     /// Consumes bytes of `input`; returns how many, and whether the body ended.
-    fn step(&mut self, input: &[u8]) -> Result<(usize, bool), Bad> {
+    fn step(&mut self, input: &[u8]) -> Result<(usize, bool), BadRequest> {
         let mut i = 0;
         while i < input.len() {
             let c = input[i];
@@ -115,11 +144,11 @@ impl Chunk {
                     },
                     _ if ext && c != b'\n' && c != b'\r' => Chunk::Size { size, digits, ext },
                     _ if !ext && c.is_ascii_hexdigit() && digits < 15 => Chunk::Size {
-                        size: size * 16 + u64::from((c as char).to_digit(16).unwrap_or(0)),
+                        size: size * 16 + u64::from(hex_value(c)),
                         digits: digits + 1,
                         ext,
                     },
-                    _ => return Err(Bad::Chunk),
+                    _ => return Err(BadRequest::Chunk),
                 },
                 Chunk::SizeLf { size } if c == b'\n' => {
                     if size == 0 {
@@ -129,13 +158,9 @@ impl Chunk {
                     }
                 }
                 Chunk::DataCr if c == b'\r' => Chunk::DataLf,
-                Chunk::DataLf if c == b'\n' => Chunk::Size {
-                    size: 0,
-                    digits: 0,
-                    ext: false,
-                },
+                Chunk::DataLf if c == b'\n' => Chunk::START,
                 Chunk::Trailer { len } if c == b'\r' => Chunk::TrailerLf { len },
-                Chunk::Trailer { len } if c != b'\n' && len < MAX_HEAD => {
+                Chunk::Trailer { len } if c != b'\n' && len < MAX_REQUEST_HEAD => {
                     Chunk::Trailer { len: len + 1 }
                 }
                 Chunk::TrailerLf { len } if c == b'\n' => {
@@ -144,7 +169,7 @@ impl Chunk {
                     }
                     Chunk::Trailer { len: 0 }
                 }
-                _ => return Err(Bad::Chunk),
+                _ => return Err(BadRequest::Chunk),
             };
             i += 1;
         }
@@ -152,16 +177,28 @@ impl Chunk {
     }
 }
 
-/// Heads longer than this are not remembered.
-const MEMO_MAX: usize = 512;
-
-impl Scanner {
-    pub fn new() -> Scanner {
-        Scanner::default()
+impl RequestScanner {
+    /// A scanner for one connection; requests whose target's path is
+    /// `special_path` (e.g. `b"/stats"`) are marked
+    /// [`ScannedRequest::special_path`].
+    pub fn new(special_path: &'static [u8]) -> RequestScanner {
+        RequestScanner {
+            special: special_path,
+            head: Vec::new(),
+            body_left: 0,
+            pending: None,
+            chunk: None,
+            memo: HeadMemo::default(),
+        }
     }
 
     /// Feeds received bytes; calls `on` for each complete request in order.
-    pub fn feed(&mut self, input: &[u8], mut on: impl FnMut(Request)) -> Result<(), Bad> {
+    /// After an error the connection is to be answered 400 and closed.
+    pub fn feed(
+        &mut self,
+        input: &[u8],
+        mut on: impl FnMut(ScannedRequest),
+    ) -> Result<(), BadRequest> {
         let mut i = 0;
         while i < input.len() {
             if let Some(mut chunk) = self.chunk {
@@ -189,73 +226,91 @@ impl Scanner {
                 continue;
             }
             let rest = &input[i..];
-            if self.head.is_empty() && rest.starts_with(b"\r\n") {
+            if !self.head.is_empty() {
+                i += self.split_head(rest, &mut on)?;
+                continue;
+            }
+            if rest.starts_with(b"\r\n") {
                 // An empty line before a request line is ignored (RFC 9112 §2.2).
                 i += 2;
                 continue;
             }
-            if self.head.is_empty() {
-                // The remembered head ends at its only blank line, so input
-                // starting with it has its first head end at the same place.
-                if let Some((req, body)) = self.memo_said {
-                    if rest.starts_with(&self.memo) {
-                        i += self.memo.len();
-                        self.start(req, body, &mut on);
-                        continue;
-                    }
-                }
-                match head_end(rest, 0) {
-                    Some(end) => {
-                        let (req, body) = parse_head(&rest[..end])?;
-                        i += end;
-                        if end <= MEMO_MAX {
-                            self.memo.clear();
-                            self.memo.extend_from_slice(&rest[..end]);
-                            self.memo_said = Some((req, body));
-                        }
-                        self.start(req, body, &mut on);
-                    }
-                    None => {
-                        if rest.len() > MAX_HEAD {
-                            return Err(Bad::HeadTooLarge);
-                        }
-                        if bare_lf_blank_line(rest) {
-                            return Err(Bad::RequestLine);
-                        }
-                        self.head.extend_from_slice(rest);
-                        i = input.len();
-                    }
-                }
-            } else {
-                let old = self.head.len();
-                let take = rest.len().min(MAX_HEAD + 4 - old.min(MAX_HEAD));
-                self.head.extend_from_slice(&rest[..take]);
-                match head_end(&self.head, old.saturating_sub(3)) {
-                    Some(end) => {
-                        let (req, body) = parse_head(&self.head[..end])?;
-                        i += end - old;
-                        self.head.clear();
-                        self.start(req, body, &mut on);
-                    }
-                    None => {
-                        if self.head.len() > MAX_HEAD {
-                            return Err(Bad::HeadTooLarge);
-                        }
-                        if bare_lf_blank_line(&self.head) {
-                            return Err(Bad::RequestLine);
-                        }
-                        i += take;
-                    }
-                }
+            // The remembered head ends at its only blank line, so input
+            // starting with it has its first head end at the same place.
+            if let Some((&(req, body), len)) = self.memo.recall(rest) {
+                i += len;
+                self.start(req, body, &mut on);
+                continue;
             }
+            i += self.new_head(rest, &mut on)?;
         }
         Ok(())
     }
 
-    fn start(&mut self, req: Request, body: u64, on: &mut impl FnMut(Request)) {
+    /// A head not seen before starts at `rest[0]`: parsed in place when it
+    /// ends in `rest`, kept otherwise. Returns the bytes used.
+    #[inline(always)]
+    fn new_head(
+        &mut self,
+        rest: &[u8],
+        on: &mut impl FnMut(ScannedRequest),
+    ) -> Result<usize, BadRequest> {
+        match head_end(rest, 0) {
+            Some(end) => {
+                let (req, body) = parse_head(&rest[..end], self.special)?;
+                self.memo.remember(&rest[..end], (req, body));
+                self.start(req, body, on);
+                Ok(end)
+            }
+            None => {
+                if rest.len() > MAX_REQUEST_HEAD {
+                    return Err(BadRequest::HeadTooLarge);
+                }
+                if bare_lf_blank_line(rest) {
+                    return Err(BadRequest::RequestLine);
+                }
+                self.head.extend_from_slice(rest);
+                Ok(rest.len())
+            }
+        }
+    }
+
+    /// More of a head split across receives (rare: kept out of the loop).
+    /// Returns the bytes used.
+    #[inline(never)]
+    fn split_head(
+        &mut self,
+        rest: &[u8],
+        on: &mut impl FnMut(ScannedRequest),
+    ) -> Result<usize, BadRequest> {
+        let old = self.head.len();
+        let take = rest
+            .len()
+            .min(MAX_REQUEST_HEAD + 4 - old.min(MAX_REQUEST_HEAD));
+        self.head.extend_from_slice(&rest[..take]);
+        match head_end(&self.head, old.saturating_sub(3)) {
+            Some(end) => {
+                let (req, body) = parse_head(&self.head[..end], self.special)?;
+                self.head.clear();
+                self.start(req, body, on);
+                Ok(end - old)
+            }
+            None => {
+                if self.head.len() > MAX_REQUEST_HEAD {
+                    return Err(BadRequest::HeadTooLarge);
+                }
+                if bare_lf_blank_line(&self.head) {
+                    return Err(BadRequest::RequestLine);
+                }
+                Ok(take)
+            }
+        }
+    }
+
+    fn start(&mut self, req: ScannedRequest, body: u64, on: &mut impl FnMut(ScannedRequest)) {
         // From parse_head, `continue_only` means "Expect: 100-continue was sent".
         let wants_continue = req.continue_only;
-        let req = Request {
+        let req = ScannedRequest {
             continue_only: false,
             ..req
         };
@@ -263,17 +318,13 @@ impl Scanner {
             on(req);
         } else {
             if wants_continue {
-                on(Request {
+                on(ScannedRequest {
                     continue_only: true,
                     ..req
                 });
             }
             if body == CHUNKED {
-                self.chunk = Some(Chunk::Size {
-                    size: 0,
-                    digits: 0,
-                    ext: false,
-                });
+                self.chunk = Some(Chunk::START);
             } else {
                 self.body_left = body;
             }
@@ -321,113 +372,127 @@ fn head_end(b: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-fn is_tchar(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+/// What the header fields of a request said.
+#[derive(Default)]
+struct Fields {
+    keep_alive: bool,
+    length: Option<u64>,
+    expect_continue: bool,
+    chunked: bool,
 }
 
-/// Parses a complete head (ending in CRLFCRLF): the request and its body length.
-fn parse_head(h: &[u8]) -> Result<(Request, u64), Bad> {
+/// Parses a complete head (ending in CRLFCRLF): the request and its body
+/// length (`CHUNKED` for a chunked body).
+fn parse_head(h: &[u8], special: &[u8]) -> Result<(ScannedRequest, u64), BadRequest> {
     // Drop the final "\n\r\n": every line then ends in '\r'.
     let mut lines = h[..h.len() - 3].split(|&c| c == b'\n');
-    let line = lines.next().ok_or(Bad::RequestLine)?;
-    let line = line.strip_suffix(b"\r").ok_or(Bad::RequestLine)?;
+    let line = lines.next().ok_or(BadRequest::RequestLine)?;
+    let line = line.strip_suffix(b"\r").ok_or(BadRequest::RequestLine)?;
     let mut parts = line.split(|&c| c == b' ');
-    let method = parts.next().ok_or(Bad::RequestLine)?;
-    let target = parts.next().ok_or(Bad::RequestLine)?;
-    let version = parts.next().ok_or(Bad::RequestLine)?;
-    if parts.next().is_some()
-        || method.is_empty()
-        || !method.iter().all(|&c| is_tchar(c))
-        || target.is_empty()
-    {
-        return Err(Bad::RequestLine);
+    let method = parts.next().ok_or(BadRequest::RequestLine)?;
+    let target = parts.next().ok_or(BadRequest::RequestLine)?;
+    let version = parts.next().ok_or(BadRequest::RequestLine)?;
+    if parts.next().is_some() || !is_token(method) || target.is_empty() {
+        return Err(BadRequest::RequestLine);
     }
     if target.iter().any(|&c| c <= b' ' || c == 0x7f) {
-        return Err(Bad::RequestLine);
+        return Err(BadRequest::RequestLine);
     }
     let http11 = match version {
         b"HTTP/1.1" => true,
         b"HTTP/1.0" => false,
-        _ => return Err(Bad::Version),
+        _ => return Err(BadRequest::Version),
     };
-    let mut keep_alive = http11;
-    let mut length: Option<u64> = None;
-    let mut expect_continue = false;
-    let mut chunked = false;
+    let mut f = Fields {
+        keep_alive: http11,
+        ..Fields::default()
+    };
     for line in lines {
-        let line = line.strip_suffix(b"\r").ok_or(Bad::HeaderValue)?;
-        let colon = line
-            .iter()
-            .position(|&c| c == b':')
-            .ok_or(Bad::HeaderName)?;
-        let (name, value) = (&line[..colon], &line[colon + 1..]);
-        if name.is_empty() || !name.iter().all(|&c| is_tchar(c)) {
-            return Err(Bad::HeaderName);
-        }
-        if value.iter().any(|&c| c == b'\r' || c == 0) {
-            return Err(Bad::HeaderValue);
-        }
-        let value = trim(value);
-        match name.len() {
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
-                if value.is_empty() || value.len() > 15 || !value.iter().all(u8::is_ascii_digit) {
-                    return Err(Bad::ContentLength);
-                }
-                let v = value.iter().fold(0u64, |a, &d| a * 10 + (d - b'0') as u64);
-                if length.is_some_and(|l| l != v) {
-                    return Err(Bad::ContentLength);
-                }
-                length = Some(v);
-            }
-            6 if name.eq_ignore_ascii_case(b"expect") => {
-                expect_continue = value.eq_ignore_ascii_case(b"100-continue");
-            }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
-                // Framed by its last coding, which must be chunked; the
-                // body is skipped, so other codings need no decoding.
-                let last = value.rsplit(|&c| c == b',').map(trim).next().unwrap_or(b"");
-                if !http11 || chunked || !last.eq_ignore_ascii_case(b"chunked") {
-                    return Err(Bad::TransferEncoding);
-                }
-                chunked = true;
-            }
-            10 if name.eq_ignore_ascii_case(b"connection") => {
-                for tok in value.split(|&c| c == b',').map(trim) {
-                    if tok.eq_ignore_ascii_case(b"close") {
-                        keep_alive = false;
-                    } else if tok.eq_ignore_ascii_case(b"keep-alive") {
-                        keep_alive = true;
-                    }
-                }
-            }
-            _ => {}
-        }
+        field_line(line, http11, &mut f)?;
     }
-    if chunked && length.is_some() {
-        // Both framings at once: the request-smuggling shape (RFC 9112 6.3).
-        return Err(Bad::TransferEncoding);
+    if f.chunked && f.length.is_some() {
+        // Both framings at once: the request-smuggling shape (RFC 9112 §6.3).
+        return Err(BadRequest::TransferEncoding);
     }
-    let path = origin_path(target);
-    Ok((
-        Request {
-            keep_alive,
-            stats: path == b"/stats",
-            says_keep_alive: keep_alive && !http11,
-            head: method == b"HEAD",
-            // HTTP/1.1 only (RFC 9110 10.1.1: ignore it from 1.0 clients).
-            continue_only: expect_continue && http11,
-        },
-        if chunked {
-            CHUNKED
-        } else {
-            length.unwrap_or(0)
-        },
-    ))
+    let request = ScannedRequest {
+        keep_alive: f.keep_alive,
+        special_path: origin_path(target) == special,
+        says_keep_alive: f.keep_alive && !http11,
+        head: method == b"HEAD",
+        // HTTP/1.1 only (RFC 9110 §10.1.1: ignore it from 1.0 clients).
+        continue_only: f.expect_continue && http11,
+    };
+    let body = if f.chunked {
+        CHUNKED
+    } else {
+        f.length.unwrap_or(0)
+    };
+    Ok((request, body))
+}
+
+/// One header line (its LF removed, its CR still there) into `f`.
+#[inline(always)]
+fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadRequest> {
+    let line = line.strip_suffix(b"\r").ok_or(BadRequest::HeaderValue)?;
+    let colon = line
+        .iter()
+        .position(|&c| c == b':')
+        .ok_or(BadRequest::HeaderName)?;
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    if !is_token(name) {
+        return Err(BadRequest::HeaderName);
+    }
+    if value.iter().any(|&c| c == b'\r' || c == 0) {
+        return Err(BadRequest::HeaderValue);
+    }
+    let value = trim_ows(value);
+    // `name` is a token, so `eq_lower` compares it exactly.
+    match name.len() {
+        14 if eq_lower(name, b"content-length") => {
+            if value.is_empty() || value.len() > 15 || !value.iter().all(u8::is_ascii_digit) {
+                return Err(BadRequest::ContentLength);
+            }
+            let v = value
+                .iter()
+                .fold(0u64, |a, &d| a * 10 + u64::from(d - b'0'));
+            if f.length.is_some_and(|l| l != v) {
+                return Err(BadRequest::ContentLength);
+            }
+            f.length = Some(v);
+        }
+        6 if eq_lower(name, b"expect") => {
+            f.expect_continue = value.eq_ignore_ascii_case(b"100-continue");
+        }
+        17 if eq_lower(name, b"transfer-encoding") => {
+            // Framed by its last coding, which must be chunked; the
+            // body is skipped, so other codings need no decoding.
+            let last = value
+                .rsplit(|&c| c == b',')
+                .map(trim_ows)
+                .next()
+                .unwrap_or(b"");
+            if !http11 || f.chunked || !last.eq_ignore_ascii_case(b"chunked") {
+                return Err(BadRequest::TransferEncoding);
+            }
+            f.chunked = true;
+        }
+        10 if eq_lower(name, b"connection") => {
+            for tok in value.split(|&c| c == b',').map(trim_ows) {
+                if tok.eq_ignore_ascii_case(b"close") {
+                    f.keep_alive = false;
+                } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                    f.keep_alive = true;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The path of a request target: origin-form (`/stats?x=1`) or
 /// absolute-form (`http://host/stats`, which a server must accept, RFC 9112
-/// 3.2.2; it was answered as `/`), without its query.
+/// §3.2.2), without its query.
 fn origin_path(target: &[u8]) -> &[u8] {
     let scheme = |p: &[u8]| {
         (target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p))
@@ -444,24 +509,12 @@ fn origin_path(target: &[u8]) -> &[u8] {
     path.split(|&c| c == b'?').next().unwrap_or(path)
 }
 
-fn trim(v: &[u8]) -> &[u8] {
-    let s = v
-        .iter()
-        .position(|&c| c != b' ' && c != b'\t')
-        .unwrap_or(v.len());
-    let e = v
-        .iter()
-        .rposition(|&c| c != b' ' && c != b'\t')
-        .map_or(s, |p| p + 1);
-    &v[s..e]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scan_all(chunks: &[&[u8]]) -> Result<Vec<Request>, Bad> {
-        let mut s = Scanner::new();
+    fn scan_all(chunks: &[&[u8]]) -> Result<Vec<ScannedRequest>, BadRequest> {
+        let mut s = RequestScanner::new(b"/stats");
         let mut out = Vec::new();
         for c in chunks {
             s.feed(c, |r| out.push(r))?;
@@ -477,30 +530,30 @@ mod tests {
         assert_eq!(
             whole,
             vec![
-                Request {
+                ScannedRequest {
                     keep_alive: true,
-                    stats: false,
+                    special_path: false,
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
                 },
-                Request {
+                ScannedRequest {
                     keep_alive: true,
-                    stats: false,
+                    special_path: false,
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
                 },
-                Request {
+                ScannedRequest {
                     keep_alive: false,
-                    stats: true,
+                    special_path: true,
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
                 },
-                Request {
+                ScannedRequest {
                     keep_alive: false,
-                    stats: false,
+                    special_path: false,
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
@@ -520,34 +573,40 @@ mod tests {
 
     #[test]
     fn bad_requests_are_named() {
-        assert_eq!(scan_all(&[b"garbage\r\n\r\n"]), Err(Bad::RequestLine));
-        assert_eq!(scan_all(&[b"GET / HTTP/2.0\r\n\r\n"]), Err(Bad::Version));
+        assert_eq!(
+            scan_all(&[b"garbage\r\n\r\n"]),
+            Err(BadRequest::RequestLine)
+        );
+        assert_eq!(
+            scan_all(&[b"GET / HTTP/2.0\r\n\r\n"]),
+            Err(BadRequest::Version)
+        );
         assert_eq!(
             scan_all(&[b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"]),
-            Err(Bad::HeaderName)
+            Err(BadRequest::HeaderName)
         );
         assert_eq!(
             scan_all(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]),
-            Err(Bad::ContentLength)
+            Err(BadRequest::ContentLength)
         );
         for te in [
             &b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
             b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
             b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
         ] {
-            assert_eq!(scan_all(&[te]), Err(Bad::TransferEncoding), "{te:?}");
+            assert_eq!(scan_all(&[te]), Err(BadRequest::TransferEncoding), "{te:?}");
         }
         for body in [&b"x\r\n"[..], b"5\r\nhelloXX", b"5\nhello\r\n0\r\n\r\n"] {
             let mut req = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             req.extend_from_slice(body);
-            assert_eq!(scan_all(&[&req]), Err(Bad::Chunk), "{body:?}");
+            assert_eq!(scan_all(&[&req]), Err(BadRequest::Chunk), "{body:?}");
         }
-        let big = vec![b'a'; MAX_HEAD + 10];
+        let big = vec![b'a'; MAX_REQUEST_HEAD + 10];
         assert_eq!(
             scan_all(&[b"GET / HTTP/1.1\r\nX: ", &big]),
-            Err(Bad::HeadTooLarge)
+            Err(BadRequest::HeadTooLarge)
         );
-        assert_eq!(scan_all(&[&big]), Err(Bad::HeadTooLarge));
+        assert_eq!(scan_all(&[&big]), Err(BadRequest::HeadTooLarge));
     }
 
     /// A remembered head is recalled only byte for byte: the same request
@@ -555,32 +614,44 @@ mod tests {
     /// a Content-Length digit (the body to skip), the target, Connection.
     #[test]
     fn a_remembered_head_is_recalled_only_byte_for_byte() {
-        let ka = Request {
+        let ka = ScannedRequest {
             keep_alive: true,
-            stats: false,
+            special_path: false,
             says_keep_alive: false,
             head: false,
             continue_only: false,
         };
-        let mut s = Scanner::new();
+        let mut s = RequestScanner::new(b"/stats");
         let mut out = Vec::new();
-        let mut feed = |s: &mut Scanner, b: &[u8]| {
+        let mut feed = |s: &mut RequestScanner, b: &[u8]| {
             out.clear();
             s.feed(b, |r| out.push(r)).unwrap();
             out.clone()
         };
         let get = b"GET /stats HTTP/1.1\r\nConnection: keep\r\n\r\n";
-        assert_eq!(feed(&mut s, get), vec![Request { stats: true, ..ka }]);
+        assert_eq!(
+            feed(&mut s, get),
+            vec![ScannedRequest {
+                special_path: true,
+                ..ka
+            }]
+        );
         assert_eq!(
             feed(&mut s, &get.repeat(3)),
-            vec![Request { stats: true, ..ka }; 3]
+            vec![
+                ScannedRequest {
+                    special_path: true,
+                    ..ka
+                };
+                3
+            ]
         );
         let other = b"GET /stata HTTP/1.1\r\nConnection: keep\r\n\r\n";
         assert_eq!(feed(&mut s, other), vec![ka]);
         let close = b"GET /stata HTTP/1.1\r\nConnection: close\r\n\r\n";
         assert_eq!(
             feed(&mut s, close),
-            vec![Request {
+            vec![ScannedRequest {
                 keep_alive: false,
                 ..ka
             }]
@@ -613,16 +684,19 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(r.len(), 2);
-        assert_eq!(scan_all(&[b"GET / HTTP/1.1\n\n"]), Err(Bad::RequestLine));
+        assert_eq!(
+            scan_all(&[b"GET / HTTP/1.1\n\n"]),
+            Err(BadRequest::RequestLine)
+        );
         assert_eq!(
             scan_all(&[b"GET / HTTP/1.1\nHost: x", b"\n\n"]),
-            Err(Bad::RequestLine)
+            Err(BadRequest::RequestLine)
         );
     }
 
     #[test]
     fn expect_100_continue_is_reported_before_the_body() {
-        let mut s = Scanner::new();
+        let mut s = RequestScanner::new(b"/stats");
         let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
         let mut got = Vec::new();
         s.feed(head, |r| got.push(r)).unwrap();
@@ -660,11 +734,23 @@ mod tests {
             POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
         let whole = scan_all(&[stream]).unwrap();
         assert_eq!(whole.len(), 3, "{whole:?}");
-        assert!(whole[1].stats && !whole[0].stats && !whole[2].stats);
+        assert!(whole[1].special_path && !whole[0].special_path && !whole[2].special_path);
         for at in 1..stream.len() {
             let (a, b) = stream.split_at(at);
             assert_eq!(scan_all(&[a, b]).unwrap(), whole, "split at {at}");
         }
+    }
+
+    #[test]
+    fn the_special_path_is_the_one_given() {
+        let mut s = RequestScanner::new(b"/health");
+        let mut got = Vec::new();
+        s.feed(
+            b"GET /health?x HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
+            |r| got.push(r.special_path),
+        )
+        .unwrap();
+        assert_eq!(got, [true, false, false]);
     }
 
     #[test]
@@ -676,6 +762,6 @@ mod tests {
         assert_eq!(origin_path(b"http://a?q"), b"/");
         assert_eq!(origin_path(b"*"), b"*");
         let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\n\r\n"]).unwrap();
-        assert!(r[0].stats, "{r:?}");
+        assert!(r[0].special_path, "{r:?}");
     }
 }
