@@ -16,7 +16,7 @@
 //! read them. Percentiles are always recomputed from histograms, never
 //! averaged.
 //!
-//! JSON keys beyond DESIGN.md's required set: `engine_reason`, `pipeline`,
+//! JSON keys beyond the required set of docs/json.md: `engine_reason`, `pipeline`,
 //! `bytes_sent`, `connects`, `parse_errors` (cause -> count),
 //! `errors_other` (`"errno_ENOBUFS"` -> count), `latency_us.{stdev,p75,p95,
 //! p9999}`; open loop: `rate_target`, `latency_uncorrected_us`,

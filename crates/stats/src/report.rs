@@ -1,5 +1,5 @@
 //! The report model: what one run (or a merge of runs) measured, in the
-//! JSON shape of schema `xload/1` (keys in DESIGN.md).
+//! JSON shape of schema `xload/1` (keys in docs/json.md).
 
 use std::collections::BTreeMap;
 

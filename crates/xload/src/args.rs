@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-/// Options of one load run (DESIGN.md, command-line contract).
+/// Options of one load run (docs/design.md, command-line contract).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Total connections, spread evenly over the workers.

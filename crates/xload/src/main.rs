@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 
 use crate::args::RunArgs;
 
-/// Why a command could not do its job; maps to the exit codes of DESIGN.md.
+/// Why a command could not do its job; maps to the exit codes of docs/design.md.
 #[derive(Debug)]
 pub enum Failure {
     /// Bad arguments: exit 2.

@@ -1,5 +1,5 @@
 //! Bad input on the command line and unreachable targets (issue 2, "Bad
-//! input and faults"; DESIGN.md exit codes): bad arguments exit 2 before any
+//! input and faults"; docs/design.md exit codes): bad arguments exit 2 before any
 //! connection is made; a target that cannot be reached exits 1 with a clear
 //! one-line error, bounded by the connect timeout; `--fail-if` violations
 //! exit 3. Nothing panics.

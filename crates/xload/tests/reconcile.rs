@@ -3,7 +3,7 @@
 //! nginx (stub_status), with `-n` (exact), with `-d` (within the responses in
 //! flight at the end: connections × pipeline), pipelined, without
 //! keep-alive, with HEAD and with a POST body; each case with both engines.
-//! Also the report itself: every DESIGN.md JSON key, a histogram that
+//! Also the report itself: every JSON key docs/json.md requires, a histogram that
 //! decodes to the reported figures, and the text report's shape.
 
 mod support;
@@ -629,7 +629,7 @@ both_engines!(
 // ---------------------------------------------------------------------------
 // The report itself.
 
-/// Every key DESIGN.md requires is in the JSON report, with the right type,
+/// Every key docs/json.md requires is in the JSON report, with the right type,
 /// and the serialized histogram decodes to the figures printed beside it.
 #[test]
 fn json_report_has_every_design_key_and_its_histogram_decodes() {
