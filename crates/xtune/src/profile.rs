@@ -4,6 +4,10 @@
 //! read and checked on its own (so an error names the file that holds it), then
 //! the layers are merged, the child winning key by key. Unknown keys, wrong
 //! types and bad values are errors here, long before anything is written.
+//!
+//! The schema is declared once: `SECTIONS` pairs each top-level key with its
+//! reader, [`NIC_KNOBS`] each `[nic.DEV]` setting with its sysfs file, and one
+//! `DevicePolicy` impl per `[irq]`/`[rps]`/`[xps]` reads and writes its words.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -13,21 +17,7 @@ use toml::{Table, Value};
 
 use crate::cpuset::CpuSet;
 
-/// Top-level keys a profile may hold.
-const TOP_KEYS: &[&str] = &[
-    "extends",
-    "description",
-    "sysctl",
-    "nic",
-    "irq",
-    "rps",
-    "xps",
-    "rfs",
-    "cpu",
-    "irqbalance",
-    "limits",
-    "hosts",
-];
+/// Keys of the sections with fixed keys.
 const RFS_KEYS: &[&str] = &["flow_entries", "flow_cnt"];
 const CPU_KEYS: &[&str] = &["governor"];
 const IRQBALANCE_KEYS: &[&str] = &["stop", "ban"];
@@ -256,6 +246,86 @@ pub enum XpsPolicy {
     Off,
 }
 
+/// The value of a per-device section (`[irq]`, `[rps]`, `[xps]`), one
+/// string: how the profile spells each policy, read and written in one place.
+trait DevicePolicy: Sized {
+    /// The policy `s` names, checked.
+    fn read(cx: &Cx<'_>, key: &str, s: &str) -> Result<Self, ProfileError>;
+    /// The profile text of the policy.
+    fn word(&self) -> String;
+}
+
+impl DevicePolicy for IrqPolicy {
+    fn read(cx: &Cx<'_>, key: &str, s: &str) -> Result<Self, ProfileError> {
+        Ok(match s {
+            "spread" => IrqPolicy::Spread,
+            "numa-local" => IrqPolicy::NumaLocal,
+            other => IrqPolicy::Cpus(cx.cpulist(
+                key,
+                other,
+                "`spread`, `numa-local` or a CPU list such as \"0-3\"",
+            )?),
+        })
+    }
+
+    fn word(&self) -> String {
+        match self {
+            IrqPolicy::Spread => "spread".into(),
+            IrqPolicy::NumaLocal => "numa-local".into(),
+            IrqPolicy::Cpus(c) => c.to_list(),
+        }
+    }
+}
+
+impl DevicePolicy for RpsPolicy {
+    fn read(cx: &Cx<'_>, key: &str, s: &str) -> Result<Self, ProfileError> {
+        Ok(match s {
+            "all" => RpsPolicy::All,
+            "off" => RpsPolicy::Off,
+            other => RpsPolicy::Cpus(cx.cpulist(
+                key,
+                other,
+                "`all`, `off` or a CPU list such as \"0-3\"",
+            )?),
+        })
+    }
+
+    fn word(&self) -> String {
+        match self {
+            RpsPolicy::All => "all".into(),
+            RpsPolicy::Off => "off".into(),
+            RpsPolicy::Cpus(c) => c.to_list(),
+        }
+    }
+}
+
+impl DevicePolicy for XpsPolicy {
+    fn read(cx: &Cx<'_>, key: &str, s: &str) -> Result<Self, ProfileError> {
+        match s {
+            "spread" => Ok(XpsPolicy::Spread),
+            "off" => Ok(XpsPolicy::Off),
+            other => Err(cx.bad(key, format!("`{other}`: expected `spread` or `off`"))),
+        }
+    }
+
+    fn word(&self) -> String {
+        match self {
+            XpsPolicy::Spread => "spread".into(),
+            XpsPolicy::Off => "off".into(),
+        }
+    }
+}
+
+/// A per-device section as TOML.
+fn policy_table<P: DevicePolicy>(entries: &[(DeviceSel, P)]) -> Value {
+    Value::Table(
+        entries
+            .iter()
+            .map(|(d, p)| (d.to_string(), Value::String(p.word())))
+            .collect(),
+    )
+}
+
 /// `[rfs]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rfs {
@@ -420,49 +490,15 @@ impl Profile {
             }
             top.insert("nic".into(), Value::Table(t));
         }
-        if !self.irq.is_empty() {
-            let t = self
-                .irq
-                .iter()
-                .map(|(d, p)| {
-                    let s = match p {
-                        IrqPolicy::Spread => "spread".to_string(),
-                        IrqPolicy::NumaLocal => "numa-local".to_string(),
-                        IrqPolicy::Cpus(c) => c.to_list(),
-                    };
-                    (d.to_string(), Value::String(s))
-                })
-                .collect();
-            top.insert("irq".into(), Value::Table(t));
-        }
-        if !self.rps.is_empty() {
-            let t = self
-                .rps
-                .iter()
-                .map(|(d, p)| {
-                    let s = match p {
-                        RpsPolicy::All => "all".to_string(),
-                        RpsPolicy::Off => "off".to_string(),
-                        RpsPolicy::Cpus(c) => c.to_list(),
-                    };
-                    (d.to_string(), Value::String(s))
-                })
-                .collect();
-            top.insert("rps".into(), Value::Table(t));
-        }
-        if !self.xps.is_empty() {
-            let t = self
-                .xps
-                .iter()
-                .map(|(d, p)| {
-                    let s = match p {
-                        XpsPolicy::Spread => "spread",
-                        XpsPolicy::Off => "off",
-                    };
-                    (d.to_string(), Value::String(s.into()))
-                })
-                .collect();
-            top.insert("xps".into(), Value::Table(t));
+        let policies = [
+            ("irq", self.irq.is_empty(), policy_table(&self.irq)),
+            ("rps", self.rps.is_empty(), policy_table(&self.rps)),
+            ("xps", self.xps.is_empty(), policy_table(&self.xps)),
+        ];
+        for (section, empty, table) in policies {
+            if !empty {
+                top.insert(section.into(), table);
+            }
         }
         if self.rfs != Rfs::default() {
             let mut t = Table::new();
@@ -564,6 +600,37 @@ fn parse_toml(path: &Path, text: &str) -> Result<Table, ProfileError> {
     })
 }
 
+/// One file's own settings, and the files it extends.
+#[derive(Default)]
+struct Layer {
+    own: Profile,
+    parents: Vec<String>,
+}
+
+/// Reads one top-level key's value into a layer.
+type ReadSection = fn(&Cx<'_>, Value, &mut Layer) -> Result<(), ProfileError>;
+
+/// Every top-level key a profile may hold, declared once with its reader.
+const SECTIONS: &[(&str, ReadSection)] = &[
+    ("extends", read_extends),
+    ("description", |cx, v, l| {
+        l.own.description = Some(cx.string("description", v)?);
+        Ok(())
+    }),
+    ("sysctl", |cx, v, l| {
+        flatten_sysctl(cx, "", cx.table("sysctl", v)?, &mut l.own.sysctl)
+    }),
+    ("nic", read_nic),
+    ("irq", |cx, v, l| read_devices(cx, "irq", v, &mut l.own.irq)),
+    ("rps", |cx, v, l| read_devices(cx, "rps", v, &mut l.own.rps)),
+    ("xps", |cx, v, l| read_devices(cx, "xps", v, &mut l.own.xps)),
+    ("rfs", read_rfs),
+    ("cpu", read_cpu),
+    ("irqbalance", read_irqbalance),
+    ("limits", read_limits),
+    ("hosts", read_hosts),
+];
+
 /// Checks one file's table, loads what it extends, and merges (child wins).
 fn layer_from_table(
     path: &Path,
@@ -571,215 +638,21 @@ fn layer_from_table(
     table: Table,
     stack: &mut Vec<PathBuf>,
 ) -> Result<Profile, ProfileError> {
-    let cx = Cx { path };
+    let cx = Cx { path, dir };
+    let top: Vec<&str> = SECTIONS.iter().map(|(k, _)| *k).collect();
     for key in table.keys() {
-        cx.known(key, key, TOP_KEYS)?;
+        cx.known(key, key, &top)?;
     }
     // Check this file completely before following extends, so a file's own
     // errors are reported even when its parent is missing.
-    let mut own = Profile {
-        sources: vec![path.to_path_buf()],
-        ..Profile::default()
-    };
-    let mut parents = Vec::new();
+    let mut layer = Layer::default();
+    layer.own.sources = vec![path.to_path_buf()];
     for (key, value) in table {
-        match key.as_str() {
-            "extends" => match value {
-                Value::String(s) => parents.push(s),
-                Value::Array(items) => {
-                    for item in items {
-                        match item {
-                            Value::String(s) => parents.push(s),
-                            other => return Err(cx.wrong("extends", "a file name", &other)),
-                        }
-                    }
-                }
-                other => return Err(cx.wrong("extends", "a file name or a list of them", &other)),
-            },
-            "description" => own.description = Some(cx.string("description", value)?),
-            "sysctl" => {
-                let t = cx.table("sysctl", value)?;
-                flatten_sysctl(&cx, "", t, &mut own.sysctl)?;
-            }
-            "nic" => {
-                for (dev, v) in cx.table("nic", value)? {
-                    let sel = cx.device(&format!("nic.{dev}"), &dev)?;
-                    let key = format!("nic.{dev}");
-                    let mut s = NicSettings::default();
-                    let keys: Vec<&str> = NIC_KNOBS.iter().map(|n| n.key).collect();
-                    for (k, v) in cx.table(&key, v)? {
-                        let full = format!("{key}.{k}");
-                        cx.known(&full, &k, &keys)?;
-                        let Some(knob) = NIC_KNOBS.iter().find(|n| n.key == k) else {
-                            continue; // refused by known() above
-                        };
-                        let value = if knob.switch {
-                            NicValue::Switch(cx.bool(&full, v)?)
-                        } else {
-                            NicValue::Count(cx.uint(&full, v)?)
-                        };
-                        (knob.set)(&mut s, value);
-                    }
-                    upsert(&mut own.nic, sel, s);
-                }
-            }
-            "irq" => {
-                for (dev, v) in cx.table("irq", value)? {
-                    let key = format!("irq.{dev}");
-                    let sel = cx.device(&key, &dev)?;
-                    let s = cx.string(&key, v)?;
-                    let policy = match s.as_str() {
-                        "spread" => IrqPolicy::Spread,
-                        "numa-local" => IrqPolicy::NumaLocal,
-                        other => IrqPolicy::Cpus(cx.cpulist(
-                            &key,
-                            other,
-                            "`spread`, `numa-local` or a CPU list such as \"0-3\"",
-                        )?),
-                    };
-                    upsert(&mut own.irq, sel, policy);
-                }
-            }
-            "rps" => {
-                for (dev, v) in cx.table("rps", value)? {
-                    let key = format!("rps.{dev}");
-                    let sel = cx.device(&key, &dev)?;
-                    let s = cx.string(&key, v)?;
-                    let policy = match s.as_str() {
-                        "all" => RpsPolicy::All,
-                        "off" => RpsPolicy::Off,
-                        other => RpsPolicy::Cpus(cx.cpulist(
-                            &key,
-                            other,
-                            "`all`, `off` or a CPU list such as \"0-3\"",
-                        )?),
-                    };
-                    upsert(&mut own.rps, sel, policy);
-                }
-            }
-            "xps" => {
-                for (dev, v) in cx.table("xps", value)? {
-                    let key = format!("xps.{dev}");
-                    let sel = cx.device(&key, &dev)?;
-                    let s = cx.string(&key, v)?;
-                    let policy = match s.as_str() {
-                        "spread" => XpsPolicy::Spread,
-                        "off" => XpsPolicy::Off,
-                        other => {
-                            return Err(
-                                cx.bad(&key, format!("`{other}`: expected `spread` or `off`"))
-                            )
-                        }
-                    };
-                    upsert(&mut own.xps, sel, policy);
-                }
-            }
-            "rfs" => {
-                for (k, v) in cx.table("rfs", value)? {
-                    let full = format!("rfs.{k}");
-                    cx.known(&full, &k, RFS_KEYS)?;
-                    if k == "flow_entries" {
-                        let n = cx.uint(&full, v)?;
-                        check_flow_table(&cx, &full, n, MAX_SOCK_FLOW_ENTRIES, 4, "")?;
-                        own.rfs.flow_entries = Some(n);
-                    } else {
-                        for (dev, n) in cx.table(&full, v)? {
-                            let key = format!("{full}.{dev}");
-                            let sel = cx.device(&key, &dev)?;
-                            let n = cx.uint(&key, n)?;
-                            check_flow_table(&cx, &key, n, MAX_FLOW_CNT, 8, " for every rx queue")?;
-                            upsert(&mut own.rfs.flow_cnt, sel, n);
-                        }
-                    }
-                }
-            }
-            "cpu" => {
-                for (k, v) in cx.table("cpu", value)? {
-                    let full = format!("cpu.{k}");
-                    cx.known(&full, &k, CPU_KEYS)?;
-                    let g = cx.string(&full, v)?;
-                    if g.is_empty()
-                        || !g
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                    {
-                        return Err(cx.bad(&full, format!("`{g}` is not a governor name")));
-                    }
-                    own.cpu.governor = Some(g);
-                }
-            }
-            "irqbalance" => {
-                for (k, v) in cx.table("irqbalance", value)? {
-                    let full = format!("irqbalance.{k}");
-                    cx.known(&full, &k, IRQBALANCE_KEYS)?;
-                    if k == "stop" {
-                        own.irqbalance.stop = Some(cx.bool(&full, v)?);
-                    } else {
-                        let s = cx.string(&full, v)?;
-                        let set = cx.cpulist(&full, &s, "a CPU list such as \"0-3\"")?;
-                        own.irqbalance.ban = Some(set);
-                    }
-                }
-            }
-            "limits" => {
-                for (k, v) in cx.table("limits", value)? {
-                    let full = format!("limits.{k}");
-                    cx.known(&full, &k, LIMITS_KEYS)?;
-                    let n = cx.uint(&full, v)?;
-                    if n == 0 {
-                        return Err(cx.bad(&full, "must be at least 1".into()));
-                    }
-                    own.limits.nofile = Some(n);
-                }
-            }
-            "hosts" => {
-                for (role, v) in cx.table("hosts", value)? {
-                    let key = format!("hosts.{role}");
-                    if role.is_empty()
-                        || !role
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                    {
-                        return Err(cx.bad(&key, "a role is letters, digits, `-` and `_`".into()));
-                    }
-                    let spec = match v {
-                        Value::String(host) => HostSpec {
-                            host,
-                            profile: None,
-                        },
-                        Value::Table(t) => {
-                            let mut host = None;
-                            let mut profile = None;
-                            for (k, v) in t {
-                                let full = format!("{key}.{k}");
-                                cx.known(&full, &k, HOST_KEYS)?;
-                                let s = cx.string(&full, v)?;
-                                if k == "host" {
-                                    host = Some(s);
-                                } else {
-                                    profile = Some(dir.join(s));
-                                }
-                            }
-                            let host = host.ok_or_else(|| cx.bad(&key, "missing `host`".into()))?;
-                            HostSpec { host, profile }
-                        }
-                        other => {
-                            return Err(cx.wrong(
-                                &key,
-                                "a host name or a table {host, profile}",
-                                &other,
-                            ))
-                        }
-                    };
-                    if spec.host.is_empty() || spec.host.starts_with('-') {
-                        return Err(cx.bad(&key, format!("`{}` is not a host", spec.host)));
-                    }
-                    upsert(&mut own.hosts, role, spec);
-                }
-            }
-            _ => unreachable!("checked against TOP_KEYS above"),
+        if let Some((_, read)) = SECTIONS.iter().find(|(k, _)| *k == key) {
+            read(&cx, value, &mut layer)?;
         }
     }
+    let Layer { own, parents } = layer;
     let mut merged = Profile::default();
     for parent in parents {
         let parent_path = dir.join(&parent);
@@ -799,6 +672,176 @@ fn layer_from_table(
     own_sources.extend(merged_sources);
     result.sources = own_sources;
     Ok(result)
+}
+
+/// `extends = "base.toml"` or a list of files.
+fn read_extends(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    match value {
+        Value::String(s) => l.parents.push(s),
+        Value::Array(items) => {
+            for item in items {
+                match item {
+                    Value::String(s) => l.parents.push(s),
+                    other => return Err(cx.wrong("extends", "a file name", &other)),
+                }
+            }
+        }
+        other => return Err(cx.wrong("extends", "a file name or a list of them", &other)),
+    }
+    Ok(())
+}
+
+/// `[nic.DEV]`: the settings of [`NIC_KNOBS`].
+fn read_nic(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    let keys: Vec<&str> = NIC_KNOBS.iter().map(|n| n.key).collect();
+    for (dev, v) in cx.table("nic", value)? {
+        let sel = cx.device(&format!("nic.{dev}"), &dev)?;
+        let key = format!("nic.{dev}");
+        let mut s = NicSettings::default();
+        for (k, v) in cx.table(&key, v)? {
+            let full = format!("{key}.{k}");
+            cx.known(&full, &k, &keys)?;
+            let Some(knob) = NIC_KNOBS.iter().find(|n| n.key == k) else {
+                continue; // refused by known() above
+            };
+            let value = if knob.switch {
+                NicValue::Switch(cx.bool(&full, v)?)
+            } else {
+                NicValue::Count(cx.uint(&full, v)?)
+            };
+            (knob.set)(&mut s, value);
+        }
+        upsert(&mut l.own.nic, sel, s);
+    }
+    Ok(())
+}
+
+/// A section of `DEV = "policy"` entries (`[irq]`, `[rps]`, `[xps]`).
+fn read_devices<P: DevicePolicy>(
+    cx: &Cx<'_>,
+    section: &str,
+    value: Value,
+    out: &mut Vec<(DeviceSel, P)>,
+) -> Result<(), ProfileError> {
+    for (dev, v) in cx.table(section, value)? {
+        let key = format!("{section}.{dev}");
+        let sel = cx.device(&key, &dev)?;
+        let s = cx.string(&key, v)?;
+        upsert(out, sel, P::read(cx, &key, &s)?);
+    }
+    Ok(())
+}
+
+/// `[rfs]`: `flow_entries` and the per-device `flow_cnt` table.
+fn read_rfs(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    for (k, v) in cx.table("rfs", value)? {
+        let full = format!("rfs.{k}");
+        cx.known(&full, &k, RFS_KEYS)?;
+        if k == "flow_entries" {
+            let n = cx.uint(&full, v)?;
+            check_flow_table(cx, &full, n, MAX_SOCK_FLOW_ENTRIES, 4, "")?;
+            l.own.rfs.flow_entries = Some(n);
+        } else {
+            for (dev, n) in cx.table(&full, v)? {
+                let key = format!("{full}.{dev}");
+                let sel = cx.device(&key, &dev)?;
+                let n = cx.uint(&key, n)?;
+                check_flow_table(cx, &key, n, MAX_FLOW_CNT, 8, " for every rx queue")?;
+                upsert(&mut l.own.rfs.flow_cnt, sel, n);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `[cpu] governor`.
+fn read_cpu(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    for (k, v) in cx.table("cpu", value)? {
+        let full = format!("cpu.{k}");
+        cx.known(&full, &k, CPU_KEYS)?;
+        let g = cx.string(&full, v)?;
+        if g.is_empty()
+            || !g
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(cx.bad(&full, format!("`{g}` is not a governor name")));
+        }
+        l.own.cpu.governor = Some(g);
+    }
+    Ok(())
+}
+
+/// `[irqbalance] stop` and `ban`.
+fn read_irqbalance(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    for (k, v) in cx.table("irqbalance", value)? {
+        let full = format!("irqbalance.{k}");
+        cx.known(&full, &k, IRQBALANCE_KEYS)?;
+        if k == "stop" {
+            l.own.irqbalance.stop = Some(cx.bool(&full, v)?);
+        } else {
+            let s = cx.string(&full, v)?;
+            let set = cx.cpulist(&full, &s, "a CPU list such as \"0-3\"")?;
+            l.own.irqbalance.ban = Some(set);
+        }
+    }
+    Ok(())
+}
+
+/// `[limits] nofile`.
+fn read_limits(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    for (k, v) in cx.table("limits", value)? {
+        let full = format!("limits.{k}");
+        cx.known(&full, &k, LIMITS_KEYS)?;
+        let n = cx.uint(&full, v)?;
+        if n == 0 {
+            return Err(cx.bad(&full, "must be at least 1".into()));
+        }
+        l.own.limits.nofile = Some(n);
+    }
+    Ok(())
+}
+
+/// `[hosts]`: `ROLE = "host"` or `ROLE = { host, profile }`.
+fn read_hosts(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
+    for (role, v) in cx.table("hosts", value)? {
+        let key = format!("hosts.{role}");
+        if role.is_empty()
+            || !role
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(cx.bad(&key, "a role is letters, digits, `-` and `_`".into()));
+        }
+        let spec = match v {
+            Value::String(host) => HostSpec {
+                host,
+                profile: None,
+            },
+            Value::Table(t) => {
+                let mut host = None;
+                let mut profile = None;
+                for (k, v) in t {
+                    let full = format!("{key}.{k}");
+                    cx.known(&full, &k, HOST_KEYS)?;
+                    let s = cx.string(&full, v)?;
+                    if k == "host" {
+                        host = Some(s);
+                    } else {
+                        profile = Some(cx.dir.join(s));
+                    }
+                }
+                let host = host.ok_or_else(|| cx.bad(&key, "missing `host`".into()))?;
+                HostSpec { host, profile }
+            }
+            other => return Err(cx.wrong(&key, "a host name or a table {host, profile}", &other)),
+        };
+        if spec.host.is_empty() || spec.host.starts_with('-') {
+            return Err(cx.bad(&key, format!("`{}` is not a host", spec.host)));
+        }
+        upsert(&mut l.own.hosts, role, spec);
+    }
+    Ok(())
 }
 
 /// Child wins, key by key; new keys go after the parent's.
@@ -991,9 +1034,11 @@ fn check_sysctl_name(cx: &Cx<'_>, key: &str, name: &str) -> Result<(), ProfileEr
     }
 }
 
-/// Error-building context: the file being checked.
+/// Error-building context: the file being checked, and its directory
+/// (where the files it names are).
 struct Cx<'a> {
     path: &'a Path,
+    dir: &'a Path,
 }
 
 impl Cx<'_> {
