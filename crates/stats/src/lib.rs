@@ -16,7 +16,10 @@
 //! read them. Percentiles are always recomputed from histograms, never
 //! averaged.
 //!
-//! JSON keys beyond the required set of docs/json.md: `engine_reason`, `pipeline`,
+//! JSON keys beyond the required set of docs/json.md: the run's place in a run of
+//! several hosts ([`RunInfo`]: `run_id`, `segment`, `host`, `started_at`,
+//! `start_at`, `start_error_us`, `xload_version`, `argv`, `settings`, right
+//! after `schema`), `engine_reason`, `pipeline`,
 //! `bytes_sent`, `connects`, `parse_errors` (cause -> count),
 //! `errors_other` (`"errno_ENOBUFS"` -> count), `latency_us.{stdev,p75,p95,
 //! p9999}`; open loop: `rate_target`, `latency_uncorrected_us`,
@@ -26,7 +29,8 @@
 //! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); then
 //! `client` (opaque, from the probe) and
 //! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
-//! `errors`). Unknown keys round-trip through [`Report::extra`].
+//! `errors`) and `timeseries_histograms` (each row's histogram). Unknown
+//! keys round-trip through [`Report::extra`].
 
 #![forbid(unsafe_code)]
 
@@ -40,6 +44,7 @@ mod recorder;
 mod report;
 mod text;
 pub mod units;
+pub mod walltime;
 
 pub use error::ReportError;
 pub use error_kind::{errno_key, errno_symbol, ErrorKind};
@@ -49,7 +54,7 @@ pub use hist::{
     LATENCY_LOWEST_US, LATENCY_SIGFIG,
 };
 pub use recorder::{Censor, Interval, Recorder, Unanswered};
-pub use report::{Batching, IntervalRow, OpenLoop, Report, RunMeta};
+pub use report::{Batching, IntervalRow, OpenLoop, Report, RunInfo, RunMeta, SecondHistogram};
 pub use text::{TextOptions, TABLE_PERCENTILES};
 
 /// The value of the `schema` key.

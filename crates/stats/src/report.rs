@@ -10,6 +10,7 @@ use crate::error::ReportError;
 use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
 use crate::recorder::{Interval, Recorder, Unanswered};
+use crate::walltime::{parse_rfc3339, UnixMicros};
 use crate::SCHEMA;
 
 /// What the engine knows about a run besides the recorder.
@@ -118,6 +119,69 @@ impl IntervalRow {
     }
 }
 
+/// Which run a report belongs to, where and when its window began. Every
+/// key is optional: absent when unknown, as in reports written before them.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RunInfo {
+    /// Shared by the generators of one run (`--run-id`, or generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// This generator's share of the run, `INDEX/COUNT` (`--segment 2/4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
+    /// The generator's host name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// When the measured window began: RFC 3339, µs, UTC, from CLOCK_REALTIME.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// `--start-at`: when the window was asked to begin (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<String>,
+    /// `--start-at`: how late the window began, µs (`started_at - start_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_error_us: Option<i64>,
+    /// The version of xload that wrote the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xload_version: Option<String>,
+    /// The command line of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// What generators of one run must share besides the target (the
+    /// request's digest, pipeline, window and warm-up asked, timeouts...):
+    /// `xload merge` refuses reports whose settings differ.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, serde_json::Value>,
+}
+
+impl RunInfo {
+    /// `started_at` in µs since the epoch (None when absent or unreadable).
+    pub fn started_at_us(&self) -> Option<UnixMicros> {
+        self.started_at
+            .as_deref()
+            .and_then(|s| parse_rfc3339(s).ok())
+    }
+}
+
+/// The latency histogram of one per-second row (HdrHistogram V2
+/// compressed, base64, as `histogram`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SecondHistogram {
+    /// The row's `second`.
+    pub second: u64,
+    pub histogram: String,
+}
+
+impl SecondHistogram {
+    /// The entry for the row of `second`, holding `h`.
+    pub fn new(second: u64, h: &Histogram<u64>) -> SecondHistogram {
+        SecondHistogram {
+            second,
+            histogram: histogram_string(h),
+        }
+    }
+}
+
 /// What only an open-loop (`--rate`) run reports. A report has all of it
 /// or none of it. Reading JSON, `rate_target` marks an open-loop report and
 /// any other key absent reads as 0 or empty (the first open-loop reports
@@ -203,6 +267,10 @@ impl OpenLoop {
 pub struct Report {
     /// Always [`SCHEMA`].
     pub schema: String,
+    /// Which run, where and when: keys right after `schema`, each absent
+    /// when unknown (reports written before they existed have none).
+    #[serde(flatten)]
+    pub run: RunInfo,
     pub target: String,
     pub engine: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +332,10 @@ pub struct Report {
     /// Per-second rows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<IntervalRow>,
+    /// The latency histogram of each per-second row, so that the rows of
+    /// several reports merge exactly (absent in older reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries_histograms: Vec<SecondHistogram>,
     /// Keys this version does not model, kept so they round-trip.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -321,6 +393,7 @@ impl Report {
             .collect();
         Report {
             schema: SCHEMA.to_string(),
+            run: RunInfo::default(),
             target: meta.target.clone(),
             engine: meta.engine.clone(),
             engine_reason: meta.engine_reason.clone(),
@@ -346,6 +419,7 @@ impl Report {
             interrupted: false,
             client: None,
             timeseries: Vec::new(),
+            timeseries_histograms: Vec::new(),
             extra: BTreeMap::new(),
         }
     }

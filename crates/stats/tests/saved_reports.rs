@@ -57,3 +57,40 @@ fn an_open_loop_report_from_before_the_send_counters_reads_and_merges() {
         )
     );
 }
+
+#[test]
+fn run_keys_follow_the_schema_and_round_trip_while_older_reports_have_none() {
+    let old = Report::from_json(&data("closed-loop.json")).expect("closed");
+    assert_eq!(
+        old.run,
+        xload_stats::RunInfo::default(),
+        "absent keys read as absent"
+    );
+    assert!(old.timeseries_histograms.is_empty());
+    let mut r = old.clone();
+    r.run.run_id = Some("cap-7".into());
+    r.run.segment = Some("2/4".into());
+    r.run.host = Some("gen2".into());
+    r.run.started_at = Some("2026-12-03T10:00:00.000250Z".into());
+    r.run.start_at = Some("2026-12-03T10:00:00.000000Z".into());
+    r.run.start_error_us = Some(250);
+    r.run.xload_version = Some("0.1.0".into());
+    r.run.argv = Some(vec!["xload".into(), "http://x/".into()]);
+    r.run
+        .settings
+        .insert("pipeline".into(), serde_json::json!(1));
+    r.timeseries_histograms = vec![xload_stats::SecondHistogram {
+        second: 1,
+        histogram: old.histogram.clone(),
+    }];
+    let text = r.to_json();
+    let back = Report::from_json(&text).expect("reads");
+    assert_eq!(back, r);
+    assert!(back.extra.is_empty(), "{:?}", back.extra);
+    assert_eq!(back.run.started_at_us(), Some(1_796_292_000_000_250));
+    // The run's keys come right after `schema`.
+    assert!(
+        text.starts_with("{\n  \"schema\": \"xload/1\",\n  \"run_id\": \"cap-7\",\n  \"segment\": \"2/4\",\n  \"host\": \"gen2\",\n  \"started_at\""),
+        "{text}"
+    );
+}
