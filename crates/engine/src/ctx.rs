@@ -48,7 +48,10 @@ pub(crate) struct Window {
 impl Window {
     /// The window of `plan` for a run that starts at `start_ns`.
     pub fn of(plan: &Plan, start_ns: u64) -> Window {
-        let measure_ns = start_ns + plan.warmup.as_nanos() as u64;
+        let measure_ns = match plan.start_at_ns {
+            Some(at) => at.max(start_ns),
+            None => start_ns + plan.warmup.as_nanos() as u64,
+        };
         let end_ns = match plan.duration {
             Some(d) => measure_ns + d.as_nanos() as u64,
             None => u64::MAX,
@@ -100,6 +103,10 @@ pub(crate) struct Ctx<'a> {
     /// The measured window just opened: the quota is yet to be set from
     /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
     window_opened: bool,
+    /// Nothing is sent before the window (a start instant without warm-up).
+    hold: bool,
+    /// Open loop, holding: a connection was ready before the window.
+    held_ready: bool,
     pub sched: Option<Schedule>,
     pub open_loop: bool,
     /// Requests still in flight when the driver's loop ended (filled once,
@@ -158,6 +165,8 @@ impl<'a> Ctx<'a> {
             ticks,
             quota: plan.quota_of(index),
             window_opened: false,
+            hold: plan.start_at_ns.is_some() && plan.warmup.is_zero(),
+            held_ready: false,
             sched_started: false,
             no_connection_since: None,
             catch_up_since: None,
@@ -188,6 +197,11 @@ impl<'a> Ctx<'a> {
                 // at its first instant is the window's.
                 s.advance(self.measure_ns.saturating_sub(1));
                 s.start_window();
+                // Held until now: the schedule starts with the window.
+                if self.hold && self.held_ready {
+                    self.sched_started = true;
+                    s.rebase(self.measure_ns);
+                }
             }
         }
         if self.measuring && now >= self.next_tick_ns {
@@ -241,7 +255,8 @@ impl<'a> Ctx<'a> {
             t = t.min(self.measure_ns);
         }
         if let Some(s) = &self.sched {
-            if self.quota != Some(0) {
+            // Holding, nothing is due before the window.
+            if self.quota != Some(0) && (self.measuring || !self.hold) {
                 t = t.min(s.wake_ns());
             }
         }
@@ -268,6 +283,11 @@ impl<'a> Ctx<'a> {
         // A first connection that completes after the loop ended changes
         // no window.
         if self.sched_started || self.closing() {
+            return;
+        }
+        if self.hold && !self.measuring {
+            // The schedule starts when the window opens.
+            self.held_ready = true;
             return;
         }
         self.sched_started = true;
@@ -340,6 +360,13 @@ impl<'a> Ctx<'a> {
         self.window_opened
     }
 
+    /// Closed loop: connections waited for the window, which has just
+    /// opened; each open connection is to be given its first requests.
+    #[inline]
+    pub fn held_until_now(&self) -> bool {
+        self.hold && !self.open_loop
+    }
+
     /// How many of `want` requests may be sent now (closed loop): all of
     /// them during the warm-up, else what the quota allows.
     #[inline]
@@ -348,7 +375,7 @@ impl<'a> Ctx<'a> {
             return 0;
         }
         if !self.measuring {
-            return want;
+            return if self.hold { 0 } else { want };
         }
         match self.quota.as_mut() {
             None => want,
@@ -379,7 +406,7 @@ impl<'a> Ctx<'a> {
     /// Open loop: the intended time of a send allowed now, if any.
     #[inline]
     pub fn take_scheduled(&mut self) -> Option<u64> {
-        if self.exhausted() || self.closing() {
+        if self.exhausted() || self.closing() || (self.hold && !self.measuring) {
             return None;
         }
         let t = self.sched.as_mut()?.take()?;

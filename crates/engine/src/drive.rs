@@ -47,7 +47,8 @@ pub(crate) trait Transport<'p> {
         }
     }
 
-    /// Sets the quota of `-n` once the measured window has opened.
+    /// Sets the quota of `-n` once the measured window has opened, and
+    /// gives connections that waited for it their first requests.
     #[inline]
     fn open_window_quota(&mut self) {
         if self.ctx().window_opening() {
@@ -56,6 +57,14 @@ pub(crate) trait Transport<'p> {
                 in_flight += self.exchange(i).pending.len() as u64;
             }
             self.ctx().open_window_quota(in_flight);
+            if self.ctx().held_until_now() {
+                let now = crate::clock::now_ns();
+                for i in 0..self.conns() {
+                    if self.is_open(i) && self.exchange(i).pending.is_empty() {
+                        self.send_batch(i, now);
+                    }
+                }
+            }
         }
     }
 

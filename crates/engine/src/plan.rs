@@ -88,6 +88,11 @@ pub struct Plan {
     /// New connections per second over all workers while they first open
     /// (None: all at once). Replacements of closed connections are not paced.
     pub connect_rate_per_s: Option<f64>,
+    /// Open the measured window at this CLOCK_MONOTONIC instant (ns) rather
+    /// than `warmup` after the start; the time before it is the warm-up.
+    /// Without a warm-up, connections open and wait: nothing is sent
+    /// before the window.
+    pub start_at_ns: Option<u64>,
 }
 
 impl Plan {
@@ -153,6 +158,7 @@ pub(crate) mod tests {
             tick: Duration::from_secs(1),
             sources: Vec::new(),
             connect_rate_per_s: Some(1000.0),
+            start_at_ns: None,
         }
     }
 

@@ -48,6 +48,9 @@ pub struct Outcome {
     pub workers: Vec<WorkerInfo>,
     /// Length of the measured window (ends early on Ctrl-C or `-n`).
     pub measured: Duration,
+    /// When the measured window began, CLOCK_MONOTONIC ns: the earliest
+    /// worker's (an open loop's each open at their first connection).
+    pub window_start_ns: u64,
     /// The run was stopped by the caller's stop flag.
     pub interrupted: bool,
 }
@@ -131,7 +134,7 @@ pub fn run_observed(
     }
     at_end();
     gate.open();
-    let (recorder, workers, longest) = collect(handles)?;
+    let (recorder, workers, longest, first_ns) = collect(handles)?;
     let mut engine_reason = engine_reason;
     let mut engine = engine;
     for w in &workers {
@@ -157,6 +160,7 @@ pub fn run_observed(
         engine_reason,
         workers,
         measured: Duration::from_nanos(longest),
+        window_start_ns: first_ns.unwrap_or(window.measure_ns),
         interrupted,
     })
 }
@@ -256,10 +260,11 @@ impl Worker {
 
 /// Joins the workers and merges what they measured: the recorder (with the
 /// requests the window closed on, against the run's answers), each
-/// worker's info, and the run's window length in ns.
+/// worker's info, the run's window length in ns and when the earliest
+/// worker's window opened (None: no worker measured).
 fn collect(
     handles: Vec<JoinHandle<(WorkerInfo, Measured)>>,
-) -> Result<(Recorder, Vec<WorkerInfo>, u64), String> {
+) -> Result<(Recorder, Vec<WorkerInfo>, u64, Option<u64>), String> {
     let mut recorder: Option<Recorder> = None;
     let mut workers = Vec::new();
     // The run's window: the longest of its workers'. They all open at the
@@ -267,6 +272,7 @@ fn collect(
     // first connection and last as long: their union would be longer than
     // any and understate the rate.
     let mut longest = 0u64;
+    let mut first_ns: Option<u64> = None;
     let mut unanswered = Vec::new();
     for h in handles {
         let (info, m) = h
@@ -281,6 +287,7 @@ fn collect(
         // (empty) window does not stretch the run's.
         if m.to_ns > m.from_ns {
             longest = longest.max(m.to_ns - m.from_ns);
+            first_ns = Some(first_ns.map_or(m.from_ns, |f| f.min(m.from_ns)));
         }
         workers.push(info);
     }
@@ -290,5 +297,5 @@ fn collect(
     for (age, since_sent) in unanswered {
         recorder.record_unanswered(&censor, age, since_sent);
     }
-    Ok((recorder, workers, longest))
+    Ok((recorder, workers, longest, first_ns))
 }
