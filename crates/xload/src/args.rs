@@ -19,6 +19,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub common: CommonArgs,
+
+    #[command(flatten)]
+    pub hosts: crate::hosts::HostArgs,
 }
 
 /// Options shared by `xload URL` and `xload sweep` (all but the load level).

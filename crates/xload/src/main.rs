@@ -5,6 +5,7 @@ mod args;
 mod cli_docs;
 mod demo;
 mod gate;
+mod hosts;
 mod merge;
 mod plot;
 mod progress;

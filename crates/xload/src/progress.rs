@@ -7,11 +7,14 @@ use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use xload_engine::Tick;
-use xload_stats::{Interval, IntervalRow};
+use xload_stats::{Interval, IntervalRow, SecondHistogram};
+
+/// The per-second rows of a run, each with its latency histogram.
+pub type Series = (Vec<IntervalRow>, Vec<SecondHistogram>);
 
 /// The aggregator thread.
 pub struct Progress {
-    handle: JoinHandle<Vec<IntervalRow>>,
+    handle: JoinHandle<Series>,
 }
 
 impl Progress {
@@ -22,7 +25,7 @@ impl Progress {
     }
 
     /// Waits for the workers' channel to close and returns the rows.
-    pub fn finish(self) -> Vec<IntervalRow> {
+    pub fn finish(self) -> Series {
         self.handle.join().unwrap_or_default()
     }
 }
@@ -31,9 +34,10 @@ impl Progress {
 /// the longest of their lengths (a last, partial tick may differ by worker).
 type Open = (usize, Interval, u64);
 
-fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec<IntervalRow> {
+fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Series {
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     let mut rows = Vec::new();
+    let mut histograms = Vec::new();
     let mut total_requests = 0u64;
     let mut total_errors = 0u64;
     let mut printed = false;
@@ -70,18 +74,21 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Vec
                 let _ = err.flush();
                 printed = true;
             }
+            histograms.push(SecondHistogram::new(row.second, &iv.latency));
             rows.push(row);
         }
     }
     // Ticks that not every worker reached: the last ones of workers that
     // stopped at different times (-n), each with what was measured in it.
     for (seq, (_, iv, len_ns)) in open {
-        rows.push(row(seq, &iv, tick_s, len_ns));
+        let row = row(seq, &iv, tick_s, len_ns);
+        histograms.push(SecondHistogram::new(row.second, &iv.latency));
+        rows.push(row);
     }
     if printed {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
-    rows
+    (rows, histograms)
 }
 
 /// The row of tick `seq`, `len_ns` long (a tick, or less for a last,

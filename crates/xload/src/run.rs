@@ -27,6 +27,8 @@ pub struct Prepared {
     pub closes: bool,
     pub plan: Plan,
     pub gates: Vec<Gate>,
+    /// `--start-at`: the wall-clock instant the measured window opens at.
+    pub start_at: Option<xload_stats::walltime::UnixMicros>,
 }
 
 /// Default measured window when neither -d nor -n is given.
@@ -159,6 +161,7 @@ pub fn prepare_with(
         tick: Duration::from_secs(1),
         sources,
         connect_rate_per_s: a.connect_rate.0,
+        start_at_ns: None,
     };
     let target = format!("http://{}{}", url.authority, url.path_and_query);
     Ok(Prepared {
@@ -167,6 +170,7 @@ pub fn prepare_with(
         closes: tpl.closes(),
         plan,
         gates,
+        start_at: None,
     })
 }
 
@@ -339,6 +343,10 @@ pub fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failur
 pub struct Measured {
     pub report: Report,
     pub interrupted: bool,
+    /// When the measured window began, CLOCK_MONOTONIC ns.
+    pub window_start_ns: u64,
+    /// The latency histogram of each row of `report.timeseries`.
+    pub second_histograms: Vec<xload_stats::SecondHistogram>,
 }
 
 /// Executes a prepared run and builds its report (with the probe's verdict).
@@ -356,6 +364,25 @@ pub fn execute(
         }
     }
     let mut sampler = xload_probe::Sampler::new();
+    // --start-at: wait until the engine must start (as late as can be, so
+    // that nothing else comes between the wait and the engine's start).
+    let timed;
+    let plan = match p.start_at {
+        None => &p.plan,
+        Some(at) => {
+            let at_ns =
+                crate::hosts::wait_for_start(at, p.plan.warmup, &stop).ok_or_else(|| {
+                    Failure::Run(
+                        "interrupted while waiting for --start-at: nothing was measured".into(),
+                    )
+                })?;
+            timed = Plan {
+                start_at_ns: Some(at_ns),
+                ..p.plan.clone()
+            };
+            &timed
+        }
+    };
     let (tx, rx) = mpsc::channel();
     let workers = p.plan.worker_cpus.len();
     let tick_s = p.plan.tick.as_secs_f64();
@@ -370,11 +397,11 @@ pub fn execute(
             // worker threads exist (before, their CPU times would be missing);
             // the end sample while they still exist.
             xload_engine::run_observed(
-                &p.plan,
+                plan,
                 stop.clone(),
                 Some(tx),
                 || {
-                    if p.plan.warmup.is_zero() {
+                    if plan.warmup.is_zero() && plan.start_at_ns.is_none() {
                         *first_sample.lock().unwrap_or_else(|e| e.into_inner()) =
                             xload_probe::Sampler::new().sample().ok();
                     }
@@ -386,14 +413,17 @@ pub fn execute(
                 },
             )
         });
-        let until = std::time::Instant::now() + p.plan.warmup;
+        let until = std::time::Instant::now()
+            + plan.start_at_ns.map_or(plan.warmup, |at| {
+                Duration::from_nanos(at.saturating_sub(xload_engine::clock::now_ns()))
+            });
         while std::time::Instant::now() < until
             && !stop.load(std::sync::atomic::Ordering::Relaxed)
             && !engine.is_finished()
         {
             std::thread::sleep((until - std::time::Instant::now()).min(Duration::from_millis(20)));
         }
-        let start = if p.plan.warmup.is_zero() {
+        let start = if plan.warmup.is_zero() && plan.start_at_ns.is_none() {
             None
         } else {
             sampler.sample().ok()
@@ -404,7 +434,7 @@ pub fn execute(
     let outcome = outcome
         .map_err(|_| Failure::Run("the engine thread panicked".into()))?
         .map_err(Failure::Run)?;
-    let rows = progress.finish();
+    let (rows, second_histograms) = progress.finish();
     let end = end_sample.into_inner().unwrap_or_else(|e| e.into_inner());
     for w in &outcome.workers {
         if let Some(e) = &w.error {
@@ -439,6 +469,8 @@ pub fn execute(
     Ok(Measured {
         report,
         interrupted: outcome.interrupted,
+        window_start_ns: outcome.window_start_ns,
+        second_histograms,
     })
 }
 
@@ -485,11 +517,19 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
 pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let a = &ra.common;
     let mut p = prepare(url, a, ra.connections, ra.rate)?;
+    p.start_at = ra.hosts.start_at;
+    let run_id = ra
+        .hosts
+        .run_id
+        .clone()
+        .unwrap_or_else(crate::hosts::new_run_id);
     check_outputs(a)?;
     ensure_fd_limit(p.plan.connections)?;
     check_reachable(&mut p, &stop)?;
     let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-    let m = execute(&p, stop, show)?;
+    let mut m = execute(&p, stop, show)?;
+    crate::hosts::stamp(&mut m.report, &ra.hosts, a, &p, &run_id, m.window_start_ns);
+    m.report.timeseries_histograms = std::mem::take(&mut m.second_histograms);
     let report = &m.report;
     let text = report.render_text(&TextOptions {
         latency_table: a.latency,

@@ -1,0 +1,143 @@
+//! Several generator hosts: what a run's report says about its place in a
+//! run made from several hosts (run id, segment, host, when its window
+//! began), `--start-at`, which opens every host's window at one instant,
+//! and `xload --on`, which drives the generators and merges their reports.
+
+mod meta;
+mod start;
+
+use clap::Args;
+use xload_stats::walltime::{parse_rfc3339, UnixMicros};
+
+pub use meta::stamp;
+pub use start::{unix_now_us, wait_for_start};
+
+/// Options of `xload URL` for runs made from several hosts.
+#[derive(Debug, Clone, Args)]
+pub struct HostArgs {
+    /// Id shared by the generators of one run (default: a new one), written in the report;
+    /// `xload merge` refuses reports of different runs.
+    #[arg(long = "run-id", value_parser = parse_run_id)]
+    pub run_id: Option<String>,
+
+    /// This generator's share of a run made from several hosts, INDEX/COUNT (e.g. 2/4),
+    /// written in the report.
+    #[arg(long = "segment", value_parser = parse_segment)]
+    pub segment: Option<Segment>,
+
+    /// Open the measured window at TIME (RFC 3339, e.g. 2026-12-03T10:00:00Z, or +5s from
+    /// now): wait, then warm up, so that generators on several hosts measure the same
+    /// interval. The report says how late the window began.
+    #[arg(long = "start-at", value_parser = parse_start_at)]
+    pub start_at: Option<UnixMicros>,
+}
+
+/// `INDEX/COUNT`, 1 ≤ INDEX ≤ COUNT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::fmt::Display for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+pub fn parse_segment(s: &str) -> Result<Segment, String> {
+    let bad = || format!("{s:?} is not a segment INDEX/COUNT such as 2/4");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (index, count) = (
+        i.trim().parse::<usize>().map_err(|_| bad())?,
+        n.trim().parse::<usize>().map_err(|_| bad())?,
+    );
+    if index == 0 || index > count {
+        return Err(format!(
+            "segment {s:?}: INDEX counts from 1 to COUNT (e.g. 1/4 … 4/4)"
+        ));
+    }
+    Ok(Segment { index, count })
+}
+
+/// A run id: 1 to 64 of `A-Z a-z 0-9 . _ -` (it travels on command lines and in file names).
+pub fn parse_run_id(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "run id {s:?}: 1 to 64 letters, digits, '.', '_' or '-'"
+        ))
+    }
+}
+
+/// `--start-at`: RFC 3339, or `+DURATION` from now.
+pub fn parse_start_at(s: &str) -> Result<UnixMicros, String> {
+    if let Some(rel) = s.strip_prefix('+') {
+        let d = crate::args::parse_duration(rel)?;
+        return Ok(unix_now_us() + d.as_micros() as i64);
+    }
+    parse_rfc3339(s).map_err(|e| format!("{e}, or +DURATION such as +5s"))
+}
+
+/// A new run id: the time, this host and process, as 16 hex digits.
+pub fn new_run_id() -> String {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // FNV-1a over what differs between runs and hosts.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let host = meta::host_name().unwrap_or_default();
+    let bytes = [
+        &unix_now_us().to_le_bytes()[..],
+        &std::process::id().to_le_bytes()[..],
+        &call.to_le_bytes()[..],
+        host.as_bytes(),
+    ];
+    for b in bytes.into_iter().flatten() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_count_from_one_to_their_count() {
+        assert_eq!(parse_segment("2/4"), Ok(Segment { index: 2, count: 4 }));
+        assert_eq!(parse_segment("1/1").unwrap().to_string(), "1/1");
+        for bad in ["0/4", "5/4", "2", "a/b", "2/0", "-1/3"] {
+            assert!(parse_segment(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn run_ids_are_short_plain_words() {
+        assert!(parse_run_id("capacity-2026.12_03").is_ok());
+        for bad in ["", "a b", "x/y", "$(id)", &"x".repeat(65)] {
+            assert!(parse_run_id(bad).is_err(), "{bad}");
+        }
+        let (a, b) = (new_run_id(), new_run_id());
+        assert_eq!(a.len(), 16);
+        assert!(parse_run_id(&a).is_ok());
+        assert_ne!(a, b, "two ids in a row differ");
+    }
+
+    #[test]
+    fn start_at_reads_rfc_3339_or_a_delay_from_now() {
+        let now = unix_now_us();
+        let t = parse_start_at("+5s").unwrap();
+        assert!((t - now - 5_000_000).abs() < 1_000_000, "{t} vs {now}");
+        assert_eq!(
+            parse_start_at("2026-12-03T10:00:00Z"),
+            Ok(1_796_292_000_000_000)
+        );
+        assert!(parse_start_at("tomorrow").is_err());
+        assert!(parse_start_at("+soon").is_err());
+    }
+}
