@@ -570,6 +570,7 @@ mod tests {
             tick: Duration::from_millis(250),
             sources: Vec::new(),
             connect_rate_per_s: None,
+            start_at_ns: None,
         }
     }
 
