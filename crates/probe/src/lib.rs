@@ -16,8 +16,6 @@
 //! Used by `xload` (preflight warnings, the `client` section and the one-line verdict of
 //! every report) and by `xtune observe` ([`observe`]).
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 mod budget;
 mod error;
 pub mod observe;

@@ -13,7 +13,7 @@ use crate::sampler::Sample;
 pub const CPU_SATURATED_PCT: f64 = 90.0;
 /// Fewer /proc CPU ticks than this in the window: no CPU verdict (at
 /// USER_HZ 100, 0.2 s; one tick is then 5% of a CPU).
-pub const MIN_CPU_TICKS: f64 = 20.0;
+pub(crate) const MIN_CPU_TICKS: f64 = 20.0;
 /// Softirq dominating a CPU counts only when the CPU is at least this busy.
 pub const SOFTIRQ_DOMINANT_MIN_BUSY_PCT: f64 = 70.0;
 /// Steal at or above this percentage means the hypervisor took the CPU away.
@@ -26,7 +26,7 @@ pub const SCHEDULE_LAG_P99_LIMIT_US: u64 = 1_000;
 pub const LATE_SEND_RATIO_LIMIT: f64 = 0.01;
 /// Fewer late sends than this (a scheduling hiccup or two in a short, slow
 /// run) are no verdict on the client, whatever their share.
-pub const LATE_SENDS_MIN: u64 = 5;
+pub(crate) const LATE_SENDS_MIN: u64 = 5;
 /// Seconds a closed connection holds its local port in TIME_WAIT (Linux TCP_TIMEWAIT_LEN).
 pub const TIME_WAIT_S: f64 = 60.0;
 /// How many IRQs the summaries list, busiest first.

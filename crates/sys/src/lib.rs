@@ -15,8 +15,6 @@
 //! - [`netns`]: entering a named network namespace by `setns`.
 //! - [`fmt`]: latencies for people.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod calendar;
 pub mod clock;
 pub mod cpu;
