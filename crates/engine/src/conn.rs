@@ -23,7 +23,7 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub fn with_capacity(n: usize) -> Pending {
+    pub(crate) fn with_capacity(n: usize) -> Pending {
         Pending {
             slots: vec![Sent::default(); n.max(1)].into_boxed_slice(),
             head: 0,
@@ -32,23 +32,23 @@ impl Pending {
     }
 
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     #[inline]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Room for more requests.
     #[cfg(test)]
-    pub fn free(&self) -> usize {
+    pub(crate) fn free(&self) -> usize {
         self.slots.len() - self.len
     }
 
     #[inline]
-    pub fn push(&mut self, s: Sent) {
+    pub(crate) fn push(&mut self, s: Sent) {
         debug_assert!(self.len < self.slots.len());
         let cap = self.slots.len();
         let i = (self.head + self.len) % cap;
@@ -57,7 +57,7 @@ impl Pending {
     }
 
     #[inline]
-    pub fn pop(&mut self) -> Option<Sent> {
+    pub(crate) fn pop(&mut self) -> Option<Sent> {
         if self.len == 0 {
             return None;
         }
@@ -68,17 +68,17 @@ impl Pending {
     }
 
     /// The requests in flight, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = Sent> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Sent> + '_ {
         (0..self.len).map(|i| self.slots[(self.head + i) % self.slots.len()])
     }
 
     /// The oldest request's send time, for the timeout sweep.
     #[inline]
-    pub fn oldest_sent_ns(&self) -> Option<u64> {
+    pub(crate) fn oldest_sent_ns(&self) -> Option<u64> {
         (self.len > 0).then(|| self.slots[self.head].sent_ns)
     }
 
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.head = 0;
         self.len = 0;
     }
@@ -120,7 +120,7 @@ pub(crate) struct Exchange {
 }
 
 impl Exchange {
-    pub fn new(head: bool, pipeline: usize) -> Exchange {
+    pub(crate) fn new(head: bool, pipeline: usize) -> Exchange {
         Exchange {
             parser: ResponseParser::new(Limits::default(), head),
             pending: Pending::with_capacity(pipeline),
@@ -130,12 +130,12 @@ impl Exchange {
 
     /// Whether part of a response has been parsed (its rest is still due).
     #[inline]
-    pub fn mid_response(&self) -> bool {
+    pub(crate) fn mid_response(&self) -> bool {
         self.parser.in_progress()
     }
 
     /// Forget everything: the connection was replaced.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.parser.reset();
         self.pending.clear();
     }
@@ -143,7 +143,7 @@ impl Exchange {
     /// Feeds received bytes; records each completed response. Returns the number
     /// of responses completed and what the connection should do next.
     #[inline]
-    pub fn feed(
+    pub(crate) fn feed(
         &mut self,
         mut data: &[u8],
         now_ns: u64,
@@ -183,7 +183,7 @@ impl Exchange {
 
     /// The peer closed its side. Returns whether a response completed (a
     /// close-delimited body) and the error to count, if any.
-    pub fn eof(
+    pub(crate) fn eof(
         &mut self,
         now_ns: u64,
         rec: &mut Recorder,
@@ -280,13 +280,13 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     /// Counts one more failure; returns when to try again.
-    pub fn fail(&mut self, now_ns: u64) -> u64 {
+    pub(crate) fn fail(&mut self, now_ns: u64) -> u64 {
         self.failures += 1;
         now_ns + backoff_ns(self.failures)
     }
 
     /// The connection is up: the next failure starts from the shortest delay.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.failures = 0;
     }
 }

@@ -47,7 +47,7 @@ pub(crate) struct Window {
 
 impl Window {
     /// The window of `plan` for a run that starts at `start_ns`.
-    pub fn of(plan: &Plan, start_ns: u64) -> Window {
+    pub(crate) fn of(plan: &Plan, start_ns: u64) -> Window {
         let measure_ns = match plan.start_at_ns {
             Some(at) => at.max(start_ns),
             None => start_ns + plan.warmup.as_nanos() as u64,
@@ -127,7 +127,7 @@ pub(crate) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The context of worker `index` of `plan`: its recorder, quota and
     /// open-loop schedule; the loop stops once `stop` is set.
-    pub fn new(
+    pub(crate) fn new(
         plan: &'a Plan,
         stop: &'a AtomicBool,
         index: usize,
@@ -181,7 +181,7 @@ impl<'a> Ctx<'a> {
 
     /// Whether the loop goes on at `now`: handles stop, end, the start of the
     /// measured window and progress ticks.
-    pub fn on_time(&mut self, now: u64) -> bool {
+    pub(crate) fn on_time(&mut self, now: u64) -> bool {
         if self.stop.load(Ordering::Relaxed) || now >= self.end_ns {
             return false;
         }
@@ -218,7 +218,7 @@ impl<'a> Ctx<'a> {
 
     /// How responses are timed.
     #[inline]
-    pub fn timing(&self) -> Timing {
+    pub(crate) fn timing(&self) -> Timing {
         if self.open_loop {
             Timing::Open
         } else {
@@ -247,7 +247,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The next moment the loop must wake without I/O.
-    pub fn wake_ns(&self) -> u64 {
+    pub(crate) fn wake_ns(&self) -> u64 {
         let mut t = self.end_ns;
         if self.measuring {
             t = t.min(self.next_tick_ns);
@@ -266,7 +266,7 @@ impl<'a> Ctx<'a> {
     /// Once, when the measured window has opened: the window's quota is the
     /// worker's share of `-n` less the warm-up's requests still in flight
     /// (`in_flight`), which will be answered, and counted, in the window.
-    pub fn open_window_quota(&mut self, in_flight: u64) {
+    pub(crate) fn open_window_quota(&mut self, in_flight: u64) {
         self.window_opened = false;
         if let Some(total) = self.plan.quota_of(self.index) {
             self.quota = Some(total.saturating_sub(in_flight));
@@ -279,7 +279,7 @@ impl<'a> Ctx<'a> {
     /// leave late), and a measured window already open starts here too
     /// (its rate is over the time it could send).
     #[inline]
-    pub fn connection_ready(&mut self, now: u64) {
+    pub(crate) fn connection_ready(&mut self, now: u64) {
         // A first connection that completes after the loop ended changes
         // no window.
         if self.sched_started || self.closing() {
@@ -316,7 +316,7 @@ impl<'a> Ctx<'a> {
 
     /// Open loop: due sends wait and no connection is free.
     #[inline]
-    pub fn no_free_connection(&mut self, now: u64) {
+    pub(crate) fn no_free_connection(&mut self, now: u64) {
         if self.sched.as_ref().is_some_and(|s| s.has_queued()) {
             if self.no_connection_since.is_none() {
                 self.no_connection_since = Some(now);
@@ -331,7 +331,7 @@ impl<'a> Ctx<'a> {
     /// while the backlog of such a wait drains at the catch-up limit,
     /// sends intended from now on wait behind it.
     #[inline]
-    pub fn free_connection(&mut self, now: u64) {
+    pub(crate) fn free_connection(&mut self, now: u64) {
         if !self.sched.as_ref().is_some_and(|s| s.has_queued()) {
             self.no_connection_since = None;
             self.catch_up_since = None;
@@ -346,7 +346,7 @@ impl<'a> Ctx<'a> {
     /// free again, it waited behind that wait's backlog for the catch-up
     /// limit; else this loop itself was behind.
     #[inline]
-    pub fn late_cause(&self, intended: u64, late_ns: u64) -> Late {
+    pub(crate) fn late_cause(&self, intended: u64, late_ns: u64) -> Late {
         match self.no_connection_since {
             Some(_) if self.catch_up_since.is_some_and(|c| intended >= c) => Late::CatchUp,
             Some(t) if t <= intended.saturating_add(late_ns) => Late::Waiting,
@@ -356,21 +356,21 @@ impl<'a> Ctx<'a> {
 
     /// The measured window has opened and its quota is not set yet.
     #[inline]
-    pub fn window_opening(&self) -> bool {
+    pub(crate) fn window_opening(&self) -> bool {
         self.window_opened
     }
 
     /// Closed loop: connections waited for the window, which has just
     /// opened; each open connection is to be given its first requests.
     #[inline]
-    pub fn held_until_now(&self) -> bool {
+    pub(crate) fn held_until_now(&self) -> bool {
         self.hold && !self.open_loop
     }
 
     /// How many of `want` requests may be sent now (closed loop): all of
     /// them during the warm-up, else what the quota allows.
     #[inline]
-    pub fn allow(&mut self, want: usize) -> usize {
+    pub(crate) fn allow(&mut self, want: usize) -> usize {
         if self.closing() {
             return 0;
         }
@@ -389,7 +389,7 @@ impl<'a> Ctx<'a> {
 
     /// Gives back quota for `n` requests that were sent but never answered nor
     /// counted as failed (their connection ended): they will be sent again.
-    pub fn refund(&mut self, n: usize) {
+    pub(crate) fn refund(&mut self, n: usize) {
         if !self.measuring {
             return;
         }
@@ -399,13 +399,13 @@ impl<'a> Ctx<'a> {
     }
 
     /// Nothing more will be sent (quota used up).
-    pub fn exhausted(&self) -> bool {
+    pub(crate) fn exhausted(&self) -> bool {
         self.quota == Some(0)
     }
 
     /// Open loop: the intended time of a send allowed now, if any.
     #[inline]
-    pub fn take_scheduled(&mut self) -> Option<u64> {
+    pub(crate) fn take_scheduled(&mut self) -> Option<u64> {
         if self.exhausted() || self.closing() || (self.hold && !self.measuring) {
             return None;
         }
@@ -419,20 +419,20 @@ impl<'a> Ctx<'a> {
     /// The driver's loop has ended at `now`: its last look may read answers
     /// that already arrived (so that they are not taken for requests left
     /// unanswered), but nothing more is sent and nothing it reads counts.
-    pub fn close(&mut self, now: u64) {
+    pub(crate) fn close(&mut self, now: u64) {
         self.stopped_ns = Some(now);
         self.window_rec = Some(std::mem::take(&mut self.rec));
     }
 
     /// The loop has ended ([`Ctx::close`]): no connection is opened.
     #[inline]
-    pub fn closing(&self) -> bool {
+    pub(crate) fn closing(&self) -> bool {
         self.stopped_ns.is_some()
     }
 
     /// The last look is over: these requests are left unanswered. The
     /// window's recorder is back.
-    pub fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
+    pub(crate) fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
         if let Some(rec) = self.window_rec.take() {
             self.rec = rec;
         }
@@ -470,7 +470,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Marks the end of the run.
-    pub fn finish(&mut self, now: u64) {
+    pub(crate) fn finish(&mut self, now: u64) {
         let now = self.stopped_ns.unwrap_or(now);
         self.measured_to_ns = now.min(self.end_ns);
         // The window often ends on a tick boundary: publish that last tick.
@@ -516,18 +516,18 @@ impl<'a> Ctx<'a> {
         }
     }
     /// Open loop: intended sends dropped because the queue was full.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.sched.as_ref().map_or(0, |s| s.dropped)
     }
 
     /// No more ticks come from this worker: its sender is dropped, so a
     /// receiver sees the end once every worker has closed its own.
-    pub fn close_ticks(&mut self) {
+    pub(crate) fn close_ticks(&mut self) {
         self.ticks = None;
     }
 
     /// What the worker measured ([`Ctx::finish`] first).
-    pub fn into_measured(self) -> Measured {
+    pub(crate) fn into_measured(self) -> Measured {
         Measured {
             rec: self.rec,
             from_ns: self.measured_from_ns,

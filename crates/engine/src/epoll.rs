@@ -393,10 +393,9 @@ impl Driver<'_, '_> {
             return;
         }
         let fd = match tcp_socket(self.addr.family, true).and_then(|fd| {
-            self.sources.bind(fd, i).map(|()| fd).map_err(|e| {
+            self.sources.bind(fd, i).map(|()| fd).inspect_err(|_| {
                 // SAFETY: our socket, not yet stored anywhere.
                 unsafe { libc::close(fd) };
-                e
             })
         }) {
             Ok(fd) => fd,

@@ -42,7 +42,7 @@ pub(crate) struct RoundTrip {
 }
 
 impl RoundTrip {
-    pub fn new(now: u64) -> RoundTrip {
+    pub(crate) fn new(now: u64) -> RoundTrip {
         RoundTrip {
             last: (now, 0),
             rtt_ns: None,
@@ -51,14 +51,14 @@ impl RoundTrip {
     }
 
     /// A tick has passed since the last one.
-    pub fn due(&self, now: u64) -> bool {
+    pub(crate) fn due(&self, now: u64) -> bool {
         now >= self.last.0 + TICK_NS
     }
 
     /// Measures again if a tick has passed since the last one (`answers` =
     /// the worker's count so far, `in_flight` = requests on open
     /// connections): true when it did.
-    pub fn tick(&mut self, now: u64, answers: u64, in_flight: u64) -> bool {
+    pub(crate) fn tick(&mut self, now: u64, answers: u64, in_flight: u64) -> bool {
         let (t0, n0) = self.last;
         if !self.due(now) {
             return false;
@@ -74,12 +74,12 @@ impl RoundTrip {
 
     /// The round trip if the last tick measured it (answers came since the
     /// one before; after a reset of the count, none did).
-    pub fn fresh_ns(&self) -> Option<u64> {
+    pub(crate) fn fresh_ns(&self) -> Option<u64> {
         self.rtt_ns.filter(|_| self.fresh)
     }
 
     /// The last measured round trip; None until an answer was counted.
-    pub fn ns(&self) -> Option<u64> {
+    pub(crate) fn ns(&self) -> Option<u64> {
         self.rtt_ns
     }
 }
@@ -93,7 +93,7 @@ pub(crate) struct Lowat {
 
 impl Lowat {
     /// On for a closed loop with more than one request in flight per connection.
-    pub fn new(pipeline: usize, open_loop: bool) -> Lowat {
+    pub(crate) fn new(pipeline: usize, open_loop: bool) -> Lowat {
         Lowat {
             on: pipeline > 1 && !open_loop,
             min_wire: u64::MAX,
@@ -103,7 +103,7 @@ impl Lowat {
     /// Sets `fd`'s mark (now `*mark`) to the bytes of the answers `ex` still
     /// waits for. Nothing due or nothing learned yet: left as it is (the next
     /// batch's send sets it).
-    pub fn apply(&mut self, fd: RawFd, ex: &Exchange, mark: &mut u32) {
+    pub(crate) fn apply(&mut self, fd: RawFd, ex: &Exchange, mark: &mut u32) {
         let due = ex.pending.len() as u64;
         if !self.on || due == 0 {
             return;
@@ -119,14 +119,14 @@ impl Lowat {
 
     /// How long a raised mark may hold a request back before it is released:
     /// twice the round trip, at least `MIN_STALL_NS`; None when marks are off.
-    pub fn stall_ns(&self, round_trip: Option<u64>) -> Option<u64> {
+    pub(crate) fn stall_ns(&self, round_trip: Option<u64>) -> Option<u64> {
         self.on
             .then(|| (round_trip.unwrap_or(0) * 2).max(MIN_STALL_NS))
     }
 
     /// Gives `fd` the default mark back if it is raised and the oldest request
     /// of `ex` is older than `stall_ns`.
-    pub fn release_if_stalled(fd: RawFd, ex: &Exchange, mark: &mut u32, now: u64, stall_ns: u64) {
+    pub(crate) fn release_if_stalled(fd: RawFd, ex: &Exchange, mark: &mut u32, now: u64, stall_ns: u64) {
         if *mark > 1
             && ex
                 .pending

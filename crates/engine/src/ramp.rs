@@ -21,7 +21,7 @@ pub(crate) struct Ramp {
 
 impl Ramp {
     /// `total` connections from `start_ns` at `rate_per_s` (None: all at once).
-    pub fn new(total: usize, rate_per_s: Option<f64>, start_ns: u64) -> Ramp {
+    pub(crate) fn new(total: usize, rate_per_s: Option<f64>, start_ns: u64) -> Ramp {
         let (burst, gap_ns) = match rate_per_s.filter(|r| *r > 0.0) {
             Some(r) => (
                 ((r / 20.0) as usize).clamp(1, MAX_BURST),
@@ -40,15 +40,14 @@ impl Ramp {
 
     /// The next connection allowed to open at `now`, if any (each once).
     #[inline]
-    pub fn take(&mut self, now: u64) -> Option<usize> {
+    pub(crate) fn take(&mut self, now: u64) -> Option<usize> {
         if self.next >= self.total {
             return None;
         }
-        let allowed = if self.gap_ns == 0 {
-            self.total
-        } else {
-            let paced = now.saturating_sub(self.start_ns) / self.gap_ns;
-            self.burst.saturating_add(paced as usize)
+        // No gap: every connection may open at once.
+        let allowed = match now.saturating_sub(self.start_ns).checked_div(self.gap_ns) {
+            None => self.total,
+            Some(paced) => self.burst.saturating_add(paced as usize),
         };
         (self.next < allowed).then(|| {
             self.next += 1;
@@ -58,7 +57,7 @@ impl Ramp {
 
     /// When the next connection may open (None: all have).
     #[inline]
-    pub fn next_ns(&self) -> Option<u64> {
+    pub(crate) fn next_ns(&self) -> Option<u64> {
         (self.next < self.total).then(|| {
             let paced = (self.next + 1).saturating_sub(self.burst) as u64;
             self.start_ns

@@ -46,7 +46,7 @@ fn splitmix64(seed: u64) -> u64 {
 }
 
 impl Schedule {
-    pub fn new(
+    pub(crate) fn new(
         rate_per_s: f64,
         arrival: Arrival,
         cap: usize,
@@ -100,7 +100,7 @@ impl Schedule {
     /// Starts the schedule again at `now_ns`, as if made then: the loop
     /// could not send before (no connection was open yet), so what came due
     /// before is not intended, and not late.
-    pub fn rebase(&mut self, now_ns: u64) {
+    pub(crate) fn rebase(&mut self, now_ns: u64) {
         self.base_ns = now_ns;
         self.next_ns = 0.0;
         if self.arrival == Arrival::Poisson {
@@ -118,7 +118,7 @@ impl Schedule {
     ///
     /// Bounded work whatever the rate or the time since the last call: once
     /// the queue is full, everything else due is dropped in one step.
-    pub fn advance(&mut self, now_ns: u64) {
+    pub(crate) fn advance(&mut self, now_ns: u64) {
         let now = now_ns.saturating_sub(self.base_ns) as f64;
         while self.next_ns <= now {
             if self.queue.len() < self.cap {
@@ -141,7 +141,7 @@ impl Schedule {
 
     /// The intended time of the next send allowed to leave now, if any.
     #[inline]
-    pub fn take(&mut self) -> Option<u64> {
+    pub(crate) fn take(&mut self) -> Option<u64> {
         if self.tokens < 1.0 || self.queue.is_empty() {
             return None;
         }
@@ -151,24 +151,24 @@ impl Schedule {
 
     /// Sends are due and wait (for a connection or a token).
     #[inline]
-    pub fn has_queued(&self) -> bool {
+    pub(crate) fn has_queued(&self) -> bool {
         !self.queue.is_empty()
     }
 
     /// The intended times of the sends still waiting, oldest first.
-    pub fn queued_intended(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn queued_intended(&self) -> impl Iterator<Item = u64> + '_ {
         self.queue.iter().copied()
     }
 
     /// Sends waiting for a connection or a token.
     #[cfg(test)]
-    pub fn queued(&self) -> usize {
+    pub(crate) fn queued(&self) -> usize {
         self.queue.len()
     }
 
     /// When the loop must look again: the next intended time, or sooner when
     /// queued sends wait only for a token.
-    pub fn wake_ns(&self) -> u64 {
+    pub(crate) fn wake_ns(&self) -> u64 {
         let next = self.base_ns + self.next_ns.max(0.0) as u64;
         if !self.queue.is_empty() && self.tokens < 1.0 {
             let wait = ((1.0 - self.tokens) / self.tokens_per_ns).ceil() as u64;
@@ -180,7 +180,7 @@ impl Schedule {
 
     /// The measured window starts: drops count from here; what waits in the
     /// queue now was intended before the window.
-    pub fn start_window(&mut self) {
+    pub(crate) fn start_window(&mut self) {
         self.dropped = 0;
         self.queued_at_window = self.queue.len();
     }
@@ -189,14 +189,14 @@ impl Schedule {
     /// were never sent; those beyond what already waited when the window
     /// started count as dropped, so that the window's intended sends are
     /// the sent plus the dropped.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.dropped += self.queue.len().saturating_sub(self.queued_at_window) as u64;
         self.queue.clear();
     }
 
     /// Ends the schedule without counting what waits: the run stopped
     /// intending sends (its request quota was met), none was refused.
-    pub fn abandon(&mut self) {
+    pub(crate) fn abandon(&mut self) {
         self.queue.clear();
     }
 }

@@ -67,7 +67,7 @@ pub(crate) struct Sources {
 
 impl Sources {
     /// Worker `worker`'s view of the plan's sources (none: the kernel picks).
-    pub fn new(plan: &Plan, worker: usize) -> Sources {
+    pub(crate) fn new(plan: &Plan, worker: usize) -> Sources {
         Sources {
             addrs: plan
                 .sources
@@ -81,7 +81,7 @@ impl Sources {
 
     /// Binds connection `i`'s new socket to its source address, if there
     /// are any (as [`Plan::source_of`] picks it). Returns the errno on failure.
-    pub fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
+    pub(crate) fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
         if self.addrs.is_empty() {
             return Ok(());
         }

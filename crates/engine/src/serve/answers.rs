@@ -77,7 +77,7 @@ fn bad_response(secs: u64) -> Vec<u8> {
 
 impl Answers {
     /// Answers with a body of `body_size` bytes, dated `secs`.
-    pub fn new(body_size: usize, secs: u64) -> Answers {
+    pub(super) fn new(body_size: usize, secs: u64) -> Answers {
         // 64 answers of a 16 MiB body were 1 GiB per batch and per worker.
         // (The head is under 192 bytes.)
         let batch_n = (BATCH_BYTES / (body_size + 192)).clamp(1, MAX_BATCH);
@@ -108,7 +108,7 @@ impl Answers {
     /// where the bytes start and how many there are. The bytes stay valid
     /// and unchanged until then.
     #[inline]
-    pub fn lend(&mut self, k: usize, says_keep_alive: bool) -> (usize, *const u8, u32) {
+    pub(super) fn lend(&mut self, k: usize, says_keep_alive: bool) -> (usize, *const u8, u32) {
         let copy = &mut self.copies[self.copy];
         copy.sends += 1;
         let (batch, len) = if says_keep_alive {
@@ -121,12 +121,12 @@ impl Answers {
 
     /// The send that read copy `k` has completed.
     #[inline]
-    pub fn give_back(&mut self, k: usize) {
+    pub(super) fn give_back(&mut self, k: usize) {
         self.copies[k].sends -= 1;
     }
 
     /// The answer to a HEAD: a plain answer's head (the last one if `close`).
-    pub fn head(&self, close: bool, says_keep_alive: bool) -> &[u8] {
+    pub(super) fn head(&self, close: bool, says_keep_alive: bool) -> &[u8] {
         let one: &[u8] = if close {
             &self.ok_close
         } else if says_keep_alive {
@@ -139,7 +139,7 @@ impl Answers {
 
     /// Appends the `/stats` answer with `body` to `out` (its head only for
     /// `head_only`); it says `Connection: close` for `close`.
-    pub fn stats(
+    pub(super) fn stats(
         &self,
         out: &mut Vec<u8>,
         body: &str,
@@ -176,7 +176,7 @@ impl Answers {
     /// completes (or `--send-timeout` ends it).
     /// What is copied into a connection's own buffer (close, 400, /stats,
     /// HEAD) takes the date at once.
-    pub fn stamp_dates(&mut self, secs: u64) {
+    pub(super) fn stamp_dates(&mut self, secs: u64) {
         let date = date::imf_fixdate(secs);
         self.date_line[6..6 + date::LEN].copy_from_slice(&date);
         self.ok_close[OK_DATE_AT..OK_DATE_AT + date::LEN].copy_from_slice(&date);

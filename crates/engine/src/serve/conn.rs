@@ -29,7 +29,7 @@ pub(super) enum Owed {
 
 impl Owed {
     /// Answers of this entry still held (or queued) and not sendable.
-    pub fn held_answers(&self) -> u64 {
+    pub(super) fn held_answers(&self) -> u64 {
         match *self {
             Owed::Ok { n, ready } => u64::from(n - ready.min(n)),
             Owed::OkClose { ready: false } | Owed::Head { ready: false, .. } => 1,
@@ -38,7 +38,7 @@ impl Owed {
     }
 
     /// An answer still held by --delay (or queued for a --pool slot).
-    pub fn is_held(&self) -> bool {
+    pub(super) fn is_held(&self) -> bool {
         matches!(
             self,
             Owed::Ok { ready: 0, .. }
@@ -49,7 +49,7 @@ impl Owed {
 
     /// A held answer's time has come: marks the oldest answer of `owed`
     /// not yet ready ready to go.
-    pub fn release_oldest(owed: &mut VecDeque<Owed>) {
+    pub(super) fn release_oldest(owed: &mut VecDeque<Owed>) {
         for o in owed.iter_mut() {
             match o {
                 Owed::Ok { n, ready } if *ready < *n => {
@@ -127,7 +127,7 @@ pub(super) enum SendLook {
 
 impl SendLook {
     /// From the acknowledged bytes at the last look and now.
-    pub fn of(last: Option<u64>, acked: Option<u64>) -> SendLook {
+    pub(super) fn of(last: Option<u64>, acked: Option<u64>) -> SendLook {
         match (last, acked) {
             (_, None) => SendLook::TimedOut,
             (None, Some(b)) => SendLook::Measure(b),
@@ -139,7 +139,7 @@ impl SendLook {
 
 impl SConn {
     /// A slot not in use yet.
-    pub fn new() -> SConn {
+    pub(super) fn new() -> SConn {
         SConn {
             fd: -1,
             gen: 0,
@@ -166,7 +166,7 @@ impl SConn {
 
     /// The slot takes the accepted socket `fd` at `now`; `fixed`: it goes in
     /// the registered file table.
-    pub fn accept(&mut self, fd: RawFd, now: u64, fixed: bool) {
+    pub(super) fn accept(&mut self, fd: RawFd, now: u64, fixed: bool) {
         self.fd = fd;
         self.live = true;
         self.last_ns = now;
@@ -183,13 +183,13 @@ impl SConn {
 
     /// This connection's slot in the registered file table, if it has one.
     #[inline]
-    pub fn slot(&self, i: usize) -> Option<u32> {
+    pub(super) fn slot(&self, i: usize) -> Option<u32> {
         self.fixed.then_some(i as u32)
     }
 
     /// Its send in flight has lasted the send timeout (and has not been
     /// ended by it yet).
-    pub fn send_overdue(&self, now: u64, timeouts: &Timeouts) -> bool {
+    pub(super) fn send_overdue(&self, now: u64, timeouts: &Timeouts) -> bool {
         self.live
             && self.sending
             && !self.send_killed
@@ -202,7 +202,7 @@ impl SConn {
     /// connection with nothing owed to it (an answer held by --delay is
     /// owed) and nothing being sent; a client sending its head a byte at a
     /// time is not idle, but its head is late.
-    pub fn expired(&self, now: u64, timeouts: &Timeouts) -> Option<Expired> {
+    pub(super) fn expired(&self, now: u64, timeouts: &Timeouts) -> Option<Expired> {
         if !self.live || self.closing || self.sending || !self.owed.is_empty() {
             return None;
         }

@@ -19,7 +19,7 @@ pub(super) struct Holds {
 }
 
 impl Holds {
-    pub fn new(delay_ns: Option<u64>, pool: Option<usize>) -> Holds {
+    pub(super) fn new(delay_ns: Option<u64>, pool: Option<usize>) -> Holds {
         Holds {
             delay_ns: delay_ns.unwrap_or(0),
             pool,
@@ -36,7 +36,7 @@ impl Holds {
 
     /// An answer of connection `i` (generation `gen`) starts its hold at
     /// `now` if a pool slot is free, else queues.
-    pub fn hold(&mut self, i: u32, gen: u32, now: u64) {
+    pub(super) fn hold(&mut self, i: u32, gen: u32, now: u64) {
         if self.has_room() {
             self.held.push_back((i, gen, now + self.delay_ns));
         } else {
@@ -46,20 +46,20 @@ impl Holds {
 
     /// Answers held or queued.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.held.len() + self.queued.len()
     }
 
     /// When the next held answer is due, if any.
     #[inline]
-    pub fn next_release_ns(&self) -> Option<u64> {
+    pub(super) fn next_release_ns(&self) -> Option<u64> {
         self.held.front().map(|&(_, _, t)| t)
     }
 
     /// Connection `i` (generation `gen`) closed: its held and queued
     /// answers will never be sent; their pool slots go to queued answers of
     /// other connections, whose hold starts at `now`.
-    pub fn forget(&mut self, i: u32, gen: u32, now: u64) {
+    pub(super) fn forget(&mut self, i: u32, gen: u32, now: u64) {
         self.held.retain(|&(ci, cg, _)| (ci, cg) != (i, gen));
         self.queued.retain(|&(ci, cg)| (ci, cg) != (i, gen));
         while self.has_room() {
@@ -73,7 +73,7 @@ impl Holds {
     /// The oldest held answer if its time has come at `now`: it leaves the
     /// hold (its slot is then given by [`Holds::admit_next`]).
     #[inline]
-    pub fn pop_due(&mut self, now: u64) -> Option<(u32, u32)> {
+    pub(super) fn pop_due(&mut self, now: u64) -> Option<(u32, u32)> {
         match self.held.front() {
             Some(&(i, gen, t)) if t <= now => {
                 self.held.pop_front();
@@ -84,7 +84,7 @@ impl Holds {
     }
 
     /// The first queued answer takes a slot freed at `now`.
-    pub fn admit_next(&mut self, now: u64) {
+    pub(super) fn admit_next(&mut self, now: u64) {
         if let Some((qi, qgen)) = self.queued.pop_front() {
             self.held.push_back((qi, qgen, now + self.delay_ns));
         }

@@ -74,7 +74,7 @@ pub(super) struct Responder {
 }
 
 impl Responder {
-    pub fn new(
+    pub(super) fn new(
         listener: TcpListener,
         worker: usize,
         stats: Arc<ServeStats>,
@@ -191,7 +191,7 @@ impl Responder {
         }
     }
 
-    pub fn run(&mut self, stop: &AtomicBool) {
+    pub(super) fn run(&mut self, stop: &AtomicBool) {
         self.arm_accept();
         while !stop.load(Ordering::Relaxed) {
             let secs = date::unix_secs();

@@ -61,25 +61,25 @@ struct Batching {
 }
 
 impl Batching {
-    pub fn report(&self) -> xload_stats::Batching {
+    pub(crate) fn report(&self) -> xload_stats::Batching {
         xload_stats::Batching::new(self.waits, self.completions, self.cap_min, self.cap_max)
     }
 }
 
 impl Batch {
     /// What the run's waits brought, for the report.
-    pub fn report(&self) -> xload_stats::Batching {
+    pub(super) fn report(&self) -> xload_stats::Batching {
         self.seen.report()
     }
 
-    pub fn set_cap(&mut self, cap: usize) {
+    pub(super) fn set_cap(&mut self, cap: usize) {
         self.cap = cap.max(1);
         self.want = self.want.min(self.cap);
         self.seen.cap_min = self.seen.cap_min.min(self.cap);
         self.seen.cap_max = self.seen.cap_max.max(self.cap);
     }
 
-    pub fn new(cap: usize) -> Batch {
+    pub(super) fn new(cap: usize) -> Batch {
         Batch {
             want: 1,
             cap: cap.max(1),
@@ -99,7 +99,7 @@ impl Batch {
 
     /// Adjusts `want` after a reap of `completions` and starts counting the
     /// next one.
-    pub fn after_reap(&mut self, completions: usize) {
+    pub(super) fn after_reap(&mut self, completions: usize) {
         // What the wait got, counted as the kernel counts toward its count:
         // every completion but the tick's own.
         let got = completions - self.tick_cqes;
@@ -175,7 +175,7 @@ const CLIMB_TOLERANCE: u64 = 100;
 
 impl Climb {
     /// For `conns` connections in a closed loop (0 for an open loop).
-    pub fn new(conns: usize) -> Climb {
+    pub(super) fn new(conns: usize) -> Climb {
         let (lo, hi) = if conns < 16 {
             (1, 1)
         } else {
@@ -195,7 +195,7 @@ impl Climb {
 
     /// One measurement: the round trip if answers came since the last one,
     /// and the open connections; returns the cap.
-    pub fn observe(&mut self, rtt_ns: Option<u64>, open: usize) -> usize {
+    pub(super) fn observe(&mut self, rtt_ns: Option<u64>, open: usize) -> usize {
         let Some(rtt_ns) = rtt_ns.filter(|_| open == self.open) else {
             self.open = open;
             self.last_ns = None;
@@ -250,7 +250,7 @@ pub(super) struct Tick {
 
 impl Tick {
     /// A tick not armed yet, at the initial period; `on`: batching at all.
-    pub fn new(on: bool) -> Tick {
+    pub(super) fn new(on: bool) -> Tick {
         Tick {
             on,
             armed: false,
