@@ -26,7 +26,7 @@ fn with_doc_commands(cmd: Command) -> Command {
 
 /// Answers `completions` and `man` when they are the first argument:
 /// Some(exit code), else None (the caller parses its own commands).
-pub fn answer(cmd: Command) -> Option<i32> {
+pub(crate) fn answer(cmd: Command) -> Option<i32> {
     let first = std::env::args().nth(1)?;
     if first != "completions" && first != "man" {
         return None;

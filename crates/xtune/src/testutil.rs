@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A directory under the system temp dir, deleted with everything in it on drop.
-pub struct TempDir {
+pub(crate) struct TempDir {
     path: PathBuf,
 }
 
 impl TempDir {
     /// Creates `xtune-<tag>-<pid>-<n>`.
-    pub fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("xtune-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
@@ -22,13 +22,13 @@ impl TempDir {
     }
 
     /// The directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes `content` to `rel` (a path like `/proc/sys/net/core/somaxconn`),
     /// creating parent directories.
-    pub fn put(&self, rel: &str, content: &str) {
+    pub(crate) fn put(&self, rel: &str, content: &str) {
         let p = self.path.join(rel.trim_start_matches('/'));
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).expect("create parent");
@@ -37,18 +37,18 @@ impl TempDir {
     }
 
     /// Reads `rel` back.
-    pub fn get(&self, rel: &str) -> String {
+    pub(crate) fn get(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path.join(rel.trim_start_matches('/')))
             .expect("read fake file")
     }
 
     /// Creates a directory `rel`.
-    pub fn mkdir(&self, rel: &str) {
+    pub(crate) fn mkdir(&self, rel: &str) {
         std::fs::create_dir_all(self.path.join(rel.trim_start_matches('/'))).expect("mkdir");
     }
 
     /// Creates a symlink at `rel` pointing to `target` (relative or absolute inside the tree).
-    pub fn symlink(&self, rel: &str, target: &str) {
+    pub(crate) fn symlink(&self, rel: &str, target: &str) {
         let p = self.path.join(rel.trim_start_matches('/'));
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).expect("create parent");
@@ -65,7 +65,7 @@ impl Drop for TempDir {
 
 /// A fake host with `cpus` online CPUs, the given sysctls, and devices with
 /// `(name, rx_queues, tx_queues)`.
-pub fn fake_host(
+pub(crate) fn fake_host(
     tag: &str,
     cpus: u32,
     sysctls: &[(&str, &str)],

@@ -19,17 +19,17 @@ fn unique(tag: &str) -> String {
 }
 
 /// Path of the xtune binary under test.
-pub fn xtune_bin() -> &'static str {
+pub(crate) fn xtune_bin() -> &'static str {
     env!("CARGO_BIN_EXE_xtune")
 }
 
 /// Runs xtune with `args`, optional stdin and extra environment.
-pub fn xtune(args: &[&str]) -> Output {
+pub(crate) fn xtune(args: &[&str]) -> Output {
     xtune_env(args, &[])
 }
 
 /// Runs xtune with environment variables set.
-pub fn xtune_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn xtune_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(xtune_bin());
     cmd.args(args).stdin(Stdio::null());
     for (k, v) in env {
@@ -39,22 +39,22 @@ pub fn xtune_env(args: &[&str], env: &[(&str, &str)]) -> Output {
 }
 
 /// stdout as text.
-pub fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// stderr as text.
-pub fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Exit code (-1 for a signal).
-pub fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
 /// Why root-only tests cannot run here, or None when they can.
-pub fn root_skip_reason() -> Option<String> {
+pub(crate) fn root_skip_reason() -> Option<String> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Some("not root: network namespaces need CAP_SYS_ADMIN".into());
@@ -78,13 +78,13 @@ macro_rules! skip_unless_root {
 }
 
 /// A directory removed on drop.
-pub struct TempDir {
+pub(crate) struct TempDir {
     path: PathBuf,
 }
 
 impl TempDir {
     /// Creates a fresh directory.
-    pub fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         let path = std::env::temp_dir().join(format!("xtune-it-{}", unique(tag)));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).expect("create temp dir");
@@ -92,12 +92,12 @@ impl TempDir {
     }
 
     /// The directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes a file and returns its path as a String.
-    pub fn file(&self, name: &str, content: &str) -> String {
+    pub(crate) fn file(&self, name: &str, content: &str) -> String {
         let p = self.path.join(name.trim_start_matches('/'));
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).expect("mkdir");
@@ -107,12 +107,12 @@ impl TempDir {
     }
 
     /// Path string of `name` inside.
-    pub fn join(&self, name: &str) -> String {
+    pub(crate) fn join(&self, name: &str) -> String {
         self.path.join(name).to_string_lossy().into_owned()
     }
 
     /// Number of snapshot files in `dir` (relative).
-    pub fn count_json(&self, dir: &str) -> usize {
+    pub(crate) fn count_json(&self, dir: &str) -> usize {
         std::fs::read_dir(self.path.join(dir))
             .map(|rd| {
                 rd.flatten()
@@ -131,14 +131,14 @@ impl Drop for TempDir {
 
 /// A network namespace with veth pair `xa`/`xb` (4 rx and 4 tx queues each),
 /// deleted on drop.
-pub struct Netns {
+pub(crate) struct Netns {
     /// Namespace name.
     pub name: String,
 }
 
 impl Netns {
     /// Creates the namespace and the veth pair.
-    pub fn new(tag: &str) -> Netns {
+    pub(crate) fn new(tag: &str) -> Netns {
         let name = format!("xt-{}", unique(tag));
         run("ip", &["netns", "add", &name]);
         let ns = Netns { name };
@@ -167,19 +167,19 @@ impl Netns {
     }
 
     /// Runs a command inside; panics on failure.
-    pub fn exec(&self, cmd: &[&str]) -> String {
+    pub(crate) fn exec(&self, cmd: &[&str]) -> String {
         let mut args = vec!["netns", "exec", &self.name];
         args.extend_from_slice(cmd);
         run("ip", &args)
     }
 
     /// Reads a file as seen inside (sysfs remounted for the namespace).
-    pub fn read(&self, path: &str) -> String {
+    pub(crate) fn read(&self, path: &str) -> String {
         self.exec(&["cat", path])
     }
 
     /// Writes a file inside, behind xtune's back.
-    pub fn write(&self, path: &str, value: &str) {
+    pub(crate) fn write(&self, path: &str, value: &str) {
         self.exec(&["sh", "-c", &format!("echo '{value}' > {path}")]);
     }
 }
@@ -203,7 +203,7 @@ fn run(prog: &str, args: &[&str]) -> String {
 }
 
 /// Online CPUs of this machine, as the kernel lists them.
-pub fn online_cpus() -> Vec<u32> {
+pub(crate) fn online_cpus() -> Vec<u32> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online cpus");
     let mut out = Vec::new();
     for part in s.trim().split(',') {
@@ -216,6 +216,6 @@ pub fn online_cpus() -> Vec<u32> {
 }
 
 /// Hex mask of CPUs as the kernel prints it for a machine with fewer than 32 CPUs.
-pub fn mask(cpus: &[u32]) -> u64 {
+pub(crate) fn mask(cpus: &[u32]) -> u64 {
     cpus.iter().fold(0u64, |m, c| m | (1 << c))
 }
