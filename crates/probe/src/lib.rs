@@ -18,6 +18,7 @@
 
 mod budget;
 mod error;
+mod finding;
 pub mod observe;
 pub mod parse;
 mod sampler;
@@ -27,7 +28,6 @@ pub use budget::{
     preflight, preflight_sources, read_budget, read_budget_from, Budget, FD_SLACK,
     SUGGESTED_PORT_RANGE,
 };
-// Moved to xload-sys; re-exported until xtune's call sites name it.
 pub use error::{ParseErrorKind, ProbeError};
 pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};
@@ -37,6 +37,3 @@ pub use verdict::{
     WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
     SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
 };
-pub use xload_sys::calendar;
-pub use xload_sys::duration::{parse_duration, parse_duration_or_seconds, DurationError};
-pub use xload_sys::stdout::write_stdout;

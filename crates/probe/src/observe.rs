@@ -1,6 +1,7 @@
-//! `xtune observe`: the probe's samplers on any host (typically the server under test),
-//! printed as a compact per-interval table or JSON, with a summary naming the saturated
-//! resource. Every CPU is judged, since on a server there are no generator CPUs.
+//! What `xtune observe` shows: the probe's samplers on any host (typically the server
+//! under test), as a compact per-interval table or JSON, with a summary naming the
+//! saturated resource. Every CPU is judged, since on a server there are no generator
+//! CPUs. The command line and exit codes are the binary's.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,24 +15,20 @@ use crate::verdict::{
     irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, CpuUsage,
     HostSummary, IrqDelta,
 };
-use xload_sys::duration::parse_duration;
 
 /// JSON schema name of [`ObserveReport`].
 pub const SCHEMA: &str = "xtune-observe/1";
 /// IRQ lines shown per interval.
 pub const TOP_IRQS_PER_INTERVAL: usize = 3;
 
-/// Command-line options of `xtune observe`.
-#[derive(clap::Args, Debug, Clone, PartialEq)]
+/// What to observe and how to print it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ObserveArgs {
-    /// How long to observe: 500ms, 10s, 2m.
-    #[arg(long = "for", value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
+    /// How long to observe.
     pub for_duration: Duration,
     /// Length of one table row.
-    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
-    /// Print JSON on stdout instead of the table.
-    #[arg(long)]
+    /// Print the JSON report at the end instead of the table as it goes.
     pub json: bool,
 }
 
@@ -74,34 +71,15 @@ pub struct ObserveReport {
 /// Why an observation could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
-    /// The options make no sense (exit code 2).
+    /// The options make no sense (a zero interval or length).
     #[error("{0}")]
     BadArgs(String),
-    /// Reading /proc failed (exit code 1).
+    /// Reading /proc failed.
     #[error(transparent)]
     Probe(#[from] ProbeError),
-    /// Writing the output failed (exit code 1).
+    /// Writing the output failed.
     #[error("writing output: {0}")]
     Write(#[from] std::io::Error),
-}
-
-/// Runs `xtune observe` on this host, printing to stdout. Returns the exit code: 0 done
-/// (whatever the verdict), 1 /proc could not be read, 2 bad options.
-pub fn observe_main(args: &ObserveArgs) -> i32 {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match observe(args, &mut Sampler::new(), &mut out) {
-        Ok(_) => 0,
-        Err(e) => {
-            // Keep stdout clean for --json consumers.
-            let _ = out.flush();
-            eprintln!("xtune observe: {e}");
-            match e {
-                ObserveError::BadArgs(_) => 2,
-                ObserveError::Probe(_) | ObserveError::Write(_) => 1,
-            }
-        }
-    }
 }
 
 /// Observes through `sampler` for `args.for_duration`, one row per `args.interval`

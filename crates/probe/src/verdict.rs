@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::budget::{Budget, FD_SLACK};
+use crate::finding::{floor, CpuRule, Finding};
 use crate::parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters};
 use crate::sampler::Sample;
 
@@ -365,12 +366,6 @@ fn yes() -> bool {
     true
 }
 
-/// A saturated resource: the short form for the verdict line and the full reason.
-struct Finding {
-    short: String,
-    reason: String,
-}
-
 /// Builds the client summary and verdict for the window `start`..`end`.
 pub fn summarize(
     start: &Sample,
@@ -401,61 +396,10 @@ pub fn summarize(
     let mut findings = cpu_findings(&judged);
     let mut notes = Vec::new();
 
-    // Workers.
-    for w in &workers {
-        let cpu_named = findings
-            .iter()
-            .any(|f| f.short.starts_with(&format!("cpu{} ", w.cpu)));
-        if w.busy_pct >= CPU_SATURATED_PCT && !cpu_named {
-            findings.push(Finding {
-                short: format!("worker {} {}%", w.tid, floor(w.busy_pct)),
-                reason: format!(
-                    "worker thread {} ({}) used {}% of a CPU (usr {}%, sys {}%): its event loop is CPU-bound",
-                    w.tid,
-                    w.comm,
-                    floor(w.busy_pct),
-                    floor(w.usr_pct),
-                    floor(w.sys_pct)
-                ),
-            });
-        }
-    }
-
-    // A busy CPU that xload's workers hardly used: say so, so that the user
-    // looks for the other load instead of at the server. Only for pinned
-    // workers: an unpinned one is seen on the last CPU it ran on, and its
-    // time on the others would read as somebody else's.
+    let worker_findings = worker_findings(&workers, &findings);
+    findings.extend(worker_findings);
     if !workers.is_empty() && input.workers_pinned {
-        for f in findings.iter_mut() {
-            let Some(cpu) = f
-                .short
-                .strip_prefix("cpu")
-                .and_then(|r| r.split(' ').next())
-                .and_then(|n| n.parse::<usize>().ok())
-            else {
-                continue;
-            };
-            let Some(c) = judged.iter().find(|c| c.cpu == cpu) else {
-                continue;
-            };
-            let ours: f64 = workers
-                .iter()
-                .filter(|w| w.cpu == cpu)
-                .map(|w| w.busy_pct)
-                .sum();
-            let task = c.usr + c.nice + c.sys;
-            if c.busy >= CPU_SATURATED_PCT && ours < 0.5 * task.max(1.0) {
-                // The verdict line says it too: "cpu1 100%" alone reads as
-                // this generator's own load.
-                f.short
-                    .push_str(&format!(" of which xload's workers {}%", floor(ours)));
-                f.reason.push_str(&format!(
-                    "; xload's workers used only {}% of it: other processes or interrupts share this CPU \
-                     (stop them or pin xload elsewhere)",
-                    floor(ours)
-                ));
-            }
-        }
+        mark_foreign_load(&mut findings, &workers);
     }
 
     // /proc counts CPU time in ticks (1/100 s): over a window of a few ticks
@@ -472,128 +416,12 @@ pub fn summarize(
         ));
     }
 
-    // File descriptors.
-    let near_limit = budget.fd_soft != u64::MAX
-        && budget.fd_soft > 0
-        && end.fds_open as f64 >= FD_NEAR_LIMIT_FRACTION * budget.fd_soft as f64;
-    if input.fd_errors > 0 || near_limit {
-        let needed = (input.connections as u64)
-            .saturating_add(FD_SLACK)
-            .max(end.fds_open as u64 * 2);
-        let soft = if budget.fd_soft == u64::MAX {
-            "unlimited".to_owned()
-        } else {
-            budget.fd_soft.to_string()
-        };
-        findings.push(Finding {
-            short: format!("fd limit ({} of {} open, {} errors)", end.fds_open, soft, input.fd_errors),
-            reason: format!(
-                "file descriptors: {} open of a soft limit of {soft}, {} sockets refused (EMFILE/ENFILE): \
-                 ulimit -n {needed}",
-                end.fds_open, input.fd_errors
-            ),
-        });
-    }
-
-    // Ephemeral ports.
-    let ports = budget.ports_available();
-    if input.port_errors > 0 {
-        findings.push(Finding {
-            short: format!("ephemeral ports ({} errors)", input.port_errors),
-            reason: format!(
-                "ephemeral ports: {} connects failed for lack of a local port (EADDRNOTAVAIL); \
-                 net.ipv4.ip_local_port_range {}-{} gives {} and {} sockets were in TIME_WAIT: \
-                 sysctl -w net.ipv4.ip_local_port_range='1024 65000' (tuning/loadgen.toml sets it)",
-                input.port_errors,
-                budget.port_range.0,
-                budget.port_range.1,
-                ports,
-                end.sockstat.tcp_tw
-            ),
-        });
-    }
-    if let Some(rate) = input.no_keepalive_conn_per_s {
-        let held = rate * TIME_WAIT_S;
-        if held >= f64::from(ports) && !budget.tw_reuse_applies(input.target_is_loopback) {
-            notes.push(format!(
-                "{rate:.0} new connections/s keep ~{held:.0} local ports in TIME_WAIT for {TIME_WAIT_S:.0} s \
-                 when this side closes first; the port range gives {ports} and net.ipv4.tcp_tw_reuse={}: \
-                 longer runs may fail to connect (sysctl -w net.ipv4.tcp_tw_reuse=1)",
-                budget.tw_reuse
-            ));
-        }
-    }
-
-    // Open-loop schedule. Sends that waited for a free connection are the
-    // server's latency × the connections at work, not this client: when
-    // they are over the limit, the lag's p99 is theirs and says nothing of
-    // the client (its own late sends are judged below).
-    let waits_dominate = input
-        .late_waiting_ratio
-        .is_some_and(|r| r > LATE_SEND_RATIO_LIMIT);
-    let enough_late = input.late_sends.is_none_or(|n| n >= LATE_SENDS_MIN);
-    if let Some(lag_us) = input
-        .schedule_lag_p99_us
-        .filter(|l| *l > SCHEDULE_LAG_P99_LIMIT_US && !waits_dominate && enough_late)
-    {
-        findings.push(Finding {
-            short: format!("schedule lag p99 {:.1} ms", lag_us as f64 / 1000.0),
-            reason: format!(
-                "open loop: p99 send lag {:.1} ms behind the intended schedule (limit {} ms): \
-                 the client could not keep the rate",
-                lag_us as f64 / 1000.0,
-                SCHEDULE_LAG_P99_LIMIT_US / 1000
-            ),
-        });
-    }
-    if let Some(late) = input
-        .late_send_ratio
-        .filter(|r| *r > LATE_SEND_RATIO_LIMIT && enough_late)
-    {
-        findings.push(Finding {
-            short: format!("late sends {:.1}%", late * 100.0),
-            reason: format!(
-                "open loop: {:.1}% of requests were sent late (limit {:.0}%): the client could not keep the rate",
-                late * 100.0,
-                LATE_SEND_RATIO_LIMIT * 100.0
-            ),
-        });
-    }
-
-    // `late_waiting_ratio` counts the catch-up waits too (both are the
-    // server's pace); each note stands on its own share.
-    let c = input.late_catch_up_ratio.unwrap_or(0.0);
-    if let Some(w) = input
-        .late_waiting_ratio
-        .map(|w| (w - c).max(0.0))
-        .filter(|r| *r > LATE_SEND_RATIO_LIMIT)
-    {
-        notes.push(format!(
-            "open loop: {:.1}% of sends left late because all {} connections had a request in \
-             flight: the server's latency × the connections held the rate back, not this client \
-             (more connections, -c, keep the rate)",
-            w * 100.0,
-            input.connections
-        ));
-    }
-    if c > LATE_SEND_RATIO_LIMIT {
-        notes.push(format!(
-            "open loop: {:.1}% of sends came due after connections were free again and waited \
-             behind that backlog, which drains at most at twice the rate (the generator never \
-             bursts above 2× --rate): their corrected latency includes that wait",
-            c * 100.0
-        ));
-    }
+    budget_findings(end, input, budget, &mut findings, &mut notes);
+    open_loop_findings(input, &mut findings, &mut notes);
 
     // io_uring.
     if input.cq_overflows > 0 {
-        findings.push(Finding {
-            short: format!("io_uring CQ overflow ({})", input.cq_overflows),
-            reason: format!(
-                "io_uring: {} completion-queue overflows: completions arrived faster than the workers reaped them",
-                input.cq_overflows
-            ),
-        });
+        findings.push(Finding::CqOverflow(input.cq_overflows));
     }
 
     // Evidence that is not client saturation.
@@ -625,14 +453,7 @@ pub fn summarize(
         verdict_line("client", &findings, judged_max)
     };
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
-    let mut irqs = irq_deltas(
-        &start.interrupts,
-        &start.irq_cpus,
-        &end.interrupts,
-        &end.irq_cpus,
-    );
-    irqs.retain(IrqDelta::is_device);
-    irqs.truncate(TOP_IRQS);
+    let irqs = top_device_irqs(start, end);
     let cpu_ticks = end
         .process
         .cpu_ticks()
@@ -652,9 +473,153 @@ pub fn summarize(
         fd_soft: budget.fd_soft,
         saturated: !findings.is_empty(),
         judged,
-        reasons: findings.iter().map(|f| f.reason.clone()).collect(),
+        reasons: findings.iter().map(Finding::reason).collect(),
         notes,
         verdict,
+    }
+}
+
+/// The [`TOP_IRQS`] busiest device IRQs between two samples.
+fn top_device_irqs(start: &Sample, end: &Sample) -> Vec<IrqDelta> {
+    let mut irqs = irq_deltas(
+        &start.interrupts,
+        &start.irq_cpus,
+        &end.interrupts,
+        &end.irq_cpus,
+    );
+    irqs.retain(IrqDelta::is_device);
+    irqs.truncate(TOP_IRQS);
+    irqs
+}
+
+/// Workers that used a whole CPU, unless a finding already names their CPU.
+fn worker_findings(workers: &[WorkerCpu], findings: &[Finding]) -> Vec<Finding> {
+    workers
+        .iter()
+        .filter(|w| w.busy_pct >= CPU_SATURATED_PCT)
+        .filter(|w| !findings.iter().any(|f| f.cpu() == Some(w.cpu)))
+        .map(|w| Finding::Worker(w.clone()))
+        .collect()
+}
+
+/// A busy CPU that xload's workers hardly used: say so, so that the user
+/// looks for the other load instead of at the server. Only for pinned
+/// workers: an unpinned one is seen on the last CPU it ran on, and its
+/// time on the others would read as somebody else's.
+fn mark_foreign_load(findings: &mut [Finding], workers: &[WorkerCpu]) {
+    for f in findings.iter_mut() {
+        let Finding::Cpu {
+            usage: c,
+            workers_pct,
+            ..
+        } = f
+        else {
+            continue;
+        };
+        let ours: f64 = workers
+            .iter()
+            .filter(|w| w.cpu == c.cpu)
+            .map(|w| w.busy_pct)
+            .sum();
+        let task = c.usr + c.nice + c.sys;
+        if c.busy >= CPU_SATURATED_PCT && ours < 0.5 * task.max(1.0) {
+            *workers_pct = Some(ours);
+        }
+    }
+}
+
+/// File descriptors and ephemeral ports: findings when they ran out (or
+/// nearly), a note when TIME_WAIT may use up the ports in a longer run.
+fn budget_findings(
+    end: &Sample,
+    input: &VerdictInput,
+    budget: &Budget,
+    findings: &mut Vec<Finding>,
+    notes: &mut Vec<String>,
+) {
+    let near_limit = budget.fd_soft != u64::MAX
+        && budget.fd_soft > 0
+        && end.fds_open as f64 >= FD_NEAR_LIMIT_FRACTION * budget.fd_soft as f64;
+    if input.fd_errors > 0 || near_limit {
+        let needed = (input.connections as u64)
+            .saturating_add(FD_SLACK)
+            .max(end.fds_open as u64 * 2);
+        findings.push(Finding::FdLimit {
+            open: end.fds_open,
+            soft: budget.fd_soft,
+            errors: input.fd_errors,
+            needed,
+        });
+    }
+
+    // Ephemeral ports.
+    let ports = budget.ports_available();
+    if input.port_errors > 0 {
+        findings.push(Finding::Ports {
+            errors: input.port_errors,
+            range: budget.port_range,
+            available: ports,
+            time_wait: end.sockstat.tcp_tw,
+        });
+    }
+    if let Some(rate) = input.no_keepalive_conn_per_s {
+        let held = rate * TIME_WAIT_S;
+        if held >= f64::from(ports) && !budget.tw_reuse_applies(input.target_is_loopback) {
+            notes.push(format!(
+                "{rate:.0} new connections/s keep ~{held:.0} local ports in TIME_WAIT for {TIME_WAIT_S:.0} s \
+                 when this side closes first; the port range gives {ports} and net.ipv4.tcp_tw_reuse={}: \
+                 longer runs may fail to connect (sysctl -w net.ipv4.tcp_tw_reuse=1)",
+                budget.tw_reuse
+            ));
+        }
+    }
+}
+
+/// Open-loop schedule. Sends that waited for a free connection are the
+/// server's latency × the connections at work, not this client: when
+/// they are over the limit, the lag's p99 is theirs and says nothing of
+/// the client (its own late sends are judged below).
+fn open_loop_findings(input: &VerdictInput, findings: &mut Vec<Finding>, notes: &mut Vec<String>) {
+    let waits_dominate = input
+        .late_waiting_ratio
+        .is_some_and(|r| r > LATE_SEND_RATIO_LIMIT);
+    let enough_late = input.late_sends.is_none_or(|n| n >= LATE_SENDS_MIN);
+    if let Some(lag_us) = input
+        .schedule_lag_p99_us
+        .filter(|l| *l > SCHEDULE_LAG_P99_LIMIT_US && !waits_dominate && enough_late)
+    {
+        findings.push(Finding::ScheduleLag { p99_us: lag_us });
+    }
+    if let Some(late) = input
+        .late_send_ratio
+        .filter(|r| *r > LATE_SEND_RATIO_LIMIT && enough_late)
+    {
+        findings.push(Finding::LateSends { ratio: late });
+    }
+
+    // `late_waiting_ratio` counts the catch-up waits too (both are the
+    // server's pace); each note stands on its own share.
+    let c = input.late_catch_up_ratio.unwrap_or(0.0);
+    if let Some(w) = input
+        .late_waiting_ratio
+        .map(|w| (w - c).max(0.0))
+        .filter(|r| *r > LATE_SEND_RATIO_LIMIT)
+    {
+        notes.push(format!(
+            "open loop: {:.1}% of sends left late because all {} connections had a request in \
+             flight: the server's latency × the connections held the rate back, not this client \
+             (more connections, -c, keep the rate)",
+            w * 100.0,
+            input.connections
+        ));
+    }
+    if c > LATE_SEND_RATIO_LIMIT {
+        notes.push(format!(
+            "open loop: {:.1}% of sends came due after connections were free again and waited \
+             behind that backlog, which drains at most at twice the rate (the generator never \
+             bursts above 2× --rate): their corrected latency includes that wait",
+            c * 100.0
+        ));
     }
 }
 
@@ -695,13 +660,7 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
     let overflows = tcp.get("ListenOverflows").copied().unwrap_or(0);
     let drops = tcp.get("ListenDrops").copied().unwrap_or(0);
     if overflows > 0 || drops > 0 {
-        findings.push(Finding {
-            short: format!("accept queue (ListenOverflows +{overflows}, ListenDrops +{drops})"),
-            reason: format!(
-                "accept queue: ListenOverflows +{overflows}, ListenDrops +{drops}: a listener did not accept \
-                 fast enough (raise its listen() backlog and net.core.somaxconn, or find what slows accept)"
-            ),
-        });
+        findings.push(Finding::AcceptQueue { overflows, drops });
     }
     let notes = tcp_notes(&tcp, 0)
         .into_iter()
@@ -710,14 +669,7 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
     let max = all.iter().copied().max_by(|a, b| a.busy.total_cmp(&b.busy));
     let verdict = verdict_line("host", &findings, max);
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
-    let mut irqs = irq_deltas(
-        &start.interrupts,
-        &start.irq_cpus,
-        &end.interrupts,
-        &end.irq_cpus,
-    );
-    irqs.retain(IrqDelta::is_device);
-    irqs.truncate(TOP_IRQS);
+    let irqs = top_device_irqs(start, end);
     HostSummary {
         window_s: end.at.saturating_duration_since(start.at).as_secs_f64(),
         cpus,
@@ -727,7 +679,7 @@ pub fn summarize_host(start: &Sample, end: &Sample) -> HostSummary {
         tcp,
         sockstat: end.sockstat,
         saturated: !findings.is_empty(),
-        reasons: findings.into_iter().map(|f| f.reason).collect(),
+        reasons: findings.iter().map(Finding::reason).collect(),
         notes,
         verdict,
     }
@@ -769,72 +721,25 @@ pub(crate) fn raise_busy_to(c: &mut CpuUsage, workers: &[&WorkerCpu]) {
 /// steal ≥ 10%.
 fn cpu_findings(judged: &[&CpuUsage]) -> Vec<Finding> {
     let mut out = Vec::new();
+    let mut push = |c: &CpuUsage, rule| {
+        out.push(Finding::Cpu {
+            usage: c.clone(),
+            rule,
+            workers_pct: None,
+        })
+    };
     for c in judged {
         let task = c.usr + c.nice + c.sys;
         if c.busy >= CPU_SATURATED_PCT {
-            out.push(Finding {
-                short: cpu_short(c),
-                reason: format!(
-                    "cpu{} {}% busy ({}) — at ≥ {}% it cannot do more work",
-                    c.cpu,
-                    floor(c.busy),
-                    components(c, usize::MAX).join(", "),
-                    CPU_SATURATED_PCT
-                ),
-            });
+            push(c, CpuRule::Busy);
         } else if c.softirq > task && c.busy >= SOFTIRQ_DOMINANT_MIN_BUSY_PCT {
-            out.push(Finding {
-                short: cpu_short(c),
-                reason: format!(
-                    "cpu{}: softirq {}% exceeds usr+sys {}% at {}% busy — packet processing dominates this CPU \
-                     (spread NET_RX with IRQ affinity or RPS)",
-                    c.cpu,
-                    floor(c.softirq),
-                    floor(task),
-                    floor(c.busy)
-                ),
-            });
+            push(c, CpuRule::SoftirqDominant);
         }
         if c.steal >= STEAL_PCT {
-            out.push(Finding {
-                short: format!("cpu{} steal {}%", c.cpu, floor(c.steal)),
-                reason: format!(
-                    "cpu{}: steal {}% — the hypervisor ran something else while this CPU wanted to run",
-                    c.cpu,
-                    floor(c.steal)
-                ),
-            });
+            push(c, CpuRule::Steal);
         }
     }
     out
-}
-
-/// `cpu0 99% (sys 61%, softirq 30%)`: the busy figure and its two largest parts.
-fn cpu_short(c: &CpuUsage) -> String {
-    format!(
-        "cpu{} {}% ({})",
-        c.cpu,
-        floor(c.busy),
-        components(c, 2).join(", ")
-    )
-}
-
-/// The non-zero busy components, largest first, as `name N%`.
-fn components(c: &CpuUsage, max: usize) -> Vec<String> {
-    let mut parts = [
-        ("usr", c.usr),
-        ("nice", c.nice),
-        ("sys", c.sys),
-        ("irq", c.irq),
-        ("softirq", c.softirq),
-    ];
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    parts
-        .iter()
-        .filter(|(_, v)| floor(*v) >= 1)
-        .take(max)
-        .map(|(name, v)| format!("{name} {}%", floor(*v)))
-        .collect()
 }
 
 fn verdict_line(who: &str, findings: &[Finding], max: Option<&CpuUsage>) -> String {
@@ -848,7 +753,7 @@ fn verdict_line(who: &str, findings: &[Finding], max: Option<&CpuUsage>) -> Stri
             None => format!("{who}: not saturated (no CPU figures)"),
         }
     } else {
-        let shorts: Vec<&str> = findings.iter().map(|f| f.short.as_str()).collect();
+        let shorts: Vec<String> = findings.iter().map(Finding::short).collect();
         let consequence = if who == "client" {
             ": results understate the server"
         } else {
@@ -925,15 +830,6 @@ fn worker_usage(
 
 fn round1(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
-}
-
-/// Percent shown in verdicts: floored, so a figure shown as 90% really reached 90%.
-fn floor(v: f64) -> u64 {
-    if v.is_finite() && v > 0.0 {
-        v.floor() as u64
-    } else {
-        0
-    }
 }
 
 fn i128_to_i64(v: i128) -> i64 {

@@ -71,7 +71,7 @@ pub(crate) fn answer(cmd: Command) -> Option<i32> {
         }
         _ => return None,
     }
-    if let Err(e) = xload_probe::write_stdout(&String::from_utf8_lossy(&buf)) {
+    if let Err(e) = xload_sys::stdout::write_stdout(&String::from_utf8_lossy(&buf)) {
         eprintln!("xtune: writing to stdout: {e}");
     }
     Some(0)

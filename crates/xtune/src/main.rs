@@ -95,10 +95,10 @@ enum Cmd {
     /// during a load test.
     Observe {
         /// How long to observe: 500ms, 10s, 2m.
-        #[arg(long = "for", value_name = "DUR", default_value = "10s", value_parser = xload_probe::parse_duration)]
+        #[arg(long = "for", value_name = "DUR", default_value = "10s", value_parser = xload_sys::duration::parse_duration)]
         for_duration: std::time::Duration,
         /// Length of one table row.
-        #[arg(long, value_name = "DUR", default_value = "1s", value_parser = xload_probe::parse_duration)]
+        #[arg(long, value_name = "DUR", default_value = "1s", value_parser = xload_sys::duration::parse_duration)]
         interval: std::time::Duration,
     },
     /// Write the profile's sysctls as a sysctl.d file.
@@ -140,7 +140,7 @@ impl Cmd {
 /// Writes a report to stdout. A reader that went away (`| head`) is not an
 /// error worth a panic: everything was already done when the report prints.
 fn out(text: &str) {
-    if let Err(e) = xload_probe::write_stdout(text) {
+    if let Err(e) = xload_sys::stdout::write_stdout(text) {
         eprintln!("xtune: writing the report: {e}");
     }
 }
@@ -184,6 +184,28 @@ fn main() {
     std::process::exit(run(cli));
 }
 
+/// Runs `xtune observe` on this host, printing to stdout. Exit code: 0 done
+/// (whatever the verdict, or the reader went away), 1 /proc could not be
+/// read or the output not written, 2 bad options.
+fn observe_here(args: &xload_probe::observe::ObserveArgs) -> i32 {
+    use std::io::Write;
+    use xload_probe::observe::{observe, ObserveError};
+    let mut out = std::io::stdout().lock();
+    match observe(args, &mut xload_probe::Sampler::new(), &mut out) {
+        Ok(_) => 0,
+        Err(ObserveError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            // Keep stdout clean for --json consumers.
+            let _ = out.flush();
+            eprintln!("xtune observe: {e}");
+            match e {
+                ObserveError::BadArgs(_) => 2,
+                ObserveError::Probe(_) | ObserveError::Write(_) => 1,
+            }
+        }
+    }
+}
+
 fn run(cli: Cli) -> i32 {
     if let Cmd::Observe {
         for_duration,
@@ -202,7 +224,7 @@ fn run(cli: Cli) -> i32 {
                 interval: *interval,
                 json: cli.json,
             };
-            return xload_probe::observe::observe_main(&args);
+            return observe_here(&args);
         }
     }
     if let Cmd::Export {

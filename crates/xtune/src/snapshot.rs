@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use xload_probe::calendar::utc;
+use xload_sys::calendar::utc;
 
 use crate::fs::write_atomic;
 use crate::host::ProcInfo;

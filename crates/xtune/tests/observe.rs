@@ -48,3 +48,44 @@ fn observe_refuses_netns() {
         .expect("run xtune");
     assert_eq!(out.status.code(), Some(2));
 }
+
+fn xtune(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_xtune"))
+        .args(args)
+        .output()
+        .expect("run xtune")
+}
+
+#[test]
+fn observe_args_take_durations_with_units_and_default_to_10s_by_1s() {
+    let help = String::from_utf8_lossy(&xtune(&["observe", "--help"]).stdout).into_owned();
+    assert!(help.contains("[default: 10s]"), "{help}");
+    assert!(help.contains("[default: 1s]"), "{help}");
+    let bare = xtune(&["observe", "--for", "2"]);
+    assert_eq!(bare.status.code(), Some(2), "a bare number has no unit");
+    let zero = xtune(&["observe", "--for", "1s", "--interval", "0s"]);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("--interval must be longer than 0"),
+        "{}",
+        String::from_utf8_lossy(&zero.stderr)
+    );
+}
+
+#[test]
+fn observe_into_a_closed_pipe_ends_cleanly() {
+    // `xtune observe | head -1`: the reader goes away after the first line,
+    // the rows that follow meet a closed pipe; that is no failure.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "set -o pipefail; {} observe --for 600ms --interval 200ms | head -1",
+            env!("CARGO_BIN_EXE_xtune")
+        ))
+        .output()
+        .expect("run bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}

@@ -1,34 +1,7 @@
 use std::time::Duration;
 
-use clap::Parser;
 use xload_probe::observe::{observe, ObserveArgs, ObserveError, ObserveReport};
 use xload_probe::Sampler;
-
-#[derive(Parser)]
-struct Cli {
-    #[command(flatten)]
-    observe: ObserveArgs,
-}
-
-#[test]
-fn observe_args_parse_durations_and_defaults() {
-    let d = Cli::try_parse_from(["xtune"]).expect("defaults").observe;
-    assert_eq!(
-        (d.for_duration, d.interval, d.json),
-        (Duration::from_secs(10), Duration::from_secs(1), false)
-    );
-    let a = Cli::try_parse_from(["xtune", "--for", "2s", "--interval", "500ms", "--json"])
-        .expect("args")
-        .observe;
-    assert_eq!(
-        (a.for_duration, a.interval, a.json),
-        (Duration::from_secs(2), Duration::from_millis(500), true)
-    );
-    assert!(
-        Cli::try_parse_from(["xtune", "--for", "2"]).is_err(),
-        "a bare number has no unit"
-    );
-}
 
 #[test]
 fn observe_json_two_intervals_cpu_percentages_sum_to_100() {
