@@ -14,7 +14,8 @@
 //! V2 compressed base64 form ("HISTFAAA…"), so reports from several runs or
 //! hosts merge exactly ([`Report::merge`]) and other HdrHistogram tools can
 //! read them. Percentiles are always recomputed from histograms, never
-//! averaged.
+//! averaged. Before a merge, [`MergeCheck`] says whether reports make one
+//! load (one run, each once, over one interval).
 //!
 //! JSON keys beyond the required set of docs/json.md: the run's place in a run of
 //! several hosts ([`RunInfo`]: `run_id`, `segment`, `host`, `started_at`,
@@ -34,6 +35,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod check;
 mod error;
 mod error_kind;
 pub mod gate;
@@ -46,6 +48,7 @@ mod text;
 pub mod units;
 pub mod walltime;
 
+pub use check::{MergeCheck, Note, Refusal, Windows};
 pub use error::ReportError;
 pub use error_kind::{errno_key, errno_symbol, ErrorKind};
 pub use hdrhistogram::Histogram;

@@ -6,8 +6,12 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use crate::error::ReportError;
-use crate::hist::{add_into, new_latency_histogram, LatencySummary};
-use crate::report::{histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report};
+use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySummary};
+use crate::report::{
+    histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo,
+    SecondHistogram,
+};
+use crate::walltime::{format_rfc3339_us, UnixMicros};
 use crate::SCHEMA;
 
 impl Report {
@@ -17,12 +21,19 @@ impl Report {
     /// recomputed from the merged histogram. `threads` and `connections`
     /// are summed, `duration_s` is the longest window and `rps` is
     /// `requests / duration_s`; `rate_target` is the sum of the targets.
+    /// When every report says when its window began (`started_at`),
+    /// `duration_s` is instead the span from the first window's start to
+    /// the last one's end, and the merged run keys say what all agree on.
     /// `target`, `engine`, `engine_reason` and `pipeline` are kept when all
     /// agree; otherwise `target` becomes "multiple", `engine` and
     /// `engine_reason` the distinct values joined with "+" and "; ", and
-    /// `pipeline` the largest. Time-series rows are matched by second:
-    /// counts and rates add up, and p50/p99 of a row are the largest of the
-    /// inputs (an upper bound: rows carry no histogram). A single
+    /// `pipeline` the largest. Time-series rows are matched by absolute
+    /// time (each report's rows shifted by its start's offset from the
+    /// first start, to the nearest second; by `second` alone without
+    /// `started_at`): counts and rates add up, and p50/p99 of a row come
+    /// from the merged per-second histograms (`timeseries_histograms`),
+    /// exactly; when a report lacks them, they are the largest of the
+    /// inputs' (an upper bound), and `timeseries_percentiles` says so. A single
     /// report's `client` is kept as is; with several reports, the client
     /// keys cover all of them (`saturated` if any input was, `judged` if
     /// all were, `cpu_s` summed, `reasons` and `notes` prefixed with the
@@ -46,16 +57,31 @@ impl Report {
             });
         }
         let mut sum = Sum::new(first);
+        let starts: Option<Vec<UnixMicros>> =
+            reports.iter().map(|r| r.run.started_at_us()).collect();
+        let first_start = starts.as_ref().and_then(|s| s.iter().min().copied());
         for (index, r) in reports.iter().enumerate() {
-            sum.add(r).map_err(|e| ReportError::InReport {
+            // Whole seconds between this window's start and the first one's.
+            let shift = match (&starts, first_start) {
+                (Some(s), Some(t0)) => ((s[index] - t0) as f64 / 1e6).round() as u64,
+                _ => 0,
+            };
+            sum.add(r, shift).map_err(|e| ReportError::InReport {
                 index,
                 target: r.target.clone(),
                 source: Box::new(e),
             })?;
         }
+        let exact_rows = sum.rows_exact;
         let mut out = sum.finish();
-        if reports.len() > 1 && !out.timeseries.is_empty() {
-            // Rows keep no histogram: their percentiles cannot be merged.
+        if let Some(starts) = &starts {
+            let span = span_of(reports, starts);
+            out.duration_s = (span.1 - span.0) as f64 / 1e6;
+            out.rps = per_second(out.requests, out.duration_s);
+        }
+        out.run = merged_run(reports);
+        if reports.len() > 1 && !out.timeseries.is_empty() && !exact_rows {
+            // A report without per-second histograms: rows cannot be merged.
             out.extra.insert(
                 "timeseries_percentiles".into(),
                 serde_json::Value::String(
@@ -81,7 +107,10 @@ struct Sum<'a> {
     lag: Option<Histogram<u64>>,
     engines: Vec<&'a str>,
     reasons: Vec<&'a str>,
-    rows: BTreeMap<u64, IntervalRow>,
+    /// Per-second rows by aligned second, with their merged histograms.
+    rows: BTreeMap<u64, (IntervalRow, Option<Histogram<u64>>)>,
+    /// Every row added so far came with its histogram.
+    rows_exact: bool,
 }
 
 impl<'a> Sum<'a> {
@@ -101,11 +130,13 @@ impl<'a> Sum<'a> {
             engines: Vec::new(),
             reasons: Vec::new(),
             rows: BTreeMap::new(),
+            rows_exact: true,
         }
     }
 
-    /// Adds one report; an error names what in it cannot be read.
-    fn add(&mut self, r: &'a Report) -> Result<(), ReportError> {
+    /// Adds one report whose rows are `shift` seconds after the first
+    /// window's; an error names what in it cannot be read.
+    fn add(&mut self, r: &'a Report, shift: u64) -> Result<(), ReportError> {
         if r.schema != SCHEMA {
             return Err(ReportError::Schema {
                 found: r.schema.clone(),
@@ -119,6 +150,7 @@ impl<'a> Sum<'a> {
             accumulate(&mut self.lag, h);
         }
         self.add_setup(r);
+        self.add_rows(r, shift)?;
         let out = &mut self.out;
         out.requests += r.requests;
         out.bytes += r.bytes;
@@ -135,20 +167,42 @@ impl<'a> Sum<'a> {
         out.unanswered_at_end.add(&r.unanswered_at_end);
         out.batching = Batching::merge(out.batching, r.batching);
         out.interrupted |= r.interrupted;
+        for (k, v) in &r.extra {
+            out.extra.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Ok(())
+    }
+
+    /// Adds `r`'s per-second rows, `shift` seconds later, with their
+    /// histograms when `r` has one for every row.
+    fn add_rows(&mut self, r: &Report, shift: u64) -> Result<(), ReportError> {
+        let mut hists: BTreeMap<u64, Histogram<u64>> = BTreeMap::new();
+        for h in &r.timeseries_histograms {
+            hists.insert(h.second, decode_histogram(&h.histogram)?);
+        }
         for row in &r.timeseries {
-            self.rows
-                .entry(row.second)
-                .and_modify(|m| {
+            let second = row.second + shift;
+            let h = hists.remove(&row.second);
+            self.rows_exact &= h.is_some();
+            match self.rows.get_mut(&second) {
+                Some((m, acc)) => {
                     m.requests += row.requests;
                     m.rps += row.rps;
                     m.errors += row.errors;
                     m.p50_us = m.p50_us.max(row.p50_us);
                     m.p99_us = m.p99_us.max(row.p99_us);
-                })
-                .or_insert_with(|| row.clone());
-        }
-        for (k, v) in &r.extra {
-            out.extra.entry(k.clone()).or_insert_with(|| v.clone());
+                    if let Some(h) = h {
+                        accumulate(acc, h);
+                    }
+                }
+                None => {
+                    let row = IntervalRow {
+                        second,
+                        ..row.clone()
+                    };
+                    self.rows.insert(second, (row, h));
+                }
+            }
         }
         Ok(())
     }
@@ -194,8 +248,63 @@ impl<'a> Sum<'a> {
             o.schedule_lag_us = LatencySummary::from_histogram(lag);
             o.histogram_schedule_lag = histogram_string(lag);
         }
-        out.timeseries = self.rows.into_values().collect();
+        for (second, (row, h)) in self.rows {
+            match h.filter(|_| self.rows_exact) {
+                Some(h) => {
+                    let exact = if h.is_empty() {
+                        (0, 0)
+                    } else {
+                        (h.value_at_quantile(0.5), h.value_at_quantile(0.99))
+                    };
+                    out.timeseries.push(IntervalRow {
+                        p50_us: exact.0,
+                        p99_us: exact.1,
+                        ..row
+                    });
+                    out.timeseries_histograms
+                        .push(SecondHistogram::new(second, &h));
+                }
+                None => out.timeseries.push(row),
+            }
+        }
         out
+    }
+}
+
+/// From the first window's start to the last one's end, µs since the epoch.
+pub(crate) fn span_of(reports: &[Report], starts: &[UnixMicros]) -> (UnixMicros, UnixMicros) {
+    let end = |(r, s): (&Report, &UnixMicros)| s + (r.duration_s * 1e6).round() as i64;
+    let from = starts.iter().copied().min().unwrap_or_default();
+    let to = reports.iter().zip(starts).map(end).max().unwrap_or(from);
+    (from, to)
+}
+
+/// The run keys of a merge: each kept when every report agrees on it; the
+/// first start; the largest start error. Host, segment and argv belong to
+/// one generator and are left out.
+fn merged_run(reports: &[Report]) -> RunInfo {
+    fn agreed<T: Clone + PartialEq>(reports: &[Report], key: impl Fn(&RunInfo) -> &T) -> Option<T> {
+        let first = key(&reports.first()?.run);
+        reports
+            .iter()
+            .all(|r| key(&r.run) == first)
+            .then(|| first.clone())
+    }
+    let starts: Option<Vec<UnixMicros>> =
+        reports.iter().map(|r| r.run.started_at_us()).collect();
+    let errors: Option<Vec<i64>> = reports.iter().map(|r| r.run.start_error_us).collect();
+    RunInfo {
+        run_id: agreed(reports, |r| &r.run_id).flatten(),
+        segment: None,
+        host: None,
+        started_at: starts
+            .and_then(|s| s.into_iter().min())
+            .map(format_rfc3339_us),
+        start_at: agreed(reports, |r| &r.start_at).flatten(),
+        start_error_us: errors.and_then(|e| e.into_iter().max()),
+        xload_version: agreed(reports, |r| &r.xload_version).flatten(),
+        argv: None,
+        settings: agreed(reports, |r| &r.settings).unwrap_or_default(),
     }
 }
 
@@ -282,5 +391,78 @@ fn merge_clients(reports: &[Report]) -> Option<serde_json::Value> {
                     .collect::<Vec<_>>()
             }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: UnixMicros = 1_796_292_000_000_000;
+
+    /// A report begun at `start` whose second `i + 1` holds `latencies[i]`.
+    fn report(start: UnixMicros, latencies: &[&[u64]]) -> Report {
+        let mut all = new_latency_histogram();
+        let mut r = Report {
+            schema: SCHEMA.into(),
+            duration_s: latencies.len() as f64,
+            ..Report::default()
+        };
+        r.run.started_at = Some(format_rfc3339_us(start));
+        for (i, values) in latencies.iter().enumerate() {
+            let mut h = new_latency_histogram();
+            for v in *values {
+                h.record(*v).expect("in range");
+                all.record(*v).expect("in range");
+            }
+            let second = i as u64 + 1;
+            r.timeseries.push(IntervalRow {
+                second,
+                requests: h.len(),
+                rps: h.len() as f64,
+                p50_us: h.value_at_quantile(0.5),
+                p99_us: h.value_at_quantile(0.99),
+                errors: 0,
+            });
+            r.timeseries_histograms.push(SecondHistogram::new(second, &h));
+        }
+        r.requests = all.len();
+        r.histogram = histogram_string(&all);
+        r
+    }
+
+    #[test]
+    fn rows_align_by_wall_clock_and_their_percentiles_are_exact() {
+        // b began 1.02 s after a: its first second is a's second.
+        let a = report(T0, &[&[100; 99], &[100, 200, 300]]);
+        let b = report(T0 + 1_020_000, &[&[5_000; 3], &[10]]);
+        let m = Report::merge(&[a, b]).expect("merges");
+        let seconds: Vec<u64> = m.timeseries.iter().map(|r| r.second).collect();
+        assert_eq!(seconds, [1, 2, 3]);
+        let mut raw = new_latency_histogram();
+        for v in [100, 200, 300, 5_000, 5_000, 5_000] {
+            raw.record(v).expect("in range");
+        }
+        let row = &m.timeseries[1];
+        assert_eq!(row.requests, 6);
+        assert_eq!(row.p50_us, raw.value_at_quantile(0.5));
+        assert_eq!(row.p99_us, raw.value_at_quantile(0.99));
+        let h = decode_histogram(&m.timeseries_histograms[1].histogram).expect("decodes");
+        assert_eq!(h, raw);
+        assert!(!m.extra.contains_key("timeseries_percentiles"));
+        // The window is the span: 0 to 3.02 s.
+        assert!((m.duration_s - 3.02).abs() < 1e-9, "{}", m.duration_s);
+        assert_eq!(m.run.started_at.as_deref(), Some("2026-12-03T10:00:00.000000Z"));
+    }
+
+    #[test]
+    fn rows_without_histograms_fall_back_to_the_worst_of() {
+        let a = report(T0, &[&[100; 10]]);
+        let mut b = report(T0, &[&[900; 10]]);
+        b.timeseries_histograms.clear();
+        let m = Report::merge(&[a, b]).expect("merges");
+        assert_eq!(m.timeseries[0].p50_us, 900);
+        assert!(m.timeseries_histograms.is_empty());
+        assert!(m.extra.contains_key("timeseries_percentiles"));
     }
 }

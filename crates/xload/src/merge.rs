@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use xload_stats::{Report, ReportError, TextOptions};
+use xload_stats::{MergeCheck, Refusal, Report, ReportError, TextOptions};
 
 use crate::run::write_out;
 use crate::Failure;
@@ -21,6 +21,22 @@ pub struct MergeArgs {
     /// Print the full latency percentile table.
     #[arg(long = "latency")]
     pub latency: bool,
+
+    #[command(flatten)]
+    pub allow: MergeAllow,
+}
+
+/// The refusals of a merge that can be waived.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct MergeAllow {
+    /// Merge reports whose windows overlap by less than 90% of their span: the merged rate is
+    /// then every response over the whole span, which is said.
+    #[arg(long = "allow-partial-overlap")]
+    pub partial_overlap: bool,
+
+    /// Merge reports of different runs (run_id), e.g. runs made one after another.
+    #[arg(long = "allow-different-runs")]
+    pub different_runs: bool,
 }
 
 pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
@@ -64,30 +80,12 @@ pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
         }
         reports.push(r);
     }
-    let (shortest, longest) = reports.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
-        (lo.min(r.duration_s), hi.max(r.duration_s))
-    });
-    if longest > 0.0 && shortest < 0.9 * longest {
-        eprintln!(
-            "xload: note: the reports measured {shortest:.2}s to {longest:.2}s: the merged rate is every response over the longest window, as for generators that ran at the same time; runs of different lengths give a rate below the sum of theirs"
-        );
-    }
     let name = |i: usize| {
         a.reports
             .get(i)
             .map_or_else(|| format!("report {i}"), |p| p.display().to_string())
     };
-    let merged = Report::merge(&reports).map_err(|e| {
-        Failure::Usage(match e {
-            ReportError::InReport { index, source, .. } => format!("{}: {source}", name(index)),
-            ReportError::MixedLoops { open, closed, .. } => format!(
-                "{} is open loop (--rate) and {} closed loop: their latencies measure different things; merge each kind on its own",
-                name(open),
-                name(closed)
-            ),
-            other => format!("merge: {other}"),
-        })
-    })?;
+    let merged = checked_merge(&reports, &name, a.allow)?;
     let text = merged.render_text(&TextOptions {
         latency_table: a.latency,
     });
@@ -100,4 +98,68 @@ pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
         write_out(path, &merged.to_json())?;
     }
     Ok(0)
+}
+
+/// Merges `reports` (named by `name` in messages) after [`MergeCheck`]:
+/// refusals not waived by `allow` are a bad argument (exit 2), notes go to
+/// stderr, and a waived partial overlap says over which interval the rate is.
+pub fn checked_merge(
+    reports: &[Report],
+    name: &dyn Fn(usize) -> String,
+    allow: MergeAllow,
+) -> Result<Report, Failure> {
+    // Open and closed loop together is refused first: no check can help.
+    let mut merged = Report::merge(reports).map_err(|e| {
+        Failure::Usage(match e {
+            ReportError::InReport { index, source, .. } => format!("{}: {source}", name(index)),
+            ReportError::MixedLoops { open, closed, .. } => format!(
+                "{} is open loop (--rate) and {} closed loop: their latencies measure different things; merge each kind on its own",
+                name(open),
+                name(closed)
+            ),
+            other => format!("merge: {other}"),
+        })
+    })?;
+    let check = MergeCheck::of(reports);
+    let refused: Vec<String> = check
+        .refusals
+        .iter()
+        .filter(|r| match r {
+            Refusal::PartialOverlap { .. } => !allow.partial_overlap,
+            Refusal::DifferentRuns { .. } => !allow.different_runs,
+            Refusal::Duplicate { .. } => true,
+        })
+        .map(|r| r.describe(name))
+        .collect();
+    if !refused.is_empty() {
+        return Err(Failure::Usage(format!(
+            "merge refused: {}",
+            refused.join("; and ")
+        )));
+    }
+    for note in &check.notes {
+        eprintln!("xload: note: {}", note.describe(name));
+    }
+    if let Some(w) = check.windows {
+        if w.overlap() < xload_stats::check::MIN_OVERLAP {
+            eprintln!(
+                "xload: note: --allow-partial-overlap: {}; the merged rate is every response over the whole span",
+                w.describe()
+            );
+        }
+        merged.extra.insert(
+            "merged_windows".into(),
+            serde_json::json!({
+                "reports": reports.len(),
+                "span": [fmt_us(w.span.0), fmt_us(w.span.1)],
+                "common": w.common.map(|(a, b)| [fmt_us(a), fmt_us(b)]),
+                "overlap": w.overlap(),
+            }),
+        );
+    }
+    Ok(merged)
+}
+
+fn fmt_us(us: i64) -> String {
+    xload_stats::walltime::format_rfc3339_us(us)
 }

@@ -299,10 +299,14 @@ fn sum_maps<'a>(
     out
 }
 
-/// `xload merge INPUTS --json OUT`: asserts exit 0, returns the merged report.
-fn merge(inputs: &[&Path], out: &Path) -> Report {
+/// Runs made one after another: not one load, merged anyway.
+const SEQUENTIAL: &[&str] = &["--allow-different-runs", "--allow-partial-overlap"];
+
+/// `xload merge INPUTS FLAGS --json OUT`: asserts exit 0, returns the merged report.
+fn merge(inputs: &[&Path], flags: &[&str], out: &Path) -> Report {
     let mut args: Vec<String> = vec!["merge".into()];
     args.extend(inputs.iter().map(|p| p.display().to_string()));
+    args.extend(flags.iter().map(|f| f.to_string()));
     args.extend(["--json".into(), out.display().to_string()]);
     let (status, stdout, stderr, _) = run_xload(&args);
     assert_eq!(
@@ -330,7 +334,7 @@ fn merge_of_two_runs_sums_requests_errors_statuses_and_histograms_exactly() {
         "run b should have errors: {:?}",
         b.errors
     );
-    let m = merge(&[&a_path, &b_path], &m_path);
+    let m = merge(&[&a_path, &b_path], SEQUENTIAL, &m_path);
 
     assert_eq!(m.requests, a.requests + b.requests);
     assert_eq!(m.errors_total, a.errors_total + b.errors_total);
@@ -354,31 +358,29 @@ fn merge_of_two_runs_sums_requests_errors_statuses_and_histograms_exactly() {
     assert!(m.latency_us.max == a.latency_us.max.max(b.latency_us.max));
 }
 
+// Issue 22 changed this on purpose: a copy of a report (same host, same
+// window start) is refused, where its requests used to count twice.
 #[test]
-fn merging_a_report_with_itself_doubles_every_count() {
+fn merging_a_report_with_a_copy_of_itself_is_refused() {
     let server = faulty_server();
     let dir = TempDir::new("merge-self");
-    let (a_path, m_path) = (dir.join("a.json"), dir.join("m.json"));
-    let a = run_to(&server.url("/"), &["-c", "2", "-d", "300ms"], &a_path);
+    let a_path = dir.join("a.json");
+    run_to(&server.url("/"), &["-c", "2", "-d", "300ms"], &a_path);
     // A copy: the same path twice is refused (see below).
     let copy = dir.join("a-copy.json");
     std::fs::copy(&a_path, &copy).expect("copy");
-    let m = merge(&[&a_path, &copy], &m_path);
-    assert_eq!(m.requests, 2 * a.requests);
-    assert_eq!(m.errors_total, 2 * a.errors_total);
-    assert_eq!(m.errors, sum_maps([&a.errors, &a.errors]));
-    assert_eq!(m.status, sum_maps([&a.status, &a.status]));
-    assert_eq!(m.target, a.target, "one target stays one target");
-    let ha = a.latency_histogram().expect("decodes");
-    let hm = m.latency_histogram().expect("decodes");
-    assert_histogram_is_sum("self-merge", &hm, &[ha.clone(), ha]);
-    // Same distribution: the same percentiles.
-    assert_eq!(
-        (m.latency_us.p50, m.latency_us.p99, m.latency_us.max),
-        (a.latency_us.p50, a.latency_us.p99, a.latency_us.max)
+    let (code, stdout, stderr) = xload(&[
+        "merge",
+        &a_path.display().to_string(),
+        &copy.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("{} is {} again", copy.display(), a_path.display()))
+            && stderr.contains("counts its requests twice"),
+        "{stderr}"
     );
-    assert_eq!(m.duration_s, a.duration_s);
-    assert!((m.rps - 2.0 * a.rps).abs() < 1e-6 * a.rps.max(1.0));
+    assert!(!stdout.contains("req/s"), "no merged report: {stdout}");
 }
 
 #[test]
@@ -387,7 +389,13 @@ fn merge_of_two_simultaneous_runs_equals_what_the_server_served() {
     let dir = TempDir::new("merge-hosts");
     let (a_path, b_path, m_path) = (dir.join("a.json"), dir.join("b.json"), dir.join("m.json"));
     let url = server.url("/");
-    // Two generators at once, as on two hosts, each with its own report.
+    // Two generators at once, as on two hosts, each with its own report:
+    // one run, one start.
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros() as i64;
+    let at = xload_stats::walltime::format_rfc3339_us(now_us + 1_000_000);
     let children: Vec<_> = [&a_path, &b_path]
         .iter()
         .map(|p| {
@@ -397,6 +405,10 @@ fn merge_of_two_simultaneous_runs_equals_what_the_server_served() {
                 "2".into(),
                 "-d".into(),
                 "500ms".into(),
+                "--run-id".into(),
+                "two-at-once".into(),
+                "--start-at".into(),
+                at.clone(),
                 "--json".into(),
                 p.display().to_string(),
             ])
@@ -406,7 +418,7 @@ fn merge_of_two_simultaneous_runs_equals_what_the_server_served() {
         let out = child.wait_timeout(Duration::from_secs(30));
         assert!(!out.timed_out && exit_code(out.status) == 0, "{out:?}");
     }
-    let m = merge(&[&a_path, &b_path], &m_path);
+    let m = merge(&[&a_path, &b_path], &[], &m_path);
     // Every response the server wrote was counted by one of the two, except
     // at most one in flight per connection when the windows closed.
     server.assert_reconciles(m.requests, 4);
@@ -422,7 +434,7 @@ fn merge_of_open_loop_runs_sums_targets_drops_and_uncorrected_histograms() {
     let url = server.url("/");
     let a = run_to(&url, &["--rate", "300", "-c", "4", "-d", "500ms"], &a_path);
     let b = run_to(&url, &["--rate", "200", "-c", "4", "-d", "500ms"], &b_path);
-    let m = merge(&[&a_path, &b_path], &m_path);
+    let m = merge(&[&a_path, &b_path], SEQUENTIAL, &m_path);
     let open = |r: &Report| r.open_loop.clone().expect("an open-loop report");
     let (mo, ao, bo) = (open(&m), open(&a), open(&b));
     assert_eq!(mo.rate_target, 500.0);
@@ -951,14 +963,11 @@ fn a_reader_that_goes_away_loses_no_exit_code_and_no_file() {
     let a = dir.join("a.json").display().to_string();
     let m = m_path.display().to_string();
     let url = server.url("/");
-    let a2 = dir.join("a2.json").display().to_string();
+    // (A merge of one report: a copy of it beside it is refused since issue 22.)
     for args in [
         vec!["-c", "2", "-d", "300ms", "--json", &a, &url],
-        vec!["merge", &a, &a2, "--json", &m],
+        vec!["merge", &a, "--json", &m],
     ] {
-        if args[0] == "merge" {
-            std::fs::copy(&a, &a2).expect("copy");
-        }
         let mut child = Command::new(xload_bin())
             .args(&args)
             .stdout(Stdio::piped())
@@ -978,7 +987,7 @@ fn a_reader_that_goes_away_loses_no_exit_code_and_no_file() {
     }
     let single = read_report(&a_path);
     assert!(single.requests > 0);
-    assert_eq!(read_report(&m_path).requests, 2 * single.requests);
+    assert_eq!(read_report(&m_path).requests, single.requests);
 }
 
 #[test]

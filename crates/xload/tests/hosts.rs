@@ -12,9 +12,9 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use support::run::exit_code;
-use support::{run_xload, Behavior, TempDir, TestServer};
+use support::{run_xload, spawn_xload, Behavior, TempDir, TestServer};
 use xload_stats::walltime::{format_rfc3339_us, parse_rfc3339};
-use xload_stats::{decode_histogram, Report};
+use xload_stats::{decode_histogram, new_latency_histogram, Report};
 
 fn ok_server() -> TestServer {
     TestServer::start(Behavior::Ok { body_len: 16 })
@@ -202,4 +202,120 @@ fn bad_run_options_are_refused_before_anything_runs() {
         assert_eq!(exit_code(status), 2, "{args:?}: {stderr}");
         assert!(stderr.contains(what), "{args:?}: {stderr}");
     }
+}
+
+/// `xload merge ARGS`: (exit code, stdout, stderr).
+fn merge(args: &[&std::path::Path], flags: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["merge".to_string()];
+    all.extend(args.iter().map(|p| p.display().to_string()));
+    all.extend(flags.iter().map(|f| f.to_string()));
+    let (status, stdout, stderr, _) = run_xload(&all);
+    (exit_code(status), stdout, stderr)
+}
+
+#[test]
+fn merge_refuses_other_runs_and_windows_apart_and_states_the_interval_when_allowed() {
+    let server = ok_server();
+    let dir = TempDir::new("hosts-merge-refusals");
+    let url = server.url("/");
+    let (a, b, c) = (dir.join("a.json"), dir.join("b.json"), dir.join("c.json"));
+    let small = ["-c", "1", "-n", "30"];
+    run_to(&url, &[&small[..], &["--run-id", "r1"]].concat(), &a);
+    run_to(&url, &[&small[..], &["--run-id", "r2"]].concat(), &b);
+    // Of run r1 too, but measured after a's window closed.
+    std::thread::sleep(Duration::from_millis(50));
+    run_to(&url, &[&small[..], &["--run-id", "r1"]].concat(), &c);
+
+    let (code, stdout, stderr) = merge(&[&a, &b], &[]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("{} is of run r1 and {} of run r2", a.display(), b.display())),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("req/s"), "nothing merged: {stdout}");
+
+    let (code, stdout, stderr) = merge(&[&a, &c], &[]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("do not overlap at all") && stderr.contains("--allow-partial-overlap"),
+        "{stderr}"
+    );
+    // Allowed: merged, and the interval of the rate is said.
+    let out = dir.join("m.json");
+    let (code, stdout, stderr) = merge(
+        &[&a, &c],
+        &["--allow-partial-overlap", "--json", &out.display().to_string()],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stderr.contains("--allow-partial-overlap: the windows span"), "{stderr}");
+    let (ra, rc, m) = (read(&a), read(&c), read(&out));
+    let from = ra.run.started_at_us().expect("a's start");
+    let to = rc.run.started_at_us().expect("c's start") + (rc.duration_s * 1e6).round() as i64;
+    assert!(stderr.contains(&format_rfc3339_us(from)) && stderr.contains(&format_rfc3339_us(to)));
+    assert_eq!(m.requests, 60);
+    assert!((m.duration_s - (to - from) as f64 / 1e6).abs() < 1e-6, "rate over the span");
+    let windows = &m.extra["merged_windows"];
+    assert_eq!(windows["common"], serde_json::Value::Null, "{windows}");
+    assert_eq!(windows["span"][0], format_rfc3339_us(from));
+}
+
+fn read(path: &std::path::Path) -> Report {
+    let text = std::fs::read_to_string(path).expect("report");
+    Report::from_json(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn merged_per_second_percentiles_are_those_of_the_merged_raw_histograms() {
+    let server = ok_server();
+    let dir = TempDir::new("hosts-merge-exact");
+    let url = server.url("/");
+    let at = format_rfc3339_us(unix_now_us() + 800_000);
+    let paths = [dir.join("a.json"), dir.join("b.json")];
+    let children: Vec<_> = paths
+        .iter()
+        .map(|p| {
+            spawn_xload([
+                url.as_str(),
+                "-c",
+                "2",
+                "-d",
+                "2300ms",
+                "--run-id",
+                "exact",
+                "--start-at",
+                &at,
+                "--json",
+                &p.display().to_string(),
+            ])
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_timeout(Duration::from_secs(30));
+        assert!(!out.timed_out && exit_code(out.status) == 0, "{out:?}");
+    }
+    let out = dir.join("m.json");
+    let (code, stdout, stderr) = merge(
+        &[&paths[0], &paths[1]],
+        &["--json", &out.display().to_string()],
+    );
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let m = read(&out);
+    let parts: Vec<Report> = paths.iter().map(|p| read(p)).collect();
+    assert_eq!(m.requests, parts[0].requests + parts[1].requests);
+    assert!(m.timeseries.len() >= 3, "{:?}", m.timeseries);
+    assert_eq!(m.timeseries.len(), m.timeseries_histograms.len());
+    for (row, mh) in m.timeseries.iter().zip(&m.timeseries_histograms) {
+        // The raw histograms of that second, from each generator.
+        let mut raw = new_latency_histogram();
+        for p in &parts {
+            for h in p.timeseries_histograms.iter().filter(|h| h.second == row.second) {
+                raw.add(decode_histogram(&h.histogram).expect("decodes")).expect("adds");
+            }
+        }
+        assert_eq!(decode_histogram(&mh.histogram).expect("decodes"), raw);
+        assert_eq!(row.requests, raw.len(), "second {}", row.second);
+        assert_eq!(row.p50_us, raw.value_at_quantile(0.5), "second {}", row.second);
+        assert_eq!(row.p99_us, raw.value_at_quantile(0.99), "second {}", row.second);
+    }
+    assert!(!m.extra.contains_key("timeseries_percentiles"));
 }
