@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 /// Options of one load run (docs/design.md, command-line contract).
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Total connections, spread evenly over the workers.
     #[arg(short = 'c', long = "connections", default_value_t = 64, value_parser = parse_count_usize)]
     pub connections: usize,
@@ -26,7 +26,7 @@ pub struct RunArgs {
 
 /// Options shared by `xload URL` and `xload sweep` (all but the load level).
 #[derive(Debug, Clone, Args)]
-pub struct CommonArgs {
+pub(crate) struct CommonArgs {
     /// Length of the measured window: 500ms, 10s, 2m (default 10s; 5s per sweep step).
     #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -137,30 +137,30 @@ pub struct CommonArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalArg {
+pub(crate) enum ArrivalArg {
     Uniform,
     Poisson,
 }
 
 impl CommonArgs {
     /// `--json -`: the JSON report goes to stdout.
-    pub fn json_to_stdout(&self) -> bool {
+    pub(crate) fn json_to_stdout(&self) -> bool {
         self.json.as_deref() == Some("-")
     }
 
     /// `--csv -`: the CSV goes to stdout.
-    pub fn csv_to_stdout(&self) -> bool {
+    pub(crate) fn csv_to_stdout(&self) -> bool {
         self.csv.as_deref().and_then(|p| p.to_str()) == Some("-")
     }
 
     /// A document (JSON or CSV) takes stdout; the text report goes to stderr.
-    pub fn document_to_stdout(&self) -> bool {
+    pub(crate) fn document_to_stdout(&self) -> bool {
         self.json_to_stdout() || self.csv_to_stdout()
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
+pub(crate) enum EngineArg {
     Auto,
     Uring,
     Epoll,
@@ -168,14 +168,14 @@ pub enum EngineArg {
 
 /// Parses a duration: `500ms`, `10s`, `2m`, `1h`, `250us`, `1.5s`; a bare
 /// number is seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     xload_sys::duration::parse_duration_or_seconds(s)
         .map_err(|e| format!("invalid duration: {e} (e.g. 500ms, 10s, 2m)"))
 }
 
 /// A duration above zero (a zero timeout would time out every request, a
 /// zero step measure nothing).
-pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err(format!("{s:?} must be above zero"));
@@ -184,7 +184,7 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Parses a count with an optional SI suffix or exponent: 1000, 10k, 2M, 1e5.
-pub fn parse_count_f64(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_count_f64(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let (num, mul) = match t.char_indices().last() {
         Some((i, 'k' | 'K')) => (&t[..i], 1e3),
@@ -208,7 +208,7 @@ fn parse_count_u64(s: &str) -> Result<u64, String> {
     Ok(v as u64)
 }
 
-pub fn parse_count_usize(s: &str) -> Result<usize, String> {
+pub(crate) fn parse_count_usize(s: &str) -> Result<usize, String> {
     let v = parse_count_u64(s)?;
     if v > 10_000_000 {
         return Err(format!("{s:?} is too large"));
@@ -217,9 +217,9 @@ pub fn parse_count_usize(s: &str) -> Result<usize, String> {
 }
 
 /// The highest `--rate`: one intended send per nanosecond.
-pub const MAX_RATE: f64 = 1e9;
+pub(crate) const MAX_RATE: f64 = 1e9;
 
-pub fn parse_rate(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
     let v = parse_count_f64(s)?;
     if v <= 0.0 {
         return Err(format!("rate {s:?} must be above zero"));
@@ -234,14 +234,14 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 /// Local addresses given with `--source`, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceList(pub Vec<IpAddr>);
+pub(crate) struct SourceList(pub Vec<IpAddr>);
 
 /// At most this many `--source` addresses.
-pub const MAX_SOURCES: usize = 65536;
+pub(crate) const MAX_SOURCES: usize = 65536;
 
 /// Parses `ADDR[,ADDR...]`, where each item may be a range `FIRST-LAST`
 /// (both of one family, FIRST ≤ LAST).
-pub fn parse_sources(s: &str) -> Result<SourceList, String> {
+pub(crate) fn parse_sources(s: &str) -> Result<SourceList, String> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim) {
         let ip = |t: &str| {
@@ -280,9 +280,9 @@ pub fn parse_sources(s: &str) -> Result<SourceList, String> {
 
 /// `--connect-rate`: new connections per second (None: no pacing).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ConnectRate(pub Option<f64>);
+pub(crate) struct ConnectRate(pub Option<f64>);
 
-pub fn parse_connect_rate(s: &str) -> Result<ConnectRate, String> {
+pub(crate) fn parse_connect_rate(s: &str) -> Result<ConnectRate, String> {
     let t = s.trim();
     let t = t.strip_suffix("/s").unwrap_or(t);
     let v = parse_count_f64(t).map_err(|e| format!("{e} (e.g. 20k/s, or 0 for all at once)"))?;
@@ -294,9 +294,9 @@ pub fn parse_connect_rate(s: &str) -> Result<ConnectRate, String> {
 
 /// A CPU list as one argument value (`0-3,6`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList(pub Vec<usize>);
+pub(crate) struct CpuList(pub Vec<usize>);
 
-pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
+pub(crate) fn parse_cpus(s: &str) -> Result<CpuList, String> {
     xload_sys::cpu::parse_cpu_list(s)
         .map(CpuList)
         .map_err(|e| format!("{s:?} is not a CPU list: {e}"))

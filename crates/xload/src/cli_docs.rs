@@ -8,19 +8,19 @@ use clap_complete::Shell;
 use crate::{Cli, Failure};
 
 #[derive(Debug, Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to write the completion script for.
     pub shell: Shell,
 }
 
 #[derive(Debug, Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// A subcommand's own page (e.g. `sweep`); default: the main page.
     pub command: Option<String>,
 }
 
 /// Writes the completion script for `a.shell` to stdout.
-pub fn main_completions(a: &CompletionsArgs) -> Result<i32, Failure> {
+pub(crate) fn main_completions(a: &CompletionsArgs) -> Result<i32, Failure> {
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut Cli::command(), "xload", &mut buf);
     crate::out(&String::from_utf8_lossy(&buf));
@@ -28,7 +28,7 @@ pub fn main_completions(a: &CompletionsArgs) -> Result<i32, Failure> {
 }
 
 /// Writes the man page (roff) of xload or of one of its subcommands to stdout.
-pub fn main_man(a: &ManArgs) -> Result<i32, Failure> {
+pub(crate) fn main_man(a: &ManArgs) -> Result<i32, Failure> {
     let mut cmd = Cli::command();
     cmd.build();
     let page = match a.command.as_deref() {

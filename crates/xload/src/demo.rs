@@ -16,7 +16,7 @@ use crate::sweep::{print_knee, run_steps, Sink, Steps, SweepResult};
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Also plot the sweep: PATH.svg or PATH.png.
     #[arg(long = "plot")]
     pub plot: Option<PathBuf>,
@@ -30,7 +30,7 @@ pub struct DemoArgs {
     pub step: Duration,
 }
 
-pub fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let t0 = Instant::now();
     if let Some(path) = &a.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;

@@ -8,7 +8,7 @@ use xload_stats::gate::{split_gate, Gate};
 use crate::args::{parse_count_f64, parse_duration};
 
 /// Parses one `--fail-if` expression.
-pub fn parse_gate(s: &str) -> Result<Gate, String> {
+pub(crate) fn parse_gate(s: &str) -> Result<Gate, String> {
     let (metric, op, value) = split_gate(s).map_err(|e| format!("--fail-if {s:?}: {e}"))?;
     let value = if metric.is_latency() {
         if value.chars().all(|c| c.is_ascii_digit() || c == '.') {

@@ -9,7 +9,7 @@ use crate::run::write_out;
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// JSON reports written by `xload --json`.
     #[arg(required = true, num_args = 1..)]
     pub reports: Vec<PathBuf>,
@@ -39,7 +39,7 @@ pub struct MergeAllow {
     pub different_runs: bool,
 }
 
-pub fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
+pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     if let Some(path) = a.json.as_deref().filter(|p| *p != "-") {
         crate::run::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
     }

@@ -42,7 +42,7 @@ fn register_first(paths: &[&str]) -> Result<(), String> {
 }
 
 /// Checks, before any traffic, that a plot can be written to `path`.
-pub fn check_path(path: &Path) -> Result<(), String> {
+pub(crate) fn check_path(path: &Path) -> Result<(), String> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -69,14 +69,14 @@ pub fn check_path(path: &Path) -> Result<(), String> {
 
 /// What a plot shows: the steps of a sweep in `mode` and its knee (an index
 /// into `points`).
-pub struct Curve<'a> {
+pub(crate) struct Curve<'a> {
     pub mode: Mode,
     pub points: &'a [Point],
     pub knee: Option<usize>,
 }
 
 /// Writes the plot; the format follows the extension (.svg or .png).
-pub fn plot(path: &Path, r: &Curve<'_>, target: &str) -> Result<(), String> {
+pub(crate) fn plot(path: &Path, r: &Curve<'_>, target: &str) -> Result<(), String> {
     ensure_font()?;
     let ext = path
         .extension()

@@ -10,22 +10,22 @@ use xload_engine::Tick;
 use xload_stats::{Interval, IntervalRow, SecondHistogram};
 
 /// The per-second rows of a run, each with its latency histogram.
-pub type Series = (Vec<IntervalRow>, Vec<SecondHistogram>);
+pub(crate) type Series = (Vec<IntervalRow>, Vec<SecondHistogram>);
 
 /// The aggregator thread.
-pub struct Progress {
+pub(crate) struct Progress {
     handle: JoinHandle<Series>,
 }
 
 impl Progress {
     /// Starts aggregating ticks from `workers` workers; prints a live line when `live`.
-    pub fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Progress {
+    pub(crate) fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Progress {
         let handle = std::thread::spawn(move || aggregate(rx, workers, tick_s, live));
         Progress { handle }
     }
 
     /// Waits for the workers' channel to close and returns the rows.
-    pub fn finish(self) -> Series {
+    pub(crate) fn finish(self) -> Series {
         self.handle.join().unwrap_or_default()
     }
 }
@@ -110,7 +110,7 @@ fn fmt_us(us: u64) -> String {
 }
 
 /// The time series as CSV: one row per tick.
-pub fn csv(rows: &[IntervalRow]) -> String {
+pub(crate) fn csv(rows: &[IntervalRow]) -> String {
     let mut s = String::from("second,rps,p50_us,p99_us,errors\n");
     for r in rows {
         s.push_str(&format!(

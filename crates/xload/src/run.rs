@@ -19,7 +19,7 @@ use crate::Failure;
 
 /// A run resolved from its arguments, ready to execute (possibly many times, as
 /// sweep steps do).
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub target: String,
     /// Every address of the target host, in the order they are tried.
     pub addrs: Vec<SocketAddr>,
@@ -36,7 +36,7 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 /// Checks the arguments and resolves the target; nothing touches the network
 /// except name resolution.
-pub fn prepare(
+pub(crate) fn prepare(
     url: &str,
     a: &CommonArgs,
     connections: usize,
@@ -54,7 +54,7 @@ fn fresh_seed() -> u64 {
 }
 
 /// As [`prepare`], with the defaults of the caller for -d and --warmup.
-pub fn prepare_with(
+pub(crate) fn prepare_with(
     url: &str,
     a: &CommonArgs,
     connections: usize,
@@ -246,7 +246,7 @@ fn workers(a: &CommonArgs) -> Result<Vec<Option<usize>>, Failure> {
 
 /// Raises the soft RLIMIT_NOFILE to the hard one (a server takes as many
 /// connections as it may; clients are checked by [`ensure_fd_limit`]).
-pub fn raise_fd_soft_limit() {
+pub(crate) fn raise_fd_soft_limit() {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -261,7 +261,7 @@ pub fn raise_fd_soft_limit() {
 }
 
 /// Raises RLIMIT_NOFILE to what `connections` needs, or says how.
-pub fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
+pub(crate) fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
     let need = connections as u64 + 256;
     let mut rl = libc::rlimit {
         rlim_cur: 0,
@@ -295,7 +295,7 @@ pub fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
 /// when nothing answers at the target, and at once on Ctrl-C; otherwise points
 /// the plan at the first address that accepts (a name such as `localhost` may
 /// answer on ::1 only).
-pub fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failure> {
+pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failure> {
     let mut timeout = p.plan.connect_timeout;
     if let Some(d) = p.plan.duration {
         timeout = timeout.min(p.plan.warmup + d).max(Duration::from_millis(1));
@@ -340,7 +340,7 @@ pub fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failur
 }
 
 /// Everything measured by one execution of a prepared run.
-pub struct Measured {
+pub(crate) struct Measured {
     pub report: Report,
     pub interrupted: bool,
     /// When the measured window began, CLOCK_MONOTONIC ns.
@@ -350,7 +350,7 @@ pub struct Measured {
 }
 
 /// Executes a prepared run and builds its report (with the probe's verdict).
-pub fn execute(
+pub(crate) fn execute(
     p: &Prepared,
     stop: Arc<AtomicBool>,
     show_progress: bool,
@@ -514,7 +514,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
 }
 
 /// `xload URL`: run, print, write, judge.
-pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let a = &ra.common;
     let mut p = prepare(url, a, ra.connections, ra.rate)?;
     p.start_at = ra.hosts.start_at;
@@ -587,7 +587,7 @@ pub fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, F
 
 /// `--json` and `--csv` paths are checked before the run: a typo found
 /// after a long run would lose it (and the gates with it).
-pub fn check_outputs(a: &CommonArgs) -> Result<(), Failure> {
+pub(crate) fn check_outputs(a: &CommonArgs) -> Result<(), Failure> {
     let csv = a.csv.as_ref().map(|p| p.to_string_lossy().into_owned());
     if a.json_to_stdout() && a.csv_to_stdout() {
         return Err(Failure::Usage(
@@ -631,7 +631,7 @@ pub(crate) fn writable(path: &str) -> Result<(), String> {
 }
 
 /// Writes to a path, or to stdout for `-`.
-pub fn write_out(path: &str, content: &str) -> Result<(), Failure> {
+pub(crate) fn write_out(path: &str, content: &str) -> Result<(), Failure> {
     if path == "-" {
         crate::out(&format!("{content}\n"));
         return Ok(());

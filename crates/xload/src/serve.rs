@@ -12,7 +12,7 @@ use crate::args::parse_duration;
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long = "listen", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -61,7 +61,7 @@ pub struct ServeArgs {
     pub run_for: Option<Duration>,
 }
 
-pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
+pub(crate) fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
     let cpus = match &a.cpus {
         Some(crate::args::CpuList(c)) => {
             let allowed =
@@ -95,7 +95,7 @@ pub fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
     Ok(cfg)
 }
 
-pub fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let cfg = config(a)?;
     crate::run::raise_fd_soft_limit();
     let workers = cfg.cpus.len();

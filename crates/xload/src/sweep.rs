@@ -20,7 +20,7 @@ use crate::run::{check_reachable, ensure_fd_limit, execute, prepare_with, write_
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Target URL: http://host[:port]/path?query
     pub url: String,
 
@@ -72,11 +72,11 @@ pub struct SweepArgs {
 
 /// Load levels as one argument value.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Levels(pub Vec<f64>);
+pub(crate) struct Levels(pub Vec<f64>);
 
 /// Parses `1,2,4`, `A..B` (doubling) or `A..B/N` (N evenly spaced values)
 /// as connection counts: whole numbers (`1.5` would run 1 and print 2).
-pub fn parse_conn_levels(s: &str) -> Result<Levels, String> {
+pub(crate) fn parse_conn_levels(s: &str) -> Result<Levels, String> {
     let v = parse_level_list(s)?;
     if let Some(x) = v.iter().find(|x| x.fract() != 0.0) {
         return Err(format!("connections {s:?}: {x} is not a whole number"));
@@ -86,7 +86,7 @@ pub fn parse_conn_levels(s: &str) -> Result<Levels, String> {
 
 /// Rates: at least 1/s (the table prints whole requests per second) and at
 /// most one per nanosecond.
-pub fn parse_rate_levels(s: &str) -> Result<Levels, String> {
+pub(crate) fn parse_rate_levels(s: &str) -> Result<Levels, String> {
     let v = parse_level_list(s)?;
     if let Some(x) = v
         .iter()
@@ -163,13 +163,13 @@ fn ascending(mut v: Vec<f64>) -> Vec<f64> {
 /// Where the human-readable table goes: stdout, or stderr when stdout carries
 /// the JSON document (`--json -`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sink {
+pub(crate) enum Sink {
     Stdout,
     Stderr,
 }
 
 impl Sink {
-    pub fn line(self, s: &str) {
+    pub(crate) fn line(self, s: &str) {
         match self {
             Sink::Stdout => crate::outln!("{s}"),
             Sink::Stderr => eprintln!("{s}"),
@@ -247,7 +247,7 @@ fn fmt_us(us: u64) -> String {
 }
 
 /// The result of a sweep.
-pub struct SweepResult {
+pub(crate) struct SweepResult {
     pub mode: Mode,
     pub steps: Vec<(f64, Report)>,
     pub knee: Option<usize>,
@@ -256,7 +256,7 @@ pub struct SweepResult {
 }
 
 impl SweepResult {
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         self.steps
             .iter()
             .map(|(l, r)| Point {
@@ -268,7 +268,7 @@ impl SweepResult {
     }
 
     /// Writes the plot of the steps and the knee (`--plot`).
-    pub fn plot(&self, path: &Path, target: &str) -> Result<(), String> {
+    pub(crate) fn plot(&self, path: &Path, target: &str) -> Result<(), String> {
         let points = self.points();
         let curve = Curve {
             mode: self.mode,
@@ -286,7 +286,7 @@ impl SweepResult {
         }
     }
 
-    pub fn to_json(&self, target: &str) -> Value {
+    pub(crate) fn to_json(&self, target: &str) -> Value {
         let steps: Vec<Value> = self
             .steps
             .iter()
@@ -321,7 +321,7 @@ impl SweepResult {
 
 /// What a run of steps varies: the load (`mode`) through `levels`, with
 /// `fixed_conns` connections in rate mode and `cooldown` between steps.
-pub struct Steps<'l> {
+pub(crate) struct Steps<'l> {
     pub mode: Mode,
     pub levels: &'l [f64],
     pub fixed_conns: usize,
@@ -332,7 +332,7 @@ pub struct Steps<'l> {
 }
 
 /// Runs the steps, printing each row as it completes.
-pub fn run_steps(
+pub(crate) fn run_steps(
     url: &str,
     a: &CommonArgs,
     steps_of: Steps<'_>,
@@ -398,7 +398,7 @@ pub fn run_steps(
 }
 
 /// `xload sweep`.
-pub fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let gates = s
         .common
         .fail_if
@@ -528,7 +528,7 @@ fn write_outputs(s: &SweepArgs, result: &SweepResult, target: &str) -> Result<()
     Ok(())
 }
 
-pub fn print_knee(r: &SweepResult, out: Sink) {
+pub(crate) fn print_knee(r: &SweepResult, out: Sink) {
     let key = r.mode.key();
     if r.interrupted {
         out.line(&format!(

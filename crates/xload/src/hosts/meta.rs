@@ -14,7 +14,7 @@ use crate::args::{ArrivalArg, CommonArgs};
 use crate::run::Prepared;
 
 /// This machine's host name (None if it cannot be read).
-pub fn host_name() -> Option<String> {
+pub(super) fn host_name() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`,
     // which lives for the call.
@@ -29,7 +29,7 @@ pub fn host_name() -> Option<String> {
 
 /// Fills `report.run` for a run of `p` whose measured window began at
 /// `window_start_ns` (CLOCK_MONOTONIC).
-pub fn stamp(
+pub(crate) fn stamp(
     report: &mut Report,
     h: &HostArgs,
     a: &CommonArgs,

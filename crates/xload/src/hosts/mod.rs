@@ -9,12 +9,12 @@ mod start;
 use clap::Args;
 use xload_stats::walltime::{parse_rfc3339, UnixMicros};
 
-pub use meta::stamp;
-pub use start::{unix_now_us, wait_for_start};
+pub(crate) use meta::stamp;
+pub(crate) use start::{unix_now_us, wait_for_start};
 
 /// Options of `xload URL` for runs made from several hosts.
 #[derive(Debug, Clone, Args)]
-pub struct HostArgs {
+pub(crate) struct HostArgs {
     /// Id shared by the generators of one run (default: a new one), written in the report;
     /// `xload merge` refuses reports of different runs.
     #[arg(long = "run-id", value_parser = parse_run_id)]
@@ -34,7 +34,7 @@ pub struct HostArgs {
 
 /// `INDEX/COUNT`, 1 ≤ INDEX ≤ COUNT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub index: usize,
     pub count: usize,
 }
@@ -45,7 +45,7 @@ impl std::fmt::Display for Segment {
     }
 }
 
-pub fn parse_segment(s: &str) -> Result<Segment, String> {
+pub(crate) fn parse_segment(s: &str) -> Result<Segment, String> {
     let bad = || format!("{s:?} is not a segment INDEX/COUNT such as 2/4");
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
     let (index, count) = (
@@ -61,7 +61,7 @@ pub fn parse_segment(s: &str) -> Result<Segment, String> {
 }
 
 /// A run id: 1 to 64 of `A-Z a-z 0-9 . _ -` (it travels on command lines and in file names).
-pub fn parse_run_id(s: &str) -> Result<String, String> {
+pub(crate) fn parse_run_id(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
         && s.len() <= 64
         && s.bytes()
@@ -76,7 +76,7 @@ pub fn parse_run_id(s: &str) -> Result<String, String> {
 }
 
 /// `--start-at`: RFC 3339, or `+DURATION` from now.
-pub fn parse_start_at(s: &str) -> Result<UnixMicros, String> {
+pub(crate) fn parse_start_at(s: &str) -> Result<UnixMicros, String> {
     if let Some(rel) = s.strip_prefix('+') {
         let d = crate::args::parse_duration(rel)?;
         return Ok(unix_now_us() + d.as_micros() as i64);
@@ -85,7 +85,7 @@ pub fn parse_start_at(s: &str) -> Result<UnixMicros, String> {
 }
 
 /// A new run id: the time, this host and process, as 16 hex digits.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     // FNV-1a over what differs between runs and hosts.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use xload_stats::walltime::UnixMicros;
 
 /// Now on CLOCK_REALTIME, µs since the epoch.
-pub fn unix_now_us() -> UnixMicros {
+pub(crate) fn unix_now_us() -> UnixMicros {
     match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => d.as_micros() as i64,
         Err(e) => -(e.duration().as_micros() as i64),
@@ -17,7 +17,7 @@ pub fn unix_now_us() -> UnixMicros {
 /// The wall-clock time of `mono_ns`, an instant on CLOCK_MONOTONIC: the
 /// two clocks are read together (monotonic read on both sides of the
 /// wall-clock read) and the offset applied.
-pub fn unix_us_of_monotonic(mono_ns: u64) -> UnixMicros {
+pub(super) fn unix_us_of_monotonic(mono_ns: u64) -> UnixMicros {
     let before = xload_engine::clock::now_ns();
     let wall = unix_now_us();
     let after = xload_engine::clock::now_ns();
@@ -28,7 +28,7 @@ pub fn unix_us_of_monotonic(mono_ns: u64) -> UnixMicros {
 /// Sleeps until CLOCK_REALTIME reads `at_us`, or until `stop` is set
 /// (false then). The last stretch is one absolute sleep on CLOCK_REALTIME,
 /// which also follows a clock that is stepped meanwhile.
-pub fn wait_until(at_us: UnixMicros, stop: &AtomicBool) -> bool {
+pub(super) fn wait_until(at_us: UnixMicros, stop: &AtomicBool) -> bool {
     loop {
         if stop.load(Ordering::Relaxed) {
             return false;
@@ -64,10 +64,10 @@ pub fn wait_until(at_us: UnixMicros, stop: &AtomicBool) -> bool {
 
 /// How long before its window the engine starts when the window opens at
 /// a given instant (after the warm-up, if any): time to open connections.
-pub const LEAD: Duration = Duration::from_millis(250);
+pub(super) const LEAD: Duration = Duration::from_millis(250);
 
 /// The CLOCK_MONOTONIC instant (ns) of the wall-clock time `at_us`.
-pub fn monotonic_of_unix(at_us: UnixMicros) -> u64 {
+pub(super) fn monotonic_of_unix(at_us: UnixMicros) -> u64 {
     let mono = xload_engine::clock::now_ns() as i128;
     let ahead_ns = (at_us - unix_now_us()) as i128 * 1000;
     (mono + ahead_ns).max(0) as u64
@@ -77,7 +77,7 @@ pub fn monotonic_of_unix(at_us: UnixMicros) -> u64 {
 /// must start (the warm-up and [`LEAD`] before `at_us`) and returns the
 /// window's instant on CLOCK_MONOTONIC, or None when stopped while waiting.
 /// An instant too close (or past) is said, and the run starts at once.
-pub fn wait_for_start(at_us: UnixMicros, warmup: Duration, stop: &AtomicBool) -> Option<u64> {
+pub(crate) fn wait_for_start(at_us: UnixMicros, warmup: Duration, stop: &AtomicBool) -> Option<u64> {
     let now = unix_now_us();
     if now > at_us {
         eprintln!(

@@ -17,14 +17,14 @@
 //! all of them, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
-pub mod nginx;
-pub mod run;
-pub mod server;
-pub mod timing;
+pub(crate) mod nginx;
+pub(crate) mod run;
+pub(crate) mod server;
+pub(crate) mod timing;
 
 #[allow(unused_imports)]
-pub use run::{
+pub(crate) use run::{
     free_port, read_json, run_xload, run_xload_with_timeout, spawn_xload, TempDir, XloadChild,
 };
 #[allow(unused_imports)]
-pub use server::{Behavior, TestServer};
+pub(crate) use server::{Behavior, TestServer};

@@ -21,14 +21,14 @@ use std::time::{Duration, Instant};
 use super::run::{free_port, TempDir};
 
 /// Body of `GET /small`.
-pub const SMALL_BODY: &str = "hello from nginx, a small body\n";
+pub(crate) const SMALL_BODY: &str = "hello from nginx, a small body\n";
 
 /// How long [`Nginx::start`] waits for the port to answer.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Options for [`Nginx::start`]; `NginxOptions::default()` fits most tests.
 #[derive(Debug, Clone)]
-pub struct NginxOptions {
+pub(crate) struct NginxOptions {
     /// Pin nginx to this CPU (what `worker_cpu_affinity` does for a worker).
     pub cpu: Option<usize>,
     /// `worker_connections` (also sets `worker_rlimit_nofile` to twice it).
@@ -49,7 +49,7 @@ impl Default for NginxOptions {
 
 /// The counters of one stub_status page, as nginx printed them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StubStatus {
+pub(crate) struct StubStatus {
     pub active: u64,
     pub accepts: u64,
     pub handled: u64,
@@ -60,7 +60,7 @@ pub struct StubStatus {
 }
 
 /// Parses nginx's stub_status page; None if it does not have that shape.
-pub fn parse_stub_status(page: &str) -> Option<StubStatus> {
+pub(crate) fn parse_stub_status(page: &str) -> Option<StubStatus> {
     let number_after = |label: &str| -> Option<u64> {
         let at = page.find(label)? + label.len();
         page[at..].split_whitespace().next()?.parse().ok()
@@ -85,7 +85,7 @@ pub fn parse_stub_status(page: &str) -> Option<StubStatus> {
 }
 
 /// Where nginx is: `$NGINX` if set, else `/usr/sbin/nginx`, else `nginx` on PATH.
-pub fn nginx_binary() -> Option<PathBuf> {
+pub(crate) fn nginx_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("NGINX") {
         return Some(PathBuf::from(path));
     }
@@ -101,7 +101,7 @@ pub fn nginx_binary() -> Option<PathBuf> {
 }
 
 /// The config [`Nginx::start`] writes, for a given prefix dir and port.
-pub fn render_config(dir: &Path, port: u16, options: &NginxOptions) -> String {
+pub(crate) fn render_config(dir: &Path, port: u16, options: &NginxOptions) -> String {
     let dir = dir.display();
     format!(
         r#"daemon off;
@@ -141,7 +141,7 @@ http {{
 }
 
 /// A running private nginx; killed (SIGTERM, then SIGKILL) on drop.
-pub struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     port: u16,
     dir: TempDir,
@@ -154,7 +154,7 @@ impl Nginx {
     /// Starts nginx, or returns None (after saying why on stderr) when nginx
     /// is not installed. Panics when nginx is installed but does not start:
     /// that is a failure to see, not a reason to skip.
-    pub fn start(options: NginxOptions) -> Option<Nginx> {
+    pub(crate) fn start(options: NginxOptions) -> Option<Nginx> {
         let Some(binary) = nginx_binary() else {
             eprintln!("nginx not installed (no $NGINX, /usr/sbin/nginx or nginx on PATH): skipping the nginx part");
             return None;
@@ -236,30 +236,30 @@ impl Nginx {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
     /// `http://127.0.0.1:PORT` followed by `path` (`/` empty body, `/small`, `/stub`).
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// The prefix dir holding the config, pid file and logs.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
     }
 
     /// nginx's stderr and error log, for failure messages.
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
         format!(
             "--- stderr\n{}--- error.log\n{}",
@@ -300,7 +300,7 @@ impl Nginx {
     /// The stub_status counters minus the harness's own `/stub` connections
     /// and requests (including the one that read them). Gauges (`active`,
     /// `reading`, `writing`, `waiting`) include the `/stub` connection itself.
-    pub fn status(&self) -> StubStatus {
+    pub(crate) fn status(&self) -> StubStatus {
         let raw = self
             .try_stub_status()
             .unwrap_or_else(|e| panic!("nginx stub_status: {e}\n{}", self.logs()));
@@ -315,12 +315,12 @@ impl Nginx {
     }
 
     /// Requests nginx has received from everyone but the harness.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.status().requests
     }
 
     /// Connections nginx has accepted from everyone but the harness.
-    pub fn accepted(&self) -> u64 {
+    pub(crate) fn accepted(&self) -> u64 {
         self.status().accepts
     }
 }

@@ -12,17 +12,17 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Hard timeout of [`run_xload`]: far above any bounded test run, low enough
 /// that a hang fails the test instead of the CI job.
-pub const DEFAULT_XLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_XLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Path of the `xload` binary cargo built for these integration tests.
-pub fn xload_bin() -> &'static str {
+pub(crate) fn xload_bin() -> &'static str {
     env!("CARGO_BIN_EXE_xload")
 }
 
 /// A loopback TCP port that was free a moment ago (bound to `127.0.0.1:0`,
 /// then released). Another process may take it before the caller binds it;
 /// the kernel hands out ephemeral ports in rotation, so that is rare.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener
         .local_addr()
@@ -31,13 +31,13 @@ pub fn free_port() -> u16 {
 }
 
 /// A directory under the system temp dir, removed with its contents on drop.
-pub struct TempDir {
+pub(crate) struct TempDir {
     path: PathBuf,
 }
 
 impl TempDir {
     /// Creates `$TMPDIR/xload-test-<prefix>-<pid>-<n>-<nanos>`.
-    pub fn new(prefix: &str) -> TempDir {
+    pub(crate) fn new(prefix: &str) -> TempDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -52,12 +52,12 @@ impl TempDir {
         TempDir { path }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// `self.path().join(name)`.
-    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+    pub(crate) fn join(&self, name: impl AsRef<Path>) -> PathBuf {
         self.path.join(name)
     }
 }
@@ -70,7 +70,7 @@ impl Drop for TempDir {
 
 /// What a finished (or killed) command left.
 #[derive(Debug)]
-pub struct CommandOutput {
+pub(crate) struct CommandOutput {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
@@ -82,7 +82,7 @@ pub struct CommandOutput {
 
 /// A spawned child with its output collected in the background. The child is
 /// the leader of its own process group, so a kill reaches anything it spawned.
-pub struct XloadChild {
+pub(crate) struct XloadChild {
     child: Child,
     started: Instant,
     stdout: Option<JoinHandle<Vec<u8>>>,
@@ -100,7 +100,7 @@ fn collect<R: Read + Send + 'static>(mut pipe: R) -> JoinHandle<Vec<u8>> {
 
 impl XloadChild {
     /// Spawns `command` with piped stdout/stderr and no stdin.
-    pub fn spawn(mut command: Command) -> XloadChild {
+    pub(crate) fn spawn(mut command: Command) -> XloadChild {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -121,12 +121,12 @@ impl XloadChild {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends `signal` (e.g. `libc::SIGINT`) to the child only.
-    pub fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         // SAFETY: kill(2) has no memory-safety preconditions; the pid is our
         // own child, not yet reaped (so not reused) while `self` is alive and
         // `finished` is false.
@@ -140,7 +140,7 @@ impl XloadChild {
     }
 
     /// Ctrl-C: SIGINT to the child.
-    pub fn interrupt(&self) {
+    pub(crate) fn interrupt(&self) {
         self.signal(libc::SIGINT);
     }
 
@@ -152,7 +152,7 @@ impl XloadChild {
 
     /// Waits up to `timeout` for the exit; past it, kills the process group
     /// and reports `timed_out`.
-    pub fn wait_timeout(mut self, timeout: Duration) -> CommandOutput {
+    pub(crate) fn wait_timeout(mut self, timeout: Duration) -> CommandOutput {
         let deadline = self.started + timeout;
         let mut timed_out = false;
         let status = loop {
@@ -198,7 +198,7 @@ impl Drop for XloadChild {
 }
 
 /// Runs `command` to completion or until `timeout`, whichever comes first.
-pub fn run_command_with_timeout(command: Command, timeout: Duration) -> CommandOutput {
+pub(crate) fn run_command_with_timeout(command: Command, timeout: Duration) -> CommandOutput {
     XloadChild::spawn(command).wait_timeout(timeout)
 }
 
@@ -213,7 +213,7 @@ where
 }
 
 /// Spawns `xload ARGS` in the background (e.g. to send it SIGINT).
-pub fn spawn_xload<I>(args: I) -> XloadChild
+pub(crate) fn spawn_xload<I>(args: I) -> XloadChild
 where
     I: IntoIterator,
     I::Item: AsRef<OsStr>,
@@ -224,7 +224,7 @@ where
 /// Runs `xload ARGS` and returns `(exit status, stdout, stderr, elapsed)`.
 /// Panics (with the output so far) if it runs past `timeout`; the process
 /// group is killed first.
-pub fn run_xload_with_timeout<I>(
+pub(crate) fn run_xload_with_timeout<I>(
     args: I,
     timeout: Duration,
 ) -> (ExitStatus, String, String, Duration)
@@ -244,7 +244,7 @@ where
 }
 
 /// [`run_xload_with_timeout`] with [`DEFAULT_XLOAD_TIMEOUT`].
-pub fn run_xload<I>(args: I) -> (ExitStatus, String, String, Duration)
+pub(crate) fn run_xload<I>(args: I) -> (ExitStatus, String, String, Duration)
 where
     I: IntoIterator,
     I::Item: AsRef<OsStr>,
@@ -254,14 +254,14 @@ where
 
 /// Exit code, or `128 + signal` when the process was killed by a signal
 /// (the shell's convention), for short assertion messages.
-pub fn exit_code(status: ExitStatus) -> i32 {
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 /// Reads and parses a JSON report written by `xload --json PATH`.
-pub fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
+pub(crate) fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
     let path = path.as_ref();
     let text =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));

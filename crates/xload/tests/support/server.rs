@@ -38,27 +38,27 @@ use std::time::{Duration, Instant};
 
 /// Largest request head (request line + headers) the servers accept; larger
 /// heads get `431` and the connection is closed.
-pub const MAX_REQUEST_HEAD_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_REQUEST_HEAD_BYTES: usize = 64 * 1024;
 /// Largest request body accepted; larger gets `413` and close.
-pub const MAX_REQUEST_BODY_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_REQUEST_BODY_BYTES: u64 = 1024 * 1024;
 
 /// Body of a [`Behavior::CloseDelimited`] response (HTTP/1.0, no length, ended by close).
-pub const CLOSE_DELIMITED_BODY: &[u8] = b"close-delimited body: ends when the server closes\n";
+pub(crate) const CLOSE_DELIMITED_BODY: &[u8] = b"close-delimited body: ends when the server closes\n";
 /// What [`Behavior::Garbage`] answers to each request: another protocol's banner.
-pub const GARBAGE: &[u8] = b"SSH-2.0-OpenSSH_9.2p1 not-http\r\n\x00\x01\x02\xff\r\n\r\n";
+pub(crate) const GARBAGE: &[u8] = b"SSH-2.0-OpenSSH_9.2p1 not-http\r\n\x00\x01\x02\xff\r\n\r\n";
 /// Longest [`TestServer::served`] waits for writes in progress to be counted.
-pub const SETTLE_TIMEOUT: Duration = Duration::from_millis(100);
+pub(crate) const SETTLE_TIMEOUT: Duration = Duration::from_millis(100);
 /// Content-Length declared by [`Behavior::TruncatedBody`] and [`Behavior::WrongContentLength`].
-pub const DECLARED_BODY_LEN: usize = 100;
+pub(crate) const DECLARED_BODY_LEN: usize = 100;
 /// Body bytes actually sent by [`Behavior::TruncatedBody`] and [`Behavior::WrongContentLength`].
-pub const SENT_BODY_LEN: usize = 10;
+pub(crate) const SENT_BODY_LEN: usize = 10;
 /// Size of the header block [`Behavior::OversizeHeader`] sends (200 KiB).
-pub const OVERSIZE_HEADER_BYTES: usize = 200 * 1024;
+pub(crate) const OVERSIZE_HEADER_BYTES: usize = 200 * 1024;
 
 /// How a [`TestServer`] answers. Every behaviour reads requests properly (so
 /// pipelined requests are seen one by one) before doing what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Behavior {
+pub(crate) enum Behavior {
     /// `200 OK` with `Content-Length: body_len` and a body of `x`; keep-alive
     /// (HTTP/1.1 default; HTTP/1.0 only with `Connection: keep-alive`);
     /// pipelined requests answered in order; `Connection: close` in the
@@ -117,7 +117,7 @@ pub enum Behavior {
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
-pub struct TestServer {
+pub(crate) struct TestServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     acceptor: Mutex<Option<JoinHandle<()>>>,
@@ -128,7 +128,7 @@ impl TestServer {
     ///
     /// Panics on a bad behaviour (`Pool` with 0 slots, `Chunked` with an empty
     /// chunk) or if the loopback socket cannot be bound: both are test-setup errors.
-    pub fn start(behavior: Behavior) -> TestServer {
+    pub(crate) fn start(behavior: Behavior) -> TestServer {
         match &behavior {
             Behavior::Pool { slots, .. } => assert!(*slots > 0, "Pool needs at least one slot"),
             Behavior::Chunked { chunks } => assert!(
@@ -155,57 +155,57 @@ impl TestServer {
     }
 
     /// The bound address (always 127.0.0.1 with an ephemeral port).
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// `http://127.0.0.1:PORT` followed by `path` (which should start with `/`).
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
     /// The instant the server started; [`Behavior::Stall`] times count from here.
-    pub fn started_at(&self) -> Instant {
+    pub(crate) fn started_at(&self) -> Instant {
         self.shared.started
     }
 
     /// Answers whose every byte the kernel accepted (see the module doc).
     /// Waits first (at most [`SETTLE_TIMEOUT`]) for writes in progress to be
     /// counted, so any response a client has already read is included.
-    pub fn served(&self) -> u64 {
+    pub(crate) fn served(&self) -> u64 {
         self.shared.settle_writes();
         self.shared.served.load(Ordering::SeqCst)
     }
 
     /// Connections accepted.
-    pub fn accepted(&self) -> u64 {
+    pub(crate) fn accepted(&self) -> u64 {
         self.shared.accepted.load(Ordering::SeqCst)
     }
 
     /// Requests fully read and acted upon (malformed ones included).
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
     }
 
     /// Requests answered with 400/413/431/501 because they were malformed or unsupported.
-    pub fn bad_requests(&self) -> u64 {
+    pub(crate) fn bad_requests(&self) -> u64 {
         self.shared.bad_requests.load(Ordering::SeqCst)
     }
 
     /// Bytes the kernel accepted from this server, over all connections.
-    pub fn bytes_written(&self) -> u64 {
+    pub(crate) fn bytes_written(&self) -> u64 {
         self.shared.settle_writes();
         self.shared.bytes_written.load(Ordering::SeqCst)
     }
 
     /// Connections currently open (accepted and not yet closed by this server).
-    pub fn open_connections(&self) -> u64 {
+    pub(crate) fn open_connections(&self) -> u64 {
         self.shared.open.load(Ordering::SeqCst)
     }
 
     /// The head (request line and headers, CRLFs included) of the first
     /// request parsed, to check what the client sends.
-    pub fn first_request_head(&self) -> Option<String> {
+    pub(crate) fn first_request_head(&self) -> Option<String> {
         lock(&self.shared.first_request_head).clone()
     }
 
@@ -213,7 +213,7 @@ impl TestServer {
     /// this server's: never more than `served()`, and short of it by at most
     /// `max_in_flight` (responses written but still in flight when the client
     /// stopped, e.g. connections × pipeline depth).
-    pub fn assert_reconciles(&self, client_responses: u64, max_in_flight: u64) {
+    pub(crate) fn assert_reconciles(&self, client_responses: u64, max_in_flight: u64) {
         let served = self.served();
         assert!(
             client_responses <= served && served - client_responses <= max_in_flight,
@@ -224,7 +224,7 @@ impl TestServer {
 
     /// Stops accepting, shuts every connection down, wakes every held
     /// response and joins all threads. Idempotent; counters stay readable.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let Some(acceptor) = lock(&self.acceptor).take() else {
             return;
         };
@@ -820,7 +820,7 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
 
 /// A parsed request: what the servers need to answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub(crate) struct Request {
     /// Bytes of the request line and headers, final CRLF CRLF included.
     pub head_len: usize,
     /// Head plus Content-Length body.
@@ -831,7 +831,7 @@ pub struct Request {
 
 /// Why a request was refused; each maps to the status the server answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestError {
+pub(crate) enum RequestError {
     HeadTooLarge,
     BadRequestLine,
     BadHeader,
@@ -862,7 +862,7 @@ fn is_token(bytes: &[u8]) -> bool {
 
 /// Parses one request from the start of `buf`: Ok(None) when more bytes are
 /// needed. Request bodies are only supported with Content-Length.
-pub fn parse_request(buf: &[u8]) -> Result<Option<Request>, RequestError> {
+pub(crate) fn parse_request(buf: &[u8]) -> Result<Option<Request>, RequestError> {
     let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
         return if buf.len() > MAX_REQUEST_HEAD_BYTES {
             Err(RequestError::HeadTooLarge)

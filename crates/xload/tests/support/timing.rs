@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// Held by every load test of a test binary: one run at a time on the machine.
-pub fn serial() -> MutexGuard<'static, ()> {
+pub(crate) fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -49,18 +49,18 @@ impl Watchdog {
 
 /// Longest stretch the machine may stop running the test before a timing
 /// run is considered disturbed and made again.
-pub const MACHINE_STALL_LIMIT: Duration = Duration::from_millis(120);
+pub(crate) const MACHINE_STALL_LIMIT: Duration = Duration::from_millis(120);
 
 /// Share of the machine's CPU time the hypervisor may steal during a timing
 /// run before it is considered disturbed (steal comes in bursts of a few
 /// milliseconds that the watchdog cannot see, and delays sends all the same).
-pub const STEAL_LIMIT_PCT: f64 = 5.0;
+pub(crate) const STEAL_LIMIT_PCT: f64 = 5.0;
 
 /// Share of all CPUs' time that processes other than this test and its
 /// descendants may use during a timing run before it is considered
 /// disturbed: a competing process on the generator's CPU delays its sends by
 /// milliseconds without stalling it.
-pub const OTHER_LOAD_LIMIT_PCT: f64 = 25.0;
+pub(crate) const OTHER_LOAD_LIMIT_PCT: f64 = 25.0;
 
 fn tick_ns() -> u64 {
     // SAFETY: sysconf only reads a configuration value.
@@ -119,8 +119,9 @@ fn ours(pid: u32, all: &HashMap<u32, (u32, u64)>) -> bool {
 fn own_rusage_ns() -> u64 {
     let mut total = 0;
     for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
-        // SAFETY: getrusage fills the struct it is given.
+        // SAFETY: rusage is plain integers, for which all-zero bytes are valid.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage fills the struct it is given and keeps no pointer to it.
         if unsafe { libc::getrusage(who, &mut ru) } == 0 {
             for tv in [ru.ru_utime, ru.ru_stime] {
                 total += tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000;
@@ -222,7 +223,7 @@ thread_local! {
 /// Whether the run the last [`undisturbed`] call returned was disturbed
 /// anyway (all its tries were): timing figures that only a quiet machine can
 /// promise (a share of late sends) are then reported, not asserted.
-pub fn last_run_disturbed() -> bool {
+pub(crate) fn last_run_disturbed() -> bool {
     LAST_DISTURBED.with(|d| d.get())
 }
 
@@ -234,7 +235,7 @@ pub fn last_run_disturbed() -> bool {
 /// was busy with something else says nothing about xload, so it is measured
 /// again; a run that was not disturbed is always asserted on.
 /// `XLOAD_TEST_TIMING=1` prints the three figures of every try.
-pub fn undisturbed<T>(mut attempt: impl FnMut() -> T) -> T {
+pub(crate) fn undisturbed<T>(mut attempt: impl FnMut() -> T) -> T {
     let mut tries = 0;
     loop {
         tries += 1;
