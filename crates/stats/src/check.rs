@@ -379,8 +379,10 @@ mod tests {
         let mut b = report("r", "b", T0, 1.0);
         b.target = "http://u/".into();
         b.run.settings.insert("pipeline".into(), 4.into());
-        let mut old = Report::default();
-        old.target = "http://t/".into();
+        let old = Report {
+            target: "http://t/".into(),
+            ..Report::default()
+        };
         let c = MergeCheck::of(&[a, b, old]);
         assert_eq!(c.refusals, []);
         assert_eq!(c.windows, None);

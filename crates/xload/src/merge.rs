@@ -28,7 +28,7 @@ pub(crate) struct MergeArgs {
 
 /// The refusals of a merge that can be waived.
 #[derive(Debug, Clone, Copy, Default, Args)]
-pub struct MergeAllow {
+pub(crate) struct MergeAllow {
     /// Merge reports whose windows overlap by less than 90% of their span: the merged rate is
     /// then every response over the whole span, which is said.
     #[arg(long = "allow-partial-overlap")]
@@ -103,7 +103,7 @@ pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
 /// Merges `reports` (named by `name` in messages) after [`MergeCheck`]:
 /// refusals not waived by `allow` are a bad argument (exit 2), notes go to
 /// stderr, and a waived partial overlap says over which interval the rate is.
-pub fn checked_merge(
+pub(crate) fn checked_merge(
     reports: &[Report],
     name: &dyn Fn(usize) -> String,
     allow: MergeAllow,
