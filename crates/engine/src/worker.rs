@@ -73,7 +73,7 @@ pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String
             )),
             Err(why) => Ok((
                 EngineKind::Epoll,
-                format!("epoll: io_uring unavailable: {why}"),
+                format!("io_uring unavailable: {why}"),
             )),
         },
     }
