@@ -22,17 +22,83 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
+/// A header field: its byte range from the start of its header (smoltcp's
+/// `wire` convention), so the code names fields instead of offsets.
+type Field = std::ops::Range<usize>;
+/// Everything from an offset on.
+type Rest = std::ops::RangeFrom<usize>;
+
+/// Ethernet II header fields.
+mod eth {
+    use super::Field;
+    pub(super) const DST: Field = 0..6;
+    pub(super) const SRC: Field = 6..12;
+    pub(super) const ETHERTYPE: Field = 12..14;
+}
+
+/// IPv4 header fields (RFC 791), without options.
+mod ipv4 {
+    use super::Field;
+    /// Version (4) and header length in 32-bit words (5).
+    pub(super) const VER_IHL: usize = 0;
+    pub(super) const DSCP_ECN: usize = 1;
+    pub(super) const LENGTH: Field = 2..4;
+    pub(super) const IDENT: Field = 4..6;
+    pub(super) const FLG_OFF: Field = 6..8;
+    pub(super) const TTL: usize = 8;
+    pub(super) const PROTOCOL: usize = 9;
+    pub(super) const CHECKSUM: Field = 10..12;
+    pub(super) const SRC_ADDR: Field = 12..16;
+    pub(super) const DST_ADDR: Field = 16..20;
+}
+
+/// IPv6 header fields (RFC 8200).
+mod ipv6 {
+    use super::Field;
+    /// Version (6), traffic class and flow label.
+    pub(super) const VER_TC_FLOW: Field = 0..4;
+    pub(super) const LENGTH: Field = 4..6;
+    pub(super) const NXT_HEADER: usize = 6;
+    pub(super) const HOP_LIMIT: usize = 7;
+    pub(super) const SRC_ADDR: Field = 8..24;
+    pub(super) const DST_ADDR: Field = 24..40;
+}
+
+/// UDP header fields (RFC 768).
+mod udp {
+    use super::{Field, Rest};
+    pub(super) const SRC_PORT: Field = 0..2;
+    pub(super) const DST_PORT: Field = 2..4;
+    pub(super) const LENGTH: Field = 4..6;
+    pub(super) const CHECKSUM: Field = 6..8;
+    pub(super) const PAYLOAD: Rest = 8..;
+}
+
+/// The xload payload fields (see the table above), from the start of the UDP payload.
+mod payload {
+    use super::Field;
+    pub(super) const RUN_TAG: Field = 0..2;
+    pub(super) const SEQ: Field = 2..10;
+    pub(super) const TX_NS: Field = 10..18;
+}
+
+/// A big-endian 16-bit field.
+#[inline]
+fn be16(field: &[u8]) -> u16 {
+    u16::from_be_bytes([field[0], field[1]])
+}
+
 /// Bytes of the xload payload (run tag, sequence, timestamp).
-pub const PAYLOAD_LEN: usize = 18;
+pub const PAYLOAD_LEN: usize = payload::TX_NS.end;
 /// Ethernet frame check sequence, added by the device, not in our buffers.
 pub const FCS_LEN: usize = 4;
 /// Preamble + start delimiter (8) and inter-frame gap (12) on the wire.
 pub const WIRE_OVERHEAD_LEN: usize = 20;
 /// Ethernet header without VLAN tag.
-pub const ETH_HEADER_LEN: usize = 14;
-const IPV4_HEADER_LEN: usize = 20;
-const IPV6_HEADER_LEN: usize = 40;
-const UDP_HEADER_LEN: usize = 8;
+pub const ETH_HEADER_LEN: usize = eth::ETHERTYPE.end;
+const IPV4_HEADER_LEN: usize = ipv4::DST_ADDR.end;
+const IPV6_HEADER_LEN: usize = ipv6::DST_ADDR.end;
+const UDP_HEADER_LEN: usize = udp::PAYLOAD.start;
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const IPPROTO_UDP: u8 = 17;
@@ -165,44 +231,44 @@ impl FrameTemplate {
         }
         let len = spec.wire_size - FCS_LEN;
         let mut b = vec![0u8; len];
-        b[0..6].copy_from_slice(&spec.dst_mac.0);
-        b[6..12].copy_from_slice(&spec.src_mac.0);
+        b[eth::DST].copy_from_slice(&spec.dst_mac.0);
+        b[eth::SRC].copy_from_slice(&spec.src_mac.0);
         let l3 = ETH_HEADER_LEN;
         let udp_off;
         let mut pseudo_sum: u64 = 0;
         match (spec.src_ip, spec.dst_ip) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => {
-                b[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+                b[eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
                 udp_off = l3 + IPV4_HEADER_LEN;
                 let total_len = (len - l3) as u16;
                 let ip = &mut b[l3..l3 + IPV4_HEADER_LEN];
-                ip[0] = 0x45;
-                ip[1] = 0;
-                ip[2..4].copy_from_slice(&total_len.to_be_bytes());
-                ip[4..6].copy_from_slice(&0u16.to_be_bytes()); // id: atomic datagram (RFC 6864)
-                ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
-                ip[8] = 64;
-                ip[9] = IPPROTO_UDP;
-                ip[12..16].copy_from_slice(&src.octets());
-                ip[16..20].copy_from_slice(&dst.octets());
+                ip[ipv4::VER_IHL] = 0x45;
+                ip[ipv4::DSCP_ECN] = 0;
+                ip[ipv4::LENGTH].copy_from_slice(&total_len.to_be_bytes());
+                ip[ipv4::IDENT].copy_from_slice(&0u16.to_be_bytes()); // atomic datagram (RFC 6864)
+                ip[ipv4::FLG_OFF].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+                ip[ipv4::TTL] = 64;
+                ip[ipv4::PROTOCOL] = IPPROTO_UDP;
+                ip[ipv4::SRC_ADDR].copy_from_slice(&src.octets());
+                ip[ipv4::DST_ADDR].copy_from_slice(&dst.octets());
                 let csum = checksum_fold(sum_words(ip));
-                ip[10..12].copy_from_slice(&csum.to_be_bytes());
+                ip[ipv4::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
                 pseudo_sum += sum_words(&src.octets());
                 pseudo_sum += sum_words(&dst.octets());
                 pseudo_sum += u64::from(IPPROTO_UDP);
                 pseudo_sum += u64::from((len - udp_off) as u16);
             }
             (IpAddr::V6(src), IpAddr::V6(dst)) => {
-                b[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+                b[eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
                 udp_off = l3 + IPV6_HEADER_LEN;
                 let payload_len = (len - udp_off) as u16;
                 let ip = &mut b[l3..l3 + IPV6_HEADER_LEN];
-                ip[0] = 0x60;
-                ip[4..6].copy_from_slice(&payload_len.to_be_bytes());
-                ip[6] = IPPROTO_UDP;
-                ip[7] = 64;
-                ip[8..24].copy_from_slice(&src.octets());
-                ip[24..40].copy_from_slice(&dst.octets());
+                ip[ipv6::VER_TC_FLOW].copy_from_slice(&0x6000_0000u32.to_be_bytes());
+                ip[ipv6::LENGTH].copy_from_slice(&payload_len.to_be_bytes());
+                ip[ipv6::NXT_HEADER] = IPPROTO_UDP;
+                ip[ipv6::HOP_LIMIT] = 64;
+                ip[ipv6::SRC_ADDR].copy_from_slice(&src.octets());
+                ip[ipv6::DST_ADDR].copy_from_slice(&dst.octets());
                 pseudo_sum += sum_words(&src.octets());
                 pseudo_sum += sum_words(&dst.octets());
                 pseudo_sum += u64::from(payload_len);
@@ -213,11 +279,11 @@ impl FrameTemplate {
         let udp_len = (len - udp_off) as u16;
         {
             let udp = &mut b[udp_off..];
-            udp[0..2].copy_from_slice(&spec.src_port.to_be_bytes());
-            udp[2..4].copy_from_slice(&spec.dst_port.to_be_bytes());
-            udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            udp[6..8].copy_from_slice(&0u16.to_be_bytes());
-            udp[8..10].copy_from_slice(&spec.run_tag.to_be_bytes());
+            udp[udp::SRC_PORT].copy_from_slice(&spec.src_port.to_be_bytes());
+            udp[udp::DST_PORT].copy_from_slice(&spec.dst_port.to_be_bytes());
+            udp[udp::LENGTH].copy_from_slice(&udp_len.to_be_bytes());
+            udp[udp::CHECKSUM].copy_from_slice(&0u16.to_be_bytes());
+            udp[udp::PAYLOAD][payload::RUN_TAG].copy_from_slice(&spec.run_tag.to_be_bytes());
         }
         let static_sum = pseudo_sum + sum_words(&b[udp_off..]);
         Ok(FrameTemplate {
@@ -260,18 +326,18 @@ impl FrameTemplate {
     /// same flow).
     #[inline]
     pub fn stamp(&self, buf: &mut [u8], seq: u64, tx_ns: u64) {
-        let p = self.udp_off + UDP_HEADER_LEN;
         let seq_bytes = seq.to_le_bytes();
         let ts_bytes = tx_ns.to_le_bytes();
-        buf[p + 2..p + 10].copy_from_slice(&seq_bytes);
-        buf[p + 10..p + 18].copy_from_slice(&ts_bytes);
+        let udp = &mut buf[self.udp_off..];
+        udp[udp::PAYLOAD][payload::SEQ].copy_from_slice(&seq_bytes);
+        udp[udp::PAYLOAD][payload::TX_NS].copy_from_slice(&ts_bytes);
         let sum = self.static_sum + sum_words(&seq_bytes) + sum_words(&ts_bytes);
         let mut csum = checksum_fold(sum);
         if csum == 0 {
             // RFC 768: a computed zero is sent as all ones (0 means "none" in IPv4).
             csum = 0xffff;
         }
-        buf[self.udp_off + 6..self.udp_off + 8].copy_from_slice(&csum.to_be_bytes());
+        udp[udp::CHECKSUM].copy_from_slice(&csum.to_be_bytes());
     }
 }
 
@@ -335,15 +401,15 @@ pub fn parse(frame: &[u8], verify: bool) -> Result<ParsedFrame, ParseError> {
     if frame.len() < ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN {
         return Err(ParseError::Truncated);
     }
-    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let ethertype = be16(&frame[eth::ETHERTYPE]);
     let l3 = ETH_HEADER_LEN;
     let (ipv6, udp_off, pseudo_sum, ip_ok) = match ethertype {
         ETHERTYPE_IPV4 => {
             let ip = &frame[l3..l3 + IPV4_HEADER_LEN];
-            if ip[0] != 0x45 {
+            if ip[ipv4::VER_IHL] != 0x45 {
                 return Err(ParseError::BadIpHeader);
             }
-            if ip[9] != IPPROTO_UDP {
+            if ip[ipv4::PROTOCOL] != IPPROTO_UDP {
                 return Err(ParseError::NotUdp);
             }
             let udp_off = l3 + IPV4_HEADER_LEN;
@@ -351,7 +417,8 @@ pub fn parse(frame: &[u8], verify: bool) -> Result<ParsedFrame, ParseError> {
             let mut pseudo = 0;
             if verify {
                 ok = checksum_fold(sum_words(ip)) == 0;
-                pseudo = sum_words(&ip[12..20]) + u64::from(IPPROTO_UDP);
+                pseudo = sum_words(&ip[ipv4::SRC_ADDR.start..ipv4::DST_ADDR.end])
+                    + u64::from(IPPROTO_UDP);
             }
             (false, udp_off, pseudo, ok)
         }
@@ -360,11 +427,11 @@ pub fn parse(frame: &[u8], verify: bool) -> Result<ParsedFrame, ParseError> {
                 return Err(ParseError::Truncated);
             }
             let ip = &frame[l3..l3 + IPV6_HEADER_LEN];
-            if ip[6] != IPPROTO_UDP {
+            if ip[ipv6::NXT_HEADER] != IPPROTO_UDP {
                 return Err(ParseError::NotUdp);
             }
             let pseudo = if verify {
-                sum_words(&ip[8..40]) + u64::from(IPPROTO_UDP)
+                sum_words(&ip[ipv6::SRC_ADDR.start..ipv6::DST_ADDR.end]) + u64::from(IPPROTO_UDP)
             } else {
                 0
             };
@@ -373,7 +440,7 @@ pub fn parse(frame: &[u8], verify: bool) -> Result<ParsedFrame, ParseError> {
         _ => return Err(ParseError::NotIp),
     };
     let udp = &frame[udp_off..];
-    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    let udp_len = usize::from(be16(&udp[udp::LENGTH]));
     if udp_len < UDP_HEADER_LEN || udp_len > udp.len() {
         return Err(ParseError::BadLength);
     }
@@ -383,23 +450,23 @@ pub fn parse(frame: &[u8], verify: bool) -> Result<ParsedFrame, ParseError> {
     let udp = &udp[..udp_len];
     let mut checksums_ok = ip_ok;
     if verify {
-        let wire_csum = u16::from_be_bytes([udp[6], udp[7]]);
+        let wire_csum = be16(&udp[udp::CHECKSUM]);
         // IPv4 may omit the UDP checksum (0); IPv6 may not.
         if ipv6 || wire_csum != 0 {
             let sum = pseudo_sum + udp_len as u64 + sum_words(udp);
             checksums_ok &= checksum_fold(sum) == 0;
         }
     }
-    let p = &udp[UDP_HEADER_LEN..];
+    let p = &udp[udp::PAYLOAD];
     let mut seq = [0u8; 8];
-    seq.copy_from_slice(&p[2..10]);
+    seq.copy_from_slice(&p[payload::SEQ]);
     let mut ts = [0u8; 8];
-    ts.copy_from_slice(&p[10..18]);
+    ts.copy_from_slice(&p[payload::TX_NS]);
     Ok(ParsedFrame {
         ipv6,
-        src_port: u16::from_be_bytes([udp[0], udp[1]]),
-        dst_port: u16::from_be_bytes([udp[2], udp[3]]),
-        run_tag: u16::from_be_bytes([p[0], p[1]]),
+        src_port: be16(&udp[udp::SRC_PORT]),
+        dst_port: be16(&udp[udp::DST_PORT]),
+        run_tag: be16(&p[payload::RUN_TAG]),
         seq: u64::from_le_bytes(seq),
         tx_ns: u64::from_le_bytes(ts),
         checksums_ok,
