@@ -24,11 +24,10 @@
 //!   tracking (lost/reordered/duplicated), clocks, CPU accounting, pinning.
 //! - [`tx`], [`rx`]: one pinned thread per queue with its own socket.
 //! - [`pps`]: whole runs, the local receiver in a peer namespace, the
-//!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict;
-//!   [`cli`]: the clap arguments and entry points the `xload` binary calls.
+//!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict.
+//!   The command line (`xload pps`, `xload pps-rx`) is the xload binary's.
 //! - [`lab`]: two namespaces and a veth pair for tests and benchmarks.
 pub mod bpf;
-pub mod cli;
 pub mod clock;
 pub mod frame;
 pub mod lab;
@@ -40,5 +39,4 @@ pub mod report;
 pub mod rx;
 pub mod seq;
 pub mod tx;
-pub mod units;
 pub mod xsk;

@@ -8,6 +8,7 @@ mod gate;
 mod hosts;
 mod merge;
 mod plot;
+mod pps;
 mod progress;
 mod run;
 mod serve;
@@ -59,9 +60,9 @@ pub(crate) enum Cmd {
     /// Embedded responder + a short sweep on loopback: no setup.
     Demo(demo::DemoArgs),
     /// AF_XDP small-packet transmit.
-    Pps(xload_xdp::cli::PpsArgs),
+    Pps(pps::PpsArgs),
     /// AF_XDP / XDP receive and count.
-    PpsRx(xload_xdp::cli::PpsRxArgs),
+    PpsRx(pps::PpsRxArgs),
     /// Shell completion script on stdout (bash, zsh, fish, elvish, powershell).
     Completions(cli_docs::CompletionsArgs),
     /// Man page (roff) on stdout: `xload man > xload.1`, `xload man sweep`.
@@ -123,8 +124,8 @@ fn main() -> ExitCode {
         Some(Cmd::Serve(a)) => serve::main_serve(&a, install_sigint()),
         Some(Cmd::Merge(a)) => merge::main_merge(&a),
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),
-        Some(Cmd::Pps(a)) => Ok(xload_xdp::cli::pps_main(&a)),
-        Some(Cmd::PpsRx(a)) => Ok(xload_xdp::cli::pps_rx_main(&a)),
+        Some(Cmd::Pps(a)) => Ok(pps::main_pps(&a, install_sigint())),
+        Some(Cmd::PpsRx(a)) => Ok(pps::main_pps_rx(&a, install_sigint())),
         Some(Cmd::Completions(a)) => cli_docs::main_completions(&a),
         Some(Cmd::Man(a)) => cli_docs::main_man(&a),
         None => match cli.url {

@@ -843,3 +843,30 @@ fn error_after_attaching_detaches_the_program() {
     assert_detached(&lab);
     drop(blocker);
 }
+
+/// `xload pps … | head -1` and a reader that is gone before the report
+/// (`| true`): the run ends with exit 0, no panic, and the XDP program goes.
+#[test]
+fn a_closed_stdout_ends_the_run_cleanly() {
+    need_root!();
+    let lab = VethLab::new(1, false).unwrap();
+    let cmd = format!(
+        "ip netns exec {} {XLOAD} pps --dev {} --dst-ip {} --rx-dev {} --peer-ns {} \
+         --rate 50k -n 5000 -d 5s",
+        lab.ns_tx, lab.dev_tx, lab.ip_rx, lab.dev_rx, lab.ns_rx
+    );
+    for reader in ["head -1", "true"] {
+        let child = Command::new("bash")
+            .arg("-c")
+            .arg(format!("set -o pipefail; {cmd} | {reader}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn bash");
+        let o = wait_bounded(child, Duration::from_secs(30));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "| {reader}: {err}");
+        assert!(!err.contains("panicked"), "| {reader}: {err}");
+        assert_detached(&lab);
+    }
+}
