@@ -214,3 +214,56 @@ fn cargo_lock_is_current_for_locked_builds() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The workspace members listed in the root Cargo.toml.
+fn workspace_members() -> Vec<String> {
+    let root_toml = read("Cargo.toml");
+    let list = root_toml
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("a members list in Cargo.toml")
+        .0;
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+#[test]
+fn every_member_takes_the_workspace_lints_and_ci_runs_clippy() {
+    let members = workspace_members();
+    assert!(members.len() >= 8, "{members:?}");
+    let mut missing = Vec::new();
+    for m in &members {
+        let text = read(&format!("{m}/Cargo.toml"));
+        let mut section = "";
+        let opted_in = text.lines().map(str::trim).any(|l| {
+            if l.starts_with('[') {
+                section = l;
+            }
+            section == "[lints]" && l.replace(' ', "") == "workspace=true"
+        });
+        if !opted_in {
+            missing.push(m.as_str());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "members without `[lints] workspace = true`: {missing:?}"
+    );
+
+    let script = read("scripts/test");
+    let lines: Vec<&str> = script.lines().map(str::trim).collect();
+    let clippy = lines
+        .iter()
+        .position(|l| {
+            l.starts_with("cargo clippy --workspace --all-targets") && l.ends_with("-- -D warnings")
+        })
+        .expect("scripts/test runs cargo clippy on the whole workspace with -D warnings");
+    let test = lines
+        .iter()
+        .position(|l| l.starts_with("cargo test --workspace"))
+        .expect("scripts/test runs cargo test");
+    assert!(clippy < test, "clippy runs before the tests");
+    assert!(script.contains("set -euo pipefail"), "a failed clippy fails the run");
+}
