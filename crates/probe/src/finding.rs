@@ -89,7 +89,10 @@ impl Finding {
             Finding::Worker(w) => format!("worker {} {}%", w.tid, floor(w.busy_pct)),
             Finding::FdLimit {
                 open, soft, errors, ..
-            } => format!("fd limit ({open} of {} open, {errors} errors)", soft_text(*soft)),
+            } => format!(
+                "fd limit ({open} of {} open, {errors} errors)",
+                soft_text(*soft)
+            ),
             Finding::Ports { errors, .. } => format!("ephemeral ports ({errors} errors)"),
             Finding::ScheduleLag { p99_us } => {
                 format!("schedule lag p99 {:.1} ms", *p99_us as f64 / 1000.0)
@@ -260,7 +263,10 @@ mod tests {
             "cpu3 99% (sys 61%, softirq 30%) of which xload's workers 12%"
         );
         let r = f.reason();
-        assert!(r.starts_with("cpu3 99% busy (sys 61%, softirq 30%, usr 8%)"), "{r}");
+        assert!(
+            r.starts_with("cpu3 99% busy (sys 61%, softirq 30%, usr 8%)"),
+            "{r}"
+        );
         assert!(r.contains("xload's workers used only 12% of it"), "{r}");
         let steal = Finding::Cpu {
             usage: cpu(1, 50.0, 10.0, 0.0, 15.9),
@@ -286,7 +292,10 @@ mod tests {
             Finding::ScheduleLag { p99_us: 2_340 }.short(),
             "schedule lag p99 2.3 ms"
         );
-        assert_eq!(Finding::LateSends { ratio: 0.125 }.short(), "late sends 12.5%");
+        assert_eq!(
+            Finding::LateSends { ratio: 0.125 }.short(),
+            "late sends 12.5%"
+        );
         assert_eq!(Finding::CqOverflow(7).short(), "io_uring CQ overflow (7)");
     }
 }

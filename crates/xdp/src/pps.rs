@@ -115,6 +115,9 @@ pub enum PpsError {
     Rx(#[from] RxError),
     #[error("nothing was sent ({0})")]
     NothingSent(String),
+    /// This process's CPU affinity mask could not be read.
+    #[error("sched_getaffinity: {0}")]
+    Affinity(std::io::Error),
 }
 
 impl PpsError {
@@ -166,16 +169,17 @@ fn check_up(link: &LinkInfo) -> Result<(), PpsError> {
     Ok(())
 }
 
-/// CPUs for `n` threads: the given list cycled, or the allowed CPUs.
-fn cpus_for(n: usize, given: &Option<Vec<usize>>, reverse: bool) -> Vec<usize> {
+/// CPUs for `n` threads: the given list cycled, or the allowed CPUs (an
+/// error when the affinity mask cannot be read, as for the HTTP engine).
+fn cpus_for(n: usize, given: &Option<Vec<usize>>, reverse: bool) -> Result<Vec<usize>, PpsError> {
     let mut base = match given {
         Some(c) if !c.is_empty() => c.clone(),
-        _ => clock::allowed_cpus(),
+        _ => xload_sys::cpu::allowed_cpus().map_err(PpsError::Affinity)?,
     };
     if reverse && given.is_none() {
         base.reverse();
     }
-    (0..n).map(|i| base[i % base.len()]).collect()
+    Ok((0..n).map(|i| base[i % base.len()]).collect())
 }
 
 struct TxRunData {
@@ -371,7 +375,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
         src_mac,
         dst_mac,
         src_ip,
-        cpus: cpus_for(cfg.queues.len(), &cfg.cpus, false),
+        cpus: cpus_for(cfg.queues.len(), &cfg.cpus, false)?,
         stop,
     };
 
@@ -538,11 +542,11 @@ fn start_peer(p: &PeerConfig, dst_port: u16) -> Result<Receiver, PpsError> {
             .queues
             .clone()
             .unwrap_or_else(|| (0..link.num_rx_queues.max(1)).collect());
-        let cpus = cpus_for(queues.len(), &p.cpus, true)
+        let cpus = cpus_for(queues.len(), &p.cpus, true)?
             .into_iter()
             .map(Some)
             .collect();
-        RxPlan {
+        Ok::<_, PpsError>(RxPlan {
             dev: p.dev.clone(),
             queues,
             cpus,
@@ -554,11 +558,11 @@ fn start_peer(p: &PeerConfig, dst_port: u16) -> Result<Receiver, PpsError> {
             verify_checksums: true,
             // Started before the sender: a flow's lost first frames count.
             from_first_seen: false,
-        }
+        })
     };
     let r = netdev::in_netns(p.netns.as_deref(), || -> Result<Receiver, PpsError> {
         let link = netdev::link_by_name(&p.dev)?;
-        Ok(Receiver::start(plan_for(&link))?)
+        Ok(Receiver::start(plan_for(&link)?)?)
     })??;
     Ok(r)
 }
@@ -797,7 +801,7 @@ pub fn run_pps_rx(cfg: &PpsRxConfig, stop: &Arc<AtomicBool>) -> Result<RxReport,
         .queues
         .clone()
         .unwrap_or_else(|| (0..link.num_rx_queues.max(1)).collect());
-    let cpus = cpus_for(queues.len(), &cfg.cpus, false)
+    let cpus = cpus_for(queues.len(), &cfg.cpus, false)?
         .into_iter()
         .map(Some)
         .collect();
@@ -861,11 +865,14 @@ mod cpu_tests {
     #[test]
     fn queues_take_the_listed_cpus_in_turn() {
         // Four queues on two CPUs: two each, in queue order.
-        assert_eq!(cpus_for(4, &Some(vec![0, 1]), false), vec![0, 1, 0, 1]);
-        assert_eq!(cpus_for(3, &Some(vec![1]), false), vec![1, 1, 1]);
+        assert_eq!(
+            cpus_for(4, &Some(vec![0, 1]), false).unwrap(),
+            vec![0, 1, 0, 1]
+        );
+        assert_eq!(cpus_for(3, &Some(vec![1]), false).unwrap(), vec![1, 1, 1]);
         // More CPUs than queues: the first ones.
-        assert_eq!(cpus_for(1, &Some(vec![1, 0]), false), vec![1]);
+        assert_eq!(cpus_for(1, &Some(vec![1, 0]), false).unwrap(), vec![1]);
         // A given list is not reversed; the default one is.
-        assert_eq!(cpus_for(2, &Some(vec![0, 1]), true), vec![0, 1]);
+        assert_eq!(cpus_for(2, &Some(vec![0, 1]), true).unwrap(), vec![0, 1]);
     }
 }

@@ -367,7 +367,7 @@ impl Receiver {
         // Count mode has no threads: its work is the XDP program in softirq
         // on whichever CPUs take the device's interrupts, so show them all.
         let cpus: Vec<usize> = match self.plan.mode {
-            RxMode::Count => clock::allowed_cpus(),
+            RxMode::Count => xload_sys::cpu::allowed_cpus().unwrap_or_default(),
             RxMode::Xsk => {
                 let mut c: Vec<usize> = self.plan.cpus.iter().flatten().copied().collect();
                 c.sort_unstable();

@@ -38,7 +38,8 @@ fn check_cpus(opt: &str, cpus: &Option<IdList>) -> Result<(), String> {
     let Some(IdList(list)) = cpus else {
         return Ok(());
     };
-    let allowed = xload_xdp::clock::allowed_cpus();
+    let allowed =
+        xload_sys::cpu::allowed_cpus().map_err(|e| format!("{opt}: sched_getaffinity: {e}"))?;
     match list.iter().find(|&&c| !allowed.contains(&(c as usize))) {
         Some(c) => Err(format!("{opt}: CPU {c} is not available to this process")),
         None => Ok(()),
