@@ -7,6 +7,9 @@ use std::os::fd::FromRawFd;
 
 use crate::sock::{set_int_opt, sockaddr};
 
+/// The listen() backlog asked for; the kernel caps it at net.core.somaxconn.
+const LISTEN_BACKLOG: libc::c_int = 65535;
+
 /// SO_REUSEPORT lets any process of the same user join a listening group:
 /// a second `xload serve` on a busy port would silently share its
 /// connections. A plain bind first finds the port taken.
@@ -50,7 +53,7 @@ pub(super) fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
         return Err(io::Error::new(e.kind(), format!("bind {addr}: {e}")));
     }
     // SAFETY: valid fd.
-    if unsafe { libc::listen(fd, 4096) } != 0 {
+    if unsafe { libc::listen(fd, LISTEN_BACKLOG) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(l)

@@ -5,7 +5,7 @@ use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
@@ -707,8 +707,26 @@ impl Responder {
         }
     }
 
+    /// Ends every request in flight and closes the sockets. They are shut
+    /// down first, which ends their receives and sends one by one; the cancel
+    /// of everything that follows finds few requests left (it scans all that
+    /// are armed once per request it ends: quadratic in the connections).
     fn shutdown(&mut self) {
         let _ = self.ring.submit();
+        for c in &self.conns {
+            if c.live {
+                // SAFETY: our fd, still open.
+                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+            }
+        }
+        // Reap what the shutdowns posted, for at most 200 ms.
+        let ts = types::Timespec::from(Duration::from_millis(10));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        let deadline = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < deadline
+            && self.ring.submitter().submit_with_args(1, &args).is_ok()
+            && self.ring.completion().count() > 0
+        {}
         // Waits until every cancelled request has completed.
         let cancelled = self.ring.submitter().register_sync_cancel(
             Some(types::Timespec::from(Duration::from_millis(200))),
@@ -717,10 +735,7 @@ impl Responder {
         for c in &mut self.conns {
             if c.live {
                 // SAFETY: our fds, closed once.
-                unsafe {
-                    libc::shutdown(c.fd, libc::SHUT_RDWR);
-                    libc::close(c.fd);
-                }
+                unsafe { libc::close(c.fd) };
                 c.live = false;
             }
         }
