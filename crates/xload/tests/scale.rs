@@ -1,19 +1,35 @@
-//! Many connections (issue 19): one worker holds more connections than its
-//! io_uring ring could once be set up for, spread over several loopback
-//! source addresses (`--source`) and opened at a paced rate
-//! (`--connect-rate`), on both engines; the counts reconcile with `xload
-//! serve`'s /stats. Bounded: a few seconds per engine.
+//! Many connections (issue 19): one worker holds 20k connections (or as many
+//! as the descriptor limit allows, well past the ~5,500 its io_uring ring
+//! could once be set up for), spread over several loopback source addresses
+//! (`--source`) and opened at a paced rate (`--connect-rate`), on both
+//! engines; the counts reconcile with `xload serve`'s /stats. A ring that
+//! cannot be set up falls back to epoll with the reason (`--engine auto`)
+//! or names the limit (`--engine uring`). Bounded: a few seconds per run.
 
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::run::{free_port, read_json, run_xload_with_timeout, spawn_xload, TempDir};
+use support::run::{
+    free_port, read_json, run_command_with_timeout, run_xload_with_timeout, spawn_xload, xload_bin,
+    TempDir,
+};
 
-/// More than one worker's ring could be set up for before (about 5,500).
-const CONNECTIONS: u64 = 12_000;
+/// The connections one worker is asked to hold.
+const WANTED: u64 = 20_000;
+/// Fewer than this (a low descriptor limit) would prove little beyond the
+/// ~5,500 one worker's ring could once be set up for: the test is skipped.
+const AT_LEAST: u64 = 12_000;
+
+/// WANTED, or as many as the hard descriptor limit leaves room for (each
+/// side, client and server, needs one per connection and a few more).
+fn connections() -> Option<u64> {
+    let n = WANTED.min(fd_hard_limit().saturating_sub(1000));
+    (n >= AT_LEAST).then_some(n)
+}
 
 /// The soft descriptor limit this process may reach (the hard limit).
 fn fd_hard_limit() -> u64 {
@@ -43,11 +59,14 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn many_connections_reconcile(engine: &str) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // Each side (client, server) needs a descriptor per connection.
-    if fd_hard_limit() < CONNECTIONS + 1000 {
-        eprintln!("skipped: the hard descriptor limit is below {CONNECTIONS}");
+    let Some(conns) = connections() else {
+        eprintln!(
+            "skipped: the hard descriptor limit is below {}",
+            AT_LEAST + 1000
+        );
         return;
-    }
+    };
+    eprintln!("{engine}: {conns} connections on one worker");
     let port = free_port();
     let spawned = Instant::now();
     let serve = spawn_xload([
@@ -71,7 +90,7 @@ fn many_connections_reconcile(engine: &str) {
         [
             &format!("http://127.0.0.1:{port}/"),
             "-c",
-            &CONNECTIONS.to_string(),
+            &conns.to_string(),
             "--cpus",
             "0",
             "--engine",
@@ -80,15 +99,16 @@ fn many_connections_reconcile(engine: &str) {
             "127.0.0.2-127.0.0.4,127.0.0.9",
             "--connect-rate",
             "40k/s",
-            // The ramp takes 0.3 s, and each connection's first request
-            // leaves once it is up: unanswered 1.5 s later, it would time out
-            // within the window (a timeout in the warm-up is not counted).
+            // The ramp takes 0.5 s, and each connection's first request
+            // leaves once it is up: unanswered 2 s later, it would time out
+            // within the window, from 1 s to 3 s (a timeout in the warm-up
+            // is not counted). A busy machine gets 2 s to answer.
             "--warmup",
             "1s",
             "-d",
-            "1s",
+            "2s",
             "--timeout",
-            "1500ms",
+            "2s",
             "-q",
             "--json",
             json.to_str().unwrap(),
@@ -104,26 +124,101 @@ fn many_connections_reconcile(engine: &str) {
     assert_eq!(r["errors_total"], 0, "{msg}");
     // The server saw exactly those connections, xload's reachability check
     // and the last /stats read.
-    let conns = after["connections"].as_u64().unwrap() - before["connections"].as_u64().unwrap();
-    assert_eq!(conns, CONNECTIONS + 2, "{msg}");
+    let accepted = after["connections"].as_u64().unwrap() - before["connections"].as_u64().unwrap();
+    assert_eq!(accepted, conns + 2, "{msg}");
     // It answered at least every request the window counted, and at least
     // one per connection (the warm-up's answers are not in the window).
     let served = after["requests"].as_u64().unwrap() - before["requests"].as_u64().unwrap();
     let counted = r["requests"].as_u64().unwrap();
-    assert!(served >= counted && served >= CONNECTIONS, "{msg}");
+    assert!(served >= counted && served >= conns, "{msg}");
     if engine == "uring" {
         assert_eq!(r["engine"], "io_uring", "{msg}");
     }
 }
 
 #[test]
-fn one_uring_worker_holds_12k_connections_over_four_sources() {
+fn one_uring_worker_holds_20k_connections_over_four_sources() {
     many_connections_reconcile("uring");
 }
 
 #[test]
-fn one_epoll_worker_holds_12k_connections_over_four_sources() {
+fn one_epoll_worker_holds_20k_connections_over_four_sources() {
     many_connections_reconcile("epoll");
+}
+
+/// Runs xload (one worker) against `xload serve` with the worker's ring
+/// made impossible (an SQ of 0 entries:
+/// EINVAL after the probe's small ring succeeded).
+fn run_with_a_ring_that_fails(
+    engine: &str,
+) -> (std::process::ExitStatus, String, Option<serde_json::Value>) {
+    let port = free_port();
+    let serve = spawn_xload([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--cpus",
+        "0",
+        "--for",
+        "20s",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "xload serve did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let dir = TempDir::new("ringfail");
+    let json = dir.join("r.json");
+    let mut cmd = Command::new(xload_bin());
+    cmd.args([
+        &format!("http://127.0.0.1:{port}/"),
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "-d",
+        "500ms",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .env("XLOAD_TEST_RING_SQ", "0");
+    let out = run_command_with_timeout(cmd, Duration::from_secs(20));
+    serve.interrupt();
+    let _ = serve.wait_timeout(Duration::from_secs(10));
+    assert!(!out.timed_out, "{}", out.stderr);
+    let report = json.exists().then(|| read_json(&json));
+    (out.status, out.stderr, report)
+}
+
+#[test]
+fn a_ring_that_cannot_be_set_up_falls_back_to_epoll_with_the_reason() {
+    let (status, stderr, report) = run_with_a_ring_that_fails("auto");
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let r = report.expect("a JSON report");
+    let why = r["engine_reason"].as_str().unwrap();
+    assert_eq!(r["engine"], "epoll", "{r}");
+    assert!(
+        why.contains("worker 0 runs on epoll: io_uring_setup (SQ 0")
+            && why.contains("Invalid argument")
+            && why.contains("refused the ring's flags or sizes"),
+        "{why}"
+    );
+    assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["errors_total"], 0, "{r}");
+}
+
+#[test]
+fn a_ring_that_cannot_be_set_up_names_the_limit_with_engine_uring() {
+    let (status, stderr, _) = run_with_a_ring_that_fails("uring");
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("io_uring_setup (SQ 0")
+            && stderr.contains("refused the ring's flags or sizes"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -139,10 +139,20 @@ impl RingSize {
     }
 }
 
+/// Tests only: `XLOAD_TEST_RING_SQ=N` sets the SQ size a worker asks for
+/// (0 makes `io_uring_setup` fail with EINVAL after the probe succeeded),
+/// so that the ring-setup failure path can be exercised.
+fn test_sq_entries() -> Option<u32> {
+    std::env::var("XLOAD_TEST_RING_SQ").ok()?.parse().ok()
+}
+
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
     let plan = ctx.plan;
     let nconns = plan.connections_of(_index);
-    let size = RingSize::for_connections(nconns);
+    let mut size = RingSize::for_connections(nconns);
+    if let Some(sq) = test_sq_entries() {
+        size.sq = sq;
+    }
     let (ring, mode) = build_ring(size.sq, size.cq).map_err(|e| {
         format!(
             "io_uring_setup (SQ {}, CQ {} entries): {e}: {}",
