@@ -40,10 +40,7 @@ impl Windows {
             .map(|(r, s)| s + (r.duration_s * 1e6).round() as i64)
             .collect();
         let span = span_of(reports, &starts);
-        let (from, to) = (
-            starts.iter().copied().max()?,
-            ends.iter().copied().min()?,
-        );
+        let (from, to) = (starts.iter().copied().max()?, ends.iter().copied().min()?);
         Some(Windows {
             span,
             common: (from < to).then_some((from, to)),
@@ -56,7 +53,8 @@ impl Windows {
         if span <= 0 {
             return 1.0;
         }
-        self.common.map_or(0.0, |(a, b)| (b - a) as f64 / span as f64)
+        self.common
+            .map_or(0.0, |(a, b)| (b - a) as f64 / span as f64)
     }
 
     /// "A to B (S s)" for the span, and the common interval with its share.
@@ -346,8 +344,14 @@ mod tests {
         let name = |i: usize| format!("#{i}");
         let reasons: Vec<String> = c.refusals.iter().map(|r| r.describe(&name)).collect();
         assert_eq!(reasons.len(), 2, "{reasons:?}");
-        assert!(reasons[0].starts_with("#0 is of run r and #2 of run s"), "{reasons:?}");
-        assert!(reasons[1].starts_with("#1 is #0 again (host a"), "{reasons:?}");
+        assert!(
+            reasons[0].starts_with("#0 is of run r and #2 of run s"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons[1].starts_with("#1 is #0 again (host a"),
+            "{reasons:?}"
+        );
         // Two generators on one host, one start: not a copy.
         let mut other = report("r", "a", T0, 1.0);
         other.requests = 5;
@@ -358,14 +362,24 @@ mod tests {
     #[test]
     fn windows_overlapping_less_than_ninety_percent_are_refused() {
         // 10 s windows 1.2 s apart: 8.8 s common over an 11.2 s span.
-        let c = MergeCheck::of(&[report("r", "a", T0, 10.0), report("r", "b", T0 + 1_200_000, 10.0)]);
+        let c = MergeCheck::of(&[
+            report("r", "a", T0, 10.0),
+            report("r", "b", T0 + 1_200_000, 10.0),
+        ]);
         let Some(Refusal::PartialOverlap { windows }) = c.refusals.first() else {
             panic!("{c:?}")
         };
         assert!((windows.overlap() - 8.8 / 11.2).abs() < 1e-9);
-        assert!(windows.describe().contains("(11.200 s)"), "{}", windows.describe());
+        assert!(
+            windows.describe().contains("(11.200 s)"),
+            "{}",
+            windows.describe()
+        );
         // One after the other: no common interval.
-        let c = MergeCheck::of(&[report("r", "a", T0, 1.0), report("r", "b", T0 + 2_000_000, 1.0)]);
+        let c = MergeCheck::of(&[
+            report("r", "a", T0, 1.0),
+            report("r", "b", T0 + 2_000_000, 1.0),
+        ]);
         let Some(Refusal::PartialOverlap { windows }) = c.refusals.first() else {
             panic!("{c:?}")
         };

@@ -8,8 +8,7 @@ use hdrhistogram::Histogram;
 use crate::error::ReportError;
 use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySummary};
 use crate::report::{
-    histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo,
-    SecondHistogram,
+    histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo, SecondHistogram,
 };
 use crate::walltime::{format_rfc3339_us, UnixMicros};
 use crate::SCHEMA;
@@ -290,8 +289,7 @@ fn merged_run(reports: &[Report]) -> RunInfo {
             .all(|r| key(&r.run) == first)
             .then(|| first.clone())
     }
-    let starts: Option<Vec<UnixMicros>> =
-        reports.iter().map(|r| r.run.started_at_us()).collect();
+    let starts: Option<Vec<UnixMicros>> = reports.iter().map(|r| r.run.started_at_us()).collect();
     let errors: Option<Vec<i64>> = reports.iter().map(|r| r.run.start_error_us).collect();
     RunInfo {
         run_id: agreed(reports, |r| &r.run_id).flatten(),
@@ -424,7 +422,8 @@ mod tests {
                 p99_us: h.value_at_quantile(0.99),
                 errors: 0,
             });
-            r.timeseries_histograms.push(SecondHistogram::new(second, &h));
+            r.timeseries_histograms
+                .push(SecondHistogram::new(second, &h));
         }
         r.requests = all.len();
         r.histogram = histogram_string(&all);
@@ -452,7 +451,10 @@ mod tests {
         assert!(!m.extra.contains_key("timeseries_percentiles"));
         // The window is the span: 0 to 3.02 s.
         assert!((m.duration_s - 3.02).abs() < 1e-9, "{}", m.duration_s);
-        assert_eq!(m.run.started_at.as_deref(), Some("2026-12-03T10:00:00.000000Z"));
+        assert_eq!(
+            m.run.started_at.as_deref(),
+            Some("2026-12-03T10:00:00.000000Z")
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! - [`edit`]: edit distance, for "did you mean" hints.
 //! - [`netns`]: entering a named network namespace by `setns`.
 //! - [`fmt`]: latencies for people.
+//! - [`remote`]: a command on other hosts through ssh or another transport.
 
 pub mod calendar;
 pub mod clock;
@@ -22,5 +23,6 @@ pub mod duration;
 pub mod edit;
 pub mod fmt;
 pub mod netns;
+pub mod remote;
 pub mod signal;
 pub mod stdout;

@@ -129,6 +129,9 @@ fn main() -> ExitCode {
         Some(Cmd::Completions(a)) => cli_docs::main_completions(&a),
         Some(Cmd::Man(a)) => cli_docs::main_man(&a),
         None => match cli.url {
+            Some(url) if !cli.run.hosts.on.is_empty() => {
+                hosts::on::main_on(&url, &cli.run, install_sigint())
+            }
             Some(url) => run::main_run(&url, &cli.run, install_sigint()),
             None => Err(Failure::Usage("a target URL is required: xload [OPTIONS] http://host[:port]/path (or a subcommand; see --help)".into())),
         },

@@ -12,14 +12,26 @@ use xload_stats::{Interval, IntervalRow, SecondHistogram};
 /// The per-second rows of a run, each with its latency histogram.
 pub(crate) type Series = (Vec<IntervalRow>, Vec<SecondHistogram>);
 
+/// How progress is shown while a run goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Live {
+    /// Not at all.
+    Off,
+    /// One status line redrawn in place (a terminal).
+    Terminal,
+    /// One plain line per tick on stderr, `xload progress: ...`
+    /// (`--progress-lines`: what `xload --on` relays, prefixed by host).
+    Lines,
+}
+
 /// The aggregator thread.
 pub(crate) struct Progress {
     handle: JoinHandle<Series>,
 }
 
 impl Progress {
-    /// Starts aggregating ticks from `workers` workers; prints a live line when `live`.
-    pub(crate) fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Progress {
+    /// Starts aggregating ticks from `workers` workers, showing them as `live` says.
+    pub(crate) fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Progress {
         let handle = std::thread::spawn(move || aggregate(rx, workers, tick_s, live));
         Progress { handle }
     }
@@ -34,7 +46,7 @@ impl Progress {
 /// the longest of their lengths (a last, partial tick may differ by worker).
 type Open = (usize, Interval, u64);
 
-fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Series {
+fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Series {
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     let mut rows = Vec::new();
     let mut histograms = Vec::new();
@@ -59,11 +71,9 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Ser
             let row = row(seq, &iv, tick_s, len_ns);
             total_requests += iv.requests;
             total_errors += iv.errors;
-            if live {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(
-                    err,
-                    "\r\x1b[2K  {:>5.0}s  {:>10.0} req/s  p50 {:>9}  p99 {:>9}  errors {}  (total {} responses)",
+            if live != Live::Off {
+                let line = format!(
+                    "{:>5.0}s  {:>10.0} req/s  p50 {:>9}  p99 {:>9}  errors {}  (total {} responses)",
                     (seq + 1) as f64 * tick_s,
                     row.rps,
                     fmt_us(row.p50_us),
@@ -71,8 +81,14 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: bool) -> Ser
                     total_errors,
                     total_requests
                 );
+                let mut err = std::io::stderr().lock();
+                let _ = if live == Live::Lines {
+                    writeln!(err, "xload progress: {}", line.trim_start())
+                } else {
+                    write!(err, "\r\x1b[2K  {line}")
+                };
                 let _ = err.flush();
-                printed = true;
+                printed = live == Live::Terminal;
             }
             histograms.push(SecondHistogram::new(row.second, &iv.latency));
             rows.push(row);

@@ -14,7 +14,7 @@ use xload_stats::{Batching, Report, RunMeta, TextOptions};
 
 use crate::args::{ArrivalArg, CommonArgs, EngineArg, RunArgs};
 use crate::gate::parse_gate;
-use crate::progress::Progress;
+use crate::progress::{Live, Progress};
 use crate::Failure;
 
 /// A run resolved from its arguments, ready to execute (possibly many times, as
@@ -353,7 +353,7 @@ pub(crate) struct Measured {
 pub(crate) fn execute(
     p: &Prepared,
     stop: Arc<AtomicBool>,
-    show_progress: bool,
+    live: Live,
 ) -> Result<Measured, Failure> {
     let budget = xload_probe::read_budget().ok();
     if let Some(b) = &budget {
@@ -386,7 +386,7 @@ pub(crate) fn execute(
     let (tx, rx) = mpsc::channel();
     let workers = p.plan.worker_cpus.len();
     let tick_s = p.plan.tick.as_secs_f64();
-    let progress = Progress::spawn(rx, workers, tick_s, show_progress);
+    let progress = Progress::spawn(rx, workers, tick_s, live);
     // The client's evidence covers the measured window: sample when the
     // warm-up ends (the workers reset their recorders at the same moment).
     let end_sample = std::sync::Mutex::new(None);
@@ -526,8 +526,14 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     check_outputs(a)?;
     ensure_fd_limit(p.plan.connections)?;
     check_reachable(&mut p, &stop)?;
-    let show = !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-    let mut m = execute(&p, stop, show)?;
+    let live = if ra.hosts.progress_lines {
+        Live::Lines
+    } else if !a.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+        Live::Terminal
+    } else {
+        Live::Off
+    };
+    let mut m = execute(&p, stop, live)?;
     crate::hosts::stamp(&mut m.report, &ra.hosts, a, &p, &run_id, m.window_start_ns);
     m.report.timeseries_histograms = std::mem::take(&mut m.second_histograms);
     let report = &m.report;

@@ -229,7 +229,11 @@ fn merge_refuses_other_runs_and_windows_apart_and_states_the_interval_when_allow
     let (code, stdout, stderr) = merge(&[&a, &b], &[]);
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(
-        stderr.contains(&format!("{} is of run r1 and {} of run r2", a.display(), b.display())),
+        stderr.contains(&format!(
+            "{} is of run r1 and {} of run r2",
+            a.display(),
+            b.display()
+        )),
         "{stderr}"
     );
     assert!(!stdout.contains("req/s"), "nothing merged: {stdout}");
@@ -244,16 +248,26 @@ fn merge_refuses_other_runs_and_windows_apart_and_states_the_interval_when_allow
     let out = dir.join("m.json");
     let (code, stdout, stderr) = merge(
         &[&a, &c],
-        &["--allow-partial-overlap", "--json", &out.display().to_string()],
+        &[
+            "--allow-partial-overlap",
+            "--json",
+            &out.display().to_string(),
+        ],
     );
     assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(stderr.contains("--allow-partial-overlap: the windows span"), "{stderr}");
+    assert!(
+        stderr.contains("--allow-partial-overlap: the windows span"),
+        "{stderr}"
+    );
     let (ra, rc, m) = (read(&a), read(&c), read(&out));
     let from = ra.run.started_at_us().expect("a's start");
     let to = rc.run.started_at_us().expect("c's start") + (rc.duration_s * 1e6).round() as i64;
     assert!(stderr.contains(&format_rfc3339_us(from)) && stderr.contains(&format_rfc3339_us(to)));
     assert_eq!(m.requests, 60);
-    assert!((m.duration_s - (to - from) as f64 / 1e6).abs() < 1e-6, "rate over the span");
+    assert!(
+        (m.duration_s - (to - from) as f64 / 1e6).abs() < 1e-6,
+        "rate over the span"
+    );
     let windows = &m.extra["merged_windows"];
     assert_eq!(windows["common"], serde_json::Value::Null, "{windows}");
     assert_eq!(windows["span"][0], format_rfc3339_us(from));
@@ -308,14 +322,29 @@ fn merged_per_second_percentiles_are_those_of_the_merged_raw_histograms() {
         // The raw histograms of that second, from each generator.
         let mut raw = new_latency_histogram();
         for p in &parts {
-            for h in p.timeseries_histograms.iter().filter(|h| h.second == row.second) {
-                raw.add(decode_histogram(&h.histogram).expect("decodes")).expect("adds");
+            for h in p
+                .timeseries_histograms
+                .iter()
+                .filter(|h| h.second == row.second)
+            {
+                raw.add(decode_histogram(&h.histogram).expect("decodes"))
+                    .expect("adds");
             }
         }
         assert_eq!(decode_histogram(&mh.histogram).expect("decodes"), raw);
         assert_eq!(row.requests, raw.len(), "second {}", row.second);
-        assert_eq!(row.p50_us, raw.value_at_quantile(0.5), "second {}", row.second);
-        assert_eq!(row.p99_us, raw.value_at_quantile(0.99), "second {}", row.second);
+        assert_eq!(
+            row.p50_us,
+            raw.value_at_quantile(0.5),
+            "second {}",
+            row.second
+        );
+        assert_eq!(
+            row.p99_us,
+            raw.value_at_quantile(0.99),
+            "second {}",
+            row.second
+        );
     }
     assert!(!m.extra.contains_key("timeseries_percentiles"));
 }

@@ -8,10 +8,10 @@
 //! program (split on whitespace, e.g. `ssh -p 2222`); `XTUNE_REMOTE_BIN`
 //! replaces the remote command (`xtune`; split on whitespace too, e.g.
 //! `sudo xtune` for a login that is not root). Host `local` runs this binary
-//! directly, without ssh.
+//! directly, without ssh. Quoting and running go through
+//! `xload_sys::remote`, the runner `xload --on` uses too.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use xload_sys::remote::{self as runner, Transport};
 
 use crate::report::{worst_exit, HostReport, MultiReport, Report};
 
@@ -45,21 +45,12 @@ pub struct RemoteJob {
 }
 
 /// Quotes `s` for a POSIX shell (the remote side of ssh runs one).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
+pub use xload_sys::remote::shell_quote;
 
-/// The remote command's words, each quoted for the remote shell (`sudo
-/// xtune` is two words; quoted as one, the remote shell looked for a
-/// program named `sudo xtune`). Empty: `xtune`.
+/// The remote command's words (`sudo xtune` is two words; quoted as one,
+/// the remote shell looked for a program named `sudo xtune`). Empty: `xtune`.
 fn remote_words(bin: &str) -> Vec<String> {
-    let words: Vec<String> = bin.split_whitespace().map(shell_quote).collect();
+    let words: Vec<String> = bin.split_whitespace().map(str::to_string).collect();
     if words.is_empty() {
         vec!["xtune".into()]
     } else {
@@ -80,64 +71,30 @@ pub fn command_line(job: &RemoteJob) -> Result<Vec<String>, String> {
         return Err(format!("`{}` is not a host", job.host));
     }
     let ssh = std::env::var(SSH_ENV).unwrap_or_else(|_| "ssh".into());
-    let mut argv: Vec<String> = ssh.split_whitespace().map(str::to_string).collect();
-    if argv.is_empty() {
-        argv.push("ssh".into());
-    }
-    argv.push(job.host.clone());
+    let transport = Transport::remote_shell(ssh.split_whitespace().map(str::to_string).collect());
     let bin = std::env::var(REMOTE_BIN_ENV).unwrap_or_else(|_| "xtune".into());
     let mut remote = remote_words(&bin);
-    remote.extend(job.args.iter().map(|a| shell_quote(a)));
-    argv.push(remote.join(" "));
-    Ok(argv)
+    remote.extend(job.args.iter().cloned());
+    transport.argv(&job.host, &remote)
 }
 
 /// Runs `job`, capturing stdout and stderr.
 pub fn run_captured(job: &RemoteJob) -> RemoteOutput {
-    let argv = match command_line(job) {
-        Ok(a) => a,
-        Err(e) => {
-            return RemoteOutput {
-                exit_code: 2,
-                stdout: String::new(),
-                stderr: e,
-            }
-        }
-    };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(if job.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return RemoteOutput {
-                exit_code: 255,
-                stdout: String::new(),
-                stderr: format!("cannot run {}: {e}", argv[0]),
-            }
-        }
-    };
-    if let (Some(text), Some(mut stdin)) = (&job.stdin, child.stdin.take()) {
-        // A remote that exits early closes the pipe; its exit code tells why.
-        let _ = stdin.write_all(text.as_bytes());
-    }
-    match child.wait_with_output() {
-        Ok(out) => RemoteOutput {
-            exit_code: out.status.code().unwrap_or(255),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        },
+    match command_line(job) {
+        Ok(argv) => from_runner(runner::run(&argv, job.stdin.as_deref(), &mut |_| {})),
         Err(e) => RemoteOutput {
-            exit_code: 255,
+            exit_code: 2,
             stdout: String::new(),
-            stderr: format!("waiting for {}: {e}", argv[0]),
+            stderr: e,
         },
+    }
+}
+
+fn from_runner(o: runner::Output) -> RemoteOutput {
+    RemoteOutput {
+        exit_code: o.exit_code,
+        stdout: o.stdout,
+        stderr: o.stderr,
     }
 }
 
@@ -150,37 +107,19 @@ pub fn run_passthrough(job: &RemoteJob) -> i32 {
             return 2;
         }
     };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).stdin(if job.stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("xtune: cannot run {}: {e}", argv[0]);
-            return 1;
+    match runner::run_passthrough(&argv, job.stdin.as_deref()) {
+        Ok(Some(c @ 0..=3)) => c,
+        // ssh's own failure (255), a signal: the remote command was not done.
+        Ok(other) => {
+            let how = other.map_or_else(|| "a signal".to_string(), |c| format!("exit {c}"));
+            eprintln!(
+                "xtune: {} ended with {how}: the remote command could not be done (exit 1)",
+                argv[0]
+            );
+            1
         }
-    };
-    if let (Some(text), Some(mut stdin)) = (&job.stdin, child.stdin.take()) {
-        let _ = stdin.write_all(text.as_bytes());
-    }
-    match child.wait() {
-        Ok(s) => match s.code() {
-            Some(c @ (0..=3)) => c,
-            // ssh's own failure (255), a signal: the remote command was not done.
-            other => {
-                let how = other.map_or_else(|| "a signal".to_string(), |c| format!("exit {c}"));
-                eprintln!(
-                    "xtune: {} ended with {how}: the remote command could not be done (exit 1)",
-                    argv[0]
-                );
-                1
-            }
-        },
         Err(e) => {
-            eprintln!("xtune: waiting for {}: {e}", argv[0]);
+            eprintln!("xtune: {e}");
             1
         }
     }
@@ -188,22 +127,30 @@ pub fn run_passthrough(job: &RemoteJob) -> i32 {
 
 /// Runs every job at once (the args must ask for `--json`) and combines the reports.
 pub fn run_many(jobs: &[RemoteJob]) -> MultiReport {
-    let outputs: Vec<RemoteOutput> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .map(|j| s.spawn(move || run_captured(j)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| RemoteOutput {
-                    exit_code: 255,
-                    stdout: String::new(),
-                    stderr: "remote runner thread panicked".into(),
-                })
+    // A job whose command line is refused runs nothing and says why (exit 2).
+    let lines: Vec<Result<Vec<String>, String>> = jobs.iter().map(command_line).collect();
+    let runnable: Vec<runner::Job> = jobs
+        .iter()
+        .zip(&lines)
+        .filter_map(|(j, l)| {
+            l.as_ref().ok().map(|argv| runner::Job {
+                argv: argv.clone(),
+                stdin: j.stdin.clone(),
             })
-            .collect()
-    });
+        })
+        .collect();
+    let mut ran = runner::run_all(&runnable, &|_, _| {}).into_iter();
+    let outputs: Vec<RemoteOutput> = lines
+        .into_iter()
+        .map(|l| match l {
+            Ok(_) => ran.next().map(from_runner).unwrap_or_default(),
+            Err(e) => RemoteOutput {
+                exit_code: 2,
+                stdout: String::new(),
+                stderr: e,
+            },
+        })
+        .collect();
     let hosts: Vec<HostReport> = jobs
         .iter()
         .zip(outputs)
@@ -255,24 +202,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shell_quoting_survives_spaces_quotes_and_metacharacters() {
-        assert_eq!(shell_quote("verify"), "verify");
-        assert_eq!(shell_quote("--settle=5s"), "--settle=5s");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote("$(reboot)"), "'$(reboot)'");
-        assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn the_remote_command_is_split_into_quoted_words() {
+    fn the_remote_command_is_split_into_words_each_quoted_for_ssh() {
         assert_eq!(remote_words("sudo xtune"), vec!["sudo", "xtune"]);
         assert_eq!(
             remote_words(" /opt/x tune/xtune "),
             vec!["/opt/x", "tune/xtune"]
         );
-        assert_eq!(remote_words("sudo $(reboot)"), vec!["sudo", "'$(reboot)'"]);
         assert_eq!(remote_words("  "), vec!["xtune"]);
+        let job = RemoteJob {
+            role: "client".into(),
+            host: "gen1".into(),
+            args: vec!["verify".into(), "a b".into()],
+            stdin: None,
+        };
+        let argv = command_line(&job).unwrap();
+        assert_eq!(argv[argv.len() - 2], "gen1");
+        assert!(argv[argv.len() - 1].ends_with("verify 'a b'"), "{argv:?}");
     }
 
     #[test]

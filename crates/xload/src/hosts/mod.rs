@@ -4,6 +4,8 @@
 //! and `xload --on`, which drives the generators and merges their reports.
 
 mod meta;
+pub(crate) mod on;
+mod rows;
 mod start;
 
 use clap::Args;
@@ -30,6 +32,49 @@ pub(crate) struct HostArgs {
     /// interval. The report says how late the window began.
     #[arg(long = "start-at", value_parser = parse_start_at)]
     pub start_at: Option<UnixMicros>,
+
+    /// Run on these hosts at once (HOST[,HOST...]), each with its share of -c, --rate and -n
+    /// (--segment), one --run-id and one --start-at (default: 3s from now), through --rsh; the
+    /// reports are merged exactly, with a row per host. xload must be installed there.
+    #[arg(long = "on", value_delimiter = ',', value_parser = parse_host)]
+    pub on: Vec<String>,
+
+    /// With --on: how to reach a host, {host} replaced by its name. ssh-like programs get the
+    /// command as one shell line; others (ip netns exec {host}, kubectl exec {host} --) as
+    /// separate words.
+    #[arg(long = "rsh", default_value = xload_sys::remote::DEFAULT_TEMPLATE, value_parser = parse_rsh)]
+    pub rsh: xload_sys::remote::Transport,
+
+    /// With --on: the xload command on the hosts (e.g. /opt/bin/xload, or 'sudo xload').
+    #[arg(long = "remote-xload", default_value = "xload")]
+    pub remote_xload: String,
+
+    /// With --on: also write each host's own report to DIR/HOST.json (to merge again later).
+    #[arg(long = "keep-reports")]
+    pub keep_reports: Option<std::path::PathBuf>,
+
+    /// With --on: a host that fails or cannot be reached leaves a partial merge; exit 0
+    /// instead of 1.
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
+
+    /// One plain progress line per second on stderr ("xload progress: ..."), even when not
+    /// on a terminal: what --on relays from each host.
+    #[arg(long = "progress-lines")]
+    pub progress_lines: bool,
+}
+
+/// A host name for --on: no spaces, no leading '-' (it would read as an option).
+pub(crate) fn parse_host(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.starts_with('-') || s.contains(char::is_whitespace) || s.contains('/') {
+        return Err(format!("{s:?} is not a host name"));
+    }
+    Ok(s.to_string())
+}
+
+fn parse_rsh(s: &str) -> Result<xload_sys::remote::Transport, String> {
+    xload_sys::remote::Transport::parse(s)
 }
 
 /// `INDEX/COUNT`, 1 ≤ INDEX ≤ COUNT.
