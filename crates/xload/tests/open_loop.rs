@@ -875,19 +875,23 @@ fn a_stall_at_the_end_is_in_the_latency_not_hidden() {
 #[test]
 fn sends_behind_a_stalls_backlog_are_counted_apart_and_not_the_clients() {
     let _serial = serial();
-    let r = measure(&args(&[
-        &stalling_server().url("/"),
-        "--rate",
-        "1000",
-        "-c",
-        "50",
-        "-t",
-        "1",
-        "-d",
-        "2500ms",
-        "--warmup",
-        "300ms",
-    ]));
+    // A new server for each attempt: a retry must meet a stall of its own.
+    let r = undisturbed(|| {
+        let server = stalling_server();
+        run_report(&args(&[
+            &server.url("/"),
+            "--rate",
+            "1000",
+            "-c",
+            "50",
+            "-t",
+            "1",
+            "-d",
+            "2500ms",
+            "--warmup",
+            "300ms",
+        ]))
+    });
     let s = summary(&r);
     let waiting = open(&r).late_waiting_for_connection;
     let catch_up = open(&r).late_catch_up;
