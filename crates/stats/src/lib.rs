@@ -45,7 +45,6 @@ mod merge;
 mod recorder;
 mod report;
 mod text;
-pub mod units;
 pub mod walltime;
 
 pub use check::{MergeCheck, Note, Refusal, Windows};

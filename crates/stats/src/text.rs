@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 
 use crate::error_kind::ErrorKind;
 use crate::report::{OpenLoop, Report};
-use crate::units::{fmt_bytes, fmt_count, fmt_duration_us, fmt_rate, fmt_seconds};
+use xload_sys::fmt::{fmt_bytes, fmt_count, fmt_duration_us, fmt_rate, fmt_seconds};
 
 /// What the text report includes besides the summary.
 #[derive(Clone, Copy, Debug, Default)]

@@ -105,7 +105,7 @@ fn latency_table_lists_the_percentiles_and_a_distribution() {
             .lines()
             .find(|l| l.split_whitespace().next() == Some(label))
             .unwrap_or_else(|| panic!("no {label} row in:\n{text}"));
-        let want = xload_stats::units::fmt_duration_us(h.value_at_quantile(q) as f64);
+        let want = xload_sys::fmt::fmt_duration_us(h.value_at_quantile(q) as f64);
         assert_eq!(row.split_whitespace().nth(1), Some(want.as_str()), "{row}");
     }
     assert!(line(&text, "50%").contains("50.0ms"));

@@ -13,7 +13,7 @@
 //! - [`duration`]: `500ms`, `2s`, `1.5m` on the command line.
 //! - [`edit`]: edit distance, for "did you mean" hints.
 //! - [`netns`]: entering a named network namespace by `setns`.
-//! - [`fmt`]: latencies for people.
+//! - [`fmt`]: latencies, counts, rates and byte sizes for people.
 //! - [`remote`]: a command on other hosts through ssh or another transport.
 
 pub mod calendar;
