@@ -9,9 +9,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-/// Largest CPU number accepted from input; far above any real `nr_cpu_ids`,
-/// low enough that a hostile range such as `0-4294967295` cannot exhaust memory.
-pub const MAX_CPU: u32 = 65_535;
+/// Largest CPU number accepted from input (the list grammar's, xload-sys).
+pub use xload_sys::cpu::MAX_CPU;
 
 /// A set of CPU numbers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,40 +36,15 @@ impl CpuSet {
         Self::default()
     }
 
-    /// Parses a list such as `0-3,6`, `1`, `0-1, 4` or the empty string (no CPUs).
+    /// Parses a list such as `0-3,6`, `1`, `0-1, 4` or the empty string (no
+    /// CPUs), by the one CPU-list grammar of [`xload_sys::cpu::parse_list`].
     pub fn parse_list(input: &str) -> Result<Self, CpuSetError> {
-        let err = |reason: String| CpuSetError {
+        let cpus = xload_sys::cpu::parse_list(input).map_err(|e| CpuSetError {
             input: input.to_string(),
             form: "list",
-            reason,
-        };
-        let mut set = CpuSet::new();
-        let trimmed = input.trim();
-        if trimmed.is_empty() {
-            return Ok(set);
-        }
-        for item in trimmed.split(',') {
-            let item = item.trim();
-            if item.is_empty() {
-                return Err(err("empty item between commas".into()));
-            }
-            let (lo, hi) = match item.split_once('-') {
-                Some((a, b)) => (parse_cpu(a.trim()), parse_cpu(b.trim())),
-                None => (parse_cpu(item), parse_cpu(item)),
-            };
-            let (lo, hi) = match (lo, hi) {
-                (Some(lo), Some(hi)) => (lo, hi),
-                _ => return Err(err(format!("`{item}` is not a CPU number or range"))),
-            };
-            if hi < lo {
-                return Err(err(format!("range `{item}` runs backwards")));
-            }
-            if hi > MAX_CPU {
-                return Err(err(format!("CPU {hi} is above the limit {MAX_CPU}")));
-            }
-            set.cpus.extend(lo..=hi);
-        }
-        Ok(set)
+            reason: e.to_string(),
+        })?;
+        Ok(CpuSet::from_cpus(cpus))
     }
 
     /// Parses a hex mask as the kernel prints it: `3`, `ff`, `0x3`,
@@ -234,13 +208,6 @@ impl FromIterator<u32> for CpuSet {
     fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
         CpuSet::from_cpus(iter)
     }
-}
-
-fn parse_cpu(s: &str) -> Option<u32> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
 }
 
 #[cfg(test)]

@@ -317,7 +317,12 @@ fn run_local(cli: &Cli, profile: Option<&Profile>) -> i32 {
         if let Err(e) = xtune::netns::enter(n) {
             return emit(
                 cli.json,
-                site.refused(command, profile, &e.to_string(), e.exit_code()),
+                site.refused(
+                    command,
+                    profile,
+                    &e.to_string(),
+                    xtune::netns::exit_code(&e),
+                ),
             );
         }
         site.netns_cookie = xtune::netns::cookie();
@@ -660,29 +665,12 @@ fn hostname() -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-/// `500ms`, `5s`, `2m`, `1h`, or bare seconds.
+/// `--settle`: `500ms`, `5s`, `2m`, `1h`, or bare seconds, at most 24 h.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("--settle `{s}`: expected a duration such as 5s, 500ms, 1m"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => {
-            return Err(format!(
-                "--settle `{s}`: unknown unit `{unit}` (ms, s, m, h)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+    let d = xload_sys::duration::parse_duration_or_seconds(s)
+        .map_err(|e| format!("--settle `{s}`: {e} (e.g. 5s, 500ms, 1m)"))?;
+    if d > Duration::from_secs(86_400) {
         return Err(format!("--settle `{s}`: must be between 0 and 24h"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }

@@ -8,45 +8,16 @@
 //! spawned): `setns` moves the calling thread only.
 
 use std::ffi::CString;
-use std::os::fd::AsRawFd;
 
-/// Why the namespace could not be entered.
-#[derive(Debug, thiserror::Error)]
-pub enum NetnsError {
-    /// The name is not a plain namespace name.
-    #[error("`{0}` is not a network namespace name")]
-    BadName(String),
-    /// `/run/netns/NAME` does not exist.
-    #[error("no network namespace `{0}` (see `ip netns list`)")]
-    NotFound(String),
-    /// A system call failed.
-    #[error("entering network namespace `{name}`: {call}: {source}")]
-    Sys {
-        /// Namespace.
-        name: String,
-        /// Which call.
-        call: &'static str,
-        /// errno.
-        source: std::io::Error,
-    },
-}
+pub use xload_sys::netns::{check_name, NetnsError};
 
-impl NetnsError {
-    /// 2 for a bad or unknown name (an argument error), 1 otherwise.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            NetnsError::BadName(_) | NetnsError::NotFound(_) => 2,
-            NetnsError::Sys { .. } => 1,
-        }
+/// Exit code for a failure to enter: 2 for a bad or unknown name (an
+/// argument error), 1 otherwise.
+pub fn exit_code(e: &NetnsError) -> i32 {
+    match e {
+        NetnsError::BadName(_) | NetnsError::NotFound(_) => 2,
+        NetnsError::Sys { .. } => 1,
     }
-}
-
-/// Checks a namespace name: what `ip netns` accepts as a file name in /run/netns.
-pub fn check_name(name: &str) -> Result<(), NetnsError> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(NetnsError::BadName(name.to_string()));
-    }
-    Ok(())
 }
 
 /// The cookie of this thread's network namespace (`SO_NETNS_COOKIE`, Linux
@@ -75,31 +46,15 @@ pub fn cookie() -> Option<u64> {
     }
 }
 
-/// Moves this (single-threaded) process into network namespace `name`.
+/// Moves this (single-threaded) process into network namespace `name`:
+/// `setns` (xload-sys), then a private mount namespace with a fresh sysfs.
 pub fn enter(name: &str) -> Result<(), NetnsError> {
-    check_name(name)?;
-    let path = format!("/run/netns/{name}");
-    let file = std::fs::File::open(&path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            NetnsError::NotFound(name.to_string())
-        } else {
-            NetnsError::Sys {
-                name: name.to_string(),
-                call: "open /run/netns",
-                source: e,
-            }
-        }
-    })?;
+    xload_sys::netns::enter(name)?;
     let sys = |call: &'static str| NetnsError::Sys {
         name: name.to_string(),
         call,
         source: std::io::Error::last_os_error(),
     };
-    // SAFETY: setns(2) on an fd we own and keep open for the call; EINVAL if it
-    // is not a network namespace file, reported as an error.
-    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(sys("setns"));
-    }
     // SAFETY: unshare(2) with a flag constant; affects only this process.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
         return Err(sys("unshare(CLONE_NEWNS)"));
@@ -163,6 +118,6 @@ mod tests {
             );
         }
         assert!(check_name("xtune-lab-1").is_ok());
-        assert_eq!(NetnsError::NotFound("x".into()).exit_code(), 2);
+        assert_eq!(exit_code(&NetnsError::NotFound("x".into())), 2);
     }
 }

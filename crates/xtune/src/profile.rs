@@ -1054,7 +1054,11 @@ impl Cx<'_> {
                     .zip(key.bytes())
                     .take_while(|(x, y)| x == y)
                     .count();
-                (edit_distance(a, key), usize::MAX - common, *a)
+                (
+                    xload_sys::edit::edit_distance(a, key),
+                    usize::MAX - common,
+                    *a,
+                )
             })
             .filter(|(d, _, _)| *d <= if key.len() >= 8 { 3 } else { 2 })
             .min()
@@ -1139,20 +1143,6 @@ impl Cx<'_> {
             Err(self.bad(key, format!("`{dev}` is not a network device name")))
         }
     }
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// Device names a profile mentions by name (for observation).
