@@ -16,20 +16,10 @@ use std::time::Duration;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use xload_http::{Limits, Parse, ResponseParser};
+use xload_sys::clock::thread_cpu_ns;
 
 /// CPU time consumed by the calling thread.
 struct ThreadCpu;
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant Linux supports.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Durations are formatted the way criterion formats wall time.
 static DURATIONS: WallTime = WallTime;

@@ -17,23 +17,11 @@ use support::server::{Behavior, TestServer};
 use support::timing::{last_run_disturbed, undisturbed};
 
 fn pin_to(cpu: usize) {
-    // SAFETY: plain affinity syscalls on the calling thread with a valid set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    xload_sys::cpu::pin_current_thread(cpu).expect("pin the burner thread");
 }
 
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: as above, reading the mask.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
+    xload_sys::cpu::allowed_cpus().expect("sched_getaffinity")
 }
 
 /// A 1.5 s run (after 300 ms of warm-up) of xload on `cpu` with `args`

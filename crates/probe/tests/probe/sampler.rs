@@ -42,8 +42,7 @@ fn sampler_reports_a_missing_root_as_io_error_naming_the_file() {
 fn sampler_reads_the_live_proc_with_this_thread_in_it() {
     let mut sampler = Sampler::new();
     let s = sampler.sample().expect("live sample");
-    // SAFETY: gettid has no preconditions and touches no memory.
-    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    let tid = xload_sys::cpu::gettid();
     assert!(
         s.threads.iter().any(|t| t.tid == tid),
         "own thread {tid} not among {:?}",
@@ -116,17 +115,6 @@ fn real_busy_capture_is_judged_saturated_on_cpu0() {
     assert!((summary.cpu_s - 0.78).abs() < 1e-9, "{}", summary.cpu_s);
 }
 
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// A thread that sleeps and wakes every 70 µs, busy 20 µs of them, is seen
 /// busy at least for the CPU time it used. By scheduler ticks alone a
 /// tickless VM showed it 16% busy for 28% of CPU time (ticks miss brief
@@ -139,21 +127,16 @@ fn live_cpu_usage_sees_a_thread_that_wakes_every_70_us() {
     let cpu = cpu as usize;
     let mut sampler = Sampler::new();
     let worker = std::thread::spawn(move || {
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-        // within it, and sched_setaffinity reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
+        let _ = xload_sys::cpu::pin_current_thread(cpu);
         let start = std::time::Instant::now();
-        let cpu0 = thread_cpu_ns();
+        let cpu0 = xload_sys::clock::thread_cpu_ns();
         while start.elapsed() < Duration::from_millis(1000) {
             let spin = std::time::Instant::now();
             while spin.elapsed() < Duration::from_micros(20) {}
             std::thread::sleep(Duration::from_micros(50));
         }
-        (thread_cpu_ns() - cpu0) as f64 / start.elapsed().as_nanos() as f64 * 100.0
+        (xload_sys::clock::thread_cpu_ns() - cpu0) as f64 / start.elapsed().as_nanos() as f64
+            * 100.0
     });
     // The sampling thread sleeps meanwhile, off the worker's CPU if it can.
     let before = sampler.sample().expect("live sample");
