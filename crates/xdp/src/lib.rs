@@ -21,7 +21,8 @@
 //! - [`netdev`]: interface facts by rtnetlink/ethtool (namespace-correct,
 //!   unlike sysfs), entering a network namespace.
 //! - [`rate`], [`seq`], [`clock`]: token bucket, per-flow sequence
-//!   tracking (lost/reordered/duplicated), clocks, CPU accounting, pinning.
+//!   tracking (lost/reordered/duplicated), clocks and CPU accounting
+//!   (pinning is xload-sys's).
 //! - [`tx`], [`rx`]: one pinned thread per queue with its own socket.
 //! - [`pps`]: whole runs, the local receiver in a peer namespace, the
 //!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict.
