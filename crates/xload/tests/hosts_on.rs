@@ -298,20 +298,17 @@ fn an_unreachable_host_is_named_and_the_rest_merge_partially() {
         stdout.contains("Requests") && stdout.contains("50"),
         "{stdout}"
     );
-    // --allow-partial: the same, exit 0.
-    let (code, _, stderr) = on(
-        &hosts,
-        &[
-            "-c",
-            "2",
-            "-n",
-            "20",
-            "--allow-partial",
-            "--start-at",
-            "+1500ms",
-            &lab.url(),
-        ],
-    );
-    assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("PARTIAL"), "{stderr}");
+    // --allow-partial: the same, exit 0; --fail-if judges the merge (exit 3).
+    for (gate, want) in [("errors>0", 0), ("rps<1e9", 3)] {
+        let (code, _, stderr) = on(
+            &hosts,
+            &[
+                "-c", "2", "-n", "20", "--allow-partial", "--fail-if", gate, "--start-at",
+                "+1500ms", &lab.url(),
+            ],
+        );
+        assert_eq!(code, want, "{gate}: {stderr}");
+        assert!(stderr.contains("PARTIAL"), "{stderr}");
+        assert_eq!(stderr.contains(gate), want == 3, "{gate}: {stderr}");
+    }
 }

@@ -22,6 +22,7 @@ use crate::Failure;
 const LOCAL_OPTIONS: &[(&str, Option<char>, bool)] = &[
     ("connections", Some('c'), true),
     ("rate", None, true),
+    ("seed", None, true),
     ("requests", Some('n'), true),
     ("run-id", None, true),
     ("segment", None, true),
@@ -120,6 +121,10 @@ fn host_command(
     }
     if let Some(n) = ra.common.requests {
         cmd.extend(["-n".into(), split(n, count, index).to_string()]);
+    }
+    // One seed on every host would send in step: each gets its own, repeatable.
+    if let Some(seed) = ra.common.seed {
+        cmd.extend(["--seed".into(), seed.wrapping_add(index as u64).to_string()]);
     }
     cmd.extend([
         "--segment".into(),
@@ -345,6 +350,19 @@ mod tests {
             words("-t 2 -- http://t/")
         );
         assert!(forward_args(&words("-qc 8 http://t/")).is_err());
+    }
+
+    #[test]
+    fn each_host_gets_its_share_segment_and_seed() {
+        use clap::Parser;
+        let cli = crate::Cli::try_parse_from(words(
+            "xload --on a,b,c -c 10 --rate 900 -n 100 --seed 7 --arrival poisson -d 2s http://t/",
+        ))
+        .expect("parses");
+        let forwarded = forward_args(&words("-d 2s --arrival poisson http://t/")).unwrap();
+        let cmd = host_command(&cli.run, &forwarded, "r", 0, 1, 3);
+        let line = cmd.join(" ");
+        assert!(line.starts_with("xload -d 2s --arrival poisson http://t/ -c 3 --rate 300 -n 33 --seed 8 --segment 2/3 --run-id r --start-at 1970-01-01T00:00:00.000000Z --json - --progress-lines"), "{line}");
     }
 
     #[test]
