@@ -290,6 +290,34 @@ fn send_ns_of(d: &TxRunData) -> u64 {
 
 /// Runs `xload pps`.
 pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsError> {
+    let src_ip = check_config(cfg)?;
+    let (link, src_mac) = tx_link(cfg)?;
+    let speed_tx = netdev::link_speed_mbps(&cfg.dev);
+
+    // The local receiver, started before the first frame leaves.
+    let receiver = match &cfg.peer {
+        Some(p) => Some(start_peer(p, cfg.dst_port)?),
+        None => None,
+    };
+    let dst_mac = dst_mac_of(cfg, receiver.as_ref())?;
+    let sender = Sender {
+        cfg,
+        link: link.clone(),
+        src_mac,
+        dst_mac,
+        src_ip,
+        cpus: cpus_for(cfg.queues.len(), &cfg.cpus, false)?,
+        stop,
+    };
+    let sending = send_all(&sender, receiver.as_ref())?;
+    let interrupted = stop.load(Ordering::Relaxed);
+    let rx_report = finish_receiver(receiver, cfg, &sending)?;
+    tx_report(cfg, sending, speed_tx, rx_report, interrupted)
+}
+
+/// Checks the configuration before any interface is touched; the source
+/// address to send from.
+fn check_config(cfg: &PpsConfig) -> Result<IpAddr, PpsError> {
     if cfg.queues.is_empty() {
         return Err(PpsError::BadArgs("--queues is empty".into()));
     }
@@ -322,7 +350,12 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             "--dst-mac is required (or --rx-dev, to read it from the receiving interface)".into(),
         ));
     }
+    Ok(src_ip)
+}
 
+/// The sending interface, checked (up, has the queues, MTU fits the frame),
+/// and the source MAC to use on it.
+fn tx_link(cfg: &PpsConfig) -> Result<(LinkInfo, MacAddr), PpsError> {
     let link = netdev::link_by_name(&cfg.dev)?;
     check_up(&link)?;
     for &q in &cfg.queues {
@@ -350,14 +383,12 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             })
         }
     };
-    let speed_tx = netdev::link_speed_mbps(&cfg.dev);
+    Ok((link, src_mac))
+}
 
-    // The local receiver, started before the first frame leaves.
-    let receiver = match &cfg.peer {
-        Some(p) => Some(start_peer(p, cfg.dst_port)?),
-        None => None,
-    };
-    let dst_mac = match (cfg.dst_mac, &receiver) {
+/// The destination MAC: given, or read from the receiving interface.
+fn dst_mac_of(cfg: &PpsConfig, receiver: Option<&Receiver>) -> Result<MacAddr, PpsError> {
+    Ok(match (cfg.dst_mac, receiver) {
         (Some(m), _) => m,
         (None, Some(r)) => match r.link_before.mac {
             Some(m) => MacAddr(m),
@@ -367,24 +398,28 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
                 ))
             }
         },
-        (None, None) => unreachable!("checked above"),
-    };
-    let sender = Sender {
-        cfg,
-        link: link.clone(),
-        src_mac,
-        dst_mac,
-        src_ip,
-        cpus: cpus_for(cfg.queues.len(), &cfg.cpus, false)?,
-        stop,
-    };
+        (None, None) => unreachable!("checked by check_config"),
+    })
+}
 
+/// What the sending phase produced: the run reported on (the best trial of
+/// a zero-loss search), and every flow and frame sent over all trials.
+struct Sending {
+    data: TxRunData,
+    zero_loss: Option<ZeroLoss>,
+    all_flows: Vec<FlowSent>,
+    sent_total: u64,
+}
+
+/// Sends: one run at the configured rate, or the zero-loss search.
+fn send_all(sender: &Sender<'_>, receiver: Option<&Receiver>) -> Result<Sending, PpsError> {
+    let cfg = sender.cfg;
     let mut zero_loss = None;
     let mut all_flows: Vec<FlowSent> = Vec::new();
     let mut sent_total = 0u64;
-    let data = match (cfg.search, &receiver) {
+    let data = match (cfg.search, receiver) {
         (Some(search), Some(rx)) => {
-            let (z, best) = find_zero_loss(&sender, rx, &search, &mut all_flows, &mut sent_total)?;
+            let (z, best) = find_zero_loss(sender, rx, &search, &mut all_flows, &mut sent_total)?;
             zero_loss = Some(z);
             best
         }
@@ -394,7 +429,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
                 all_flows.extend_from_slice(&r.flows);
             }
             sent_total = sent_of(&d);
-            if let Some(rx) = &receiver {
+            if let Some(rx) = receiver {
                 rx.settle(
                     Duration::from_millis(100),
                     Duration::from_secs(2),
@@ -404,30 +439,71 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             d
         }
     };
-    let interrupted = stop.load(Ordering::Relaxed);
+    Ok(Sending {
+        data,
+        zero_loss,
+        all_flows,
+        sent_total,
+    })
+}
 
-    let rx_report = match (receiver, &cfg.peer) {
-        (Some(rx), Some(p)) => {
-            let netns = p.netns.clone();
-            let run = netdev::in_netns(netns.as_deref(), move || rx.finish())??;
-            let speed_rx = netdev::in_netns(netns.as_deref(), || netdev::link_speed_mbps(&p.dev))?;
-            let active_s = send_ns_of(&data) as f64 / 1e9;
-            Some(rx_report(
-                run,
-                netns,
-                Some(&all_flows),
-                Some(sent_total),
-                if zero_loss.is_some() {
-                    None
-                } else {
-                    Some(active_s)
-                },
-                speed_rx,
-            ))
-        }
-        _ => None,
+/// Stops the local receiver (in its namespace) and builds its report.
+fn finish_receiver(
+    receiver: Option<Receiver>,
+    cfg: &PpsConfig,
+    sending: &Sending,
+) -> Result<Option<RxReport>, PpsError> {
+    let (Some(rx), Some(p)) = (receiver, &cfg.peer) else {
+        return Ok(None);
     };
+    let netns = p.netns.clone();
+    let run = netdev::in_netns(netns.as_deref(), move || rx.finish())??;
+    let speed_rx = netdev::in_netns(netns.as_deref(), || netdev::link_speed_mbps(&p.dev))?;
+    let active_s = send_ns_of(&sending.data) as f64 / 1e9;
+    Ok(Some(rx_report(
+        run,
+        netns,
+        Some(&sending.all_flows),
+        Some(sending.sent_total),
+        if sending.zero_loss.is_some() {
+            None
+        } else {
+            Some(active_s)
+        },
+        speed_rx,
+    )))
+}
 
+/// Per-queue rates and CPU shares of a run.
+fn per_queue_reports(data: &TxRunData) -> Vec<TxQueueReport> {
+    data.results
+        .iter()
+        .map(|r| {
+            let wall = r.send_ns.max(1) as f64;
+            TxQueueReport {
+                result: r.clone(),
+                pps: r.sent as f64 * 1e9 / wall,
+                // The thread's CPU time covers the drain after sending too:
+                // over the send time alone it read up to 800% after an
+                // early Ctrl-C.
+                thread_cpu_pct: r.cpu_ns as f64 * 100.0 / r.wall_ns.max(r.send_ns).max(1) as f64,
+                rate_wait_pct: r.rate_wait_ns as f64 * 100.0 / wall,
+            }
+        })
+        .collect()
+}
+
+/// The sender's report: figures, per-queue detail, receiver and verdict.
+fn tx_report(
+    cfg: &PpsConfig,
+    sending: Sending,
+    speed_tx: Option<u64>,
+    rx_report: Option<RxReport>,
+    interrupted: bool,
+) -> Result<TxReport, PpsError> {
+    let Sending {
+        data, zero_loss, ..
+    } = sending;
     let sent = sent_of(&data);
     if sent == 0 && !interrupted {
         return Err(PpsError::NothingSent(
@@ -450,22 +526,7 @@ pub fn run_pps(cfg: &PpsConfig, stop: &Arc<AtomicBool>) -> Result<TxReport, PpsE
             delta.tx_dropped, cfg.dev
         )));
     }
-    let per_queue: Vec<TxQueueReport> = data
-        .results
-        .iter()
-        .map(|r| {
-            let wall = r.send_ns.max(1) as f64;
-            TxQueueReport {
-                result: r.clone(),
-                pps: r.sent as f64 * 1e9 / wall,
-                // The thread's CPU time covers the drain after sending too:
-                // over the send time alone it read up to 800% after an
-                // early Ctrl-C.
-                thread_cpu_pct: r.cpu_ns as f64 * 100.0 / r.wall_ns.max(r.send_ns).max(1) as f64,
-                rate_wait_pct: r.rate_wait_ns as f64 * 100.0 / wall,
-            }
-        })
-        .collect();
+    let per_queue = per_queue_reports(&data);
     let tx_cpu_busy = data
         .cpu_usage
         .iter()
