@@ -241,62 +241,8 @@ pub struct RxFacts {
 /// Names what limited the rate, strongest evidence first.
 pub fn verdict(v: &VerdictInput) -> Verdict {
     let mut reasons = Vec::new();
-    if let Some(rx) = &v.rx {
-        if rx.lost > 0 {
-            let lost_pct = rx.lost as f64 * 100.0 / (rx.lost + rx.delivered).max(1) as f64;
-            reasons.push(format!("{} frames lost ({lost_pct:.3}%)", rx.lost));
-            if rx.injected_drops > 0 {
-                reasons.push(format!(
-                    "{} of them dropped on purpose by the test-mode XDP program",
-                    rx.injected_drops
-                ));
-            }
-            if rx.ring_full > 0 || rx.xsk_dropped > 0 {
-                reasons.push(format!(
-                    "receiver socket: {} dropped because the RX ring was full, {} for lack of fill buffers (fill ring empty {} times)",
-                    rx.ring_full, rx.xsk_dropped, rx.fill_empty
-                ));
-                return Verdict {
-                    limit: "receiver-ring-full",
-                    summary:
-                        "the receiving application could not drain its AF_XDP ring fast enough"
-                            .into(),
-                    reasons,
-                };
-            }
-            if rx.redirect_failed > 0 {
-                reasons.push(format!(
-                    "{} frames arrived on a queue without an AF_XDP socket",
-                    rx.redirect_failed
-                ));
-            }
-            if rx.rx_dropped > 0 || v.tx_dropped > 0 {
-                reasons.push(format!(
-                    "interface drops: rx_dropped {} on the receiver, tx_dropped {} on the sender",
-                    rx.rx_dropped, v.tx_dropped
-                ));
-                return Verdict {
-                    limit: "device-drops",
-                    summary: "frames were dropped by the devices (queues or rings between sender and receiver)".into(),
-                    reasons,
-                };
-            }
-            if rx.injected_drops >= rx.lost {
-                return Verdict {
-                    limit: "loss",
-                    summary: "loss came from the test-mode drop injection".into(),
-                    reasons,
-                };
-            }
-            if rx.redirect_failed == 0 {
-                reasons.push("no ring, device or socket counter explains it: loss on the wire or in the driver".into());
-            }
-            return Verdict {
-                limit: "loss",
-                summary: "frames were lost between sender and receiver".into(),
-                reasons,
-            };
-        }
+    if let Some(rx) = v.rx.as_ref().filter(|rx| rx.lost > 0) {
+        return loss_verdict(v, rx, reasons);
     }
     // The sending device dropped what the sockets completed (no carrier, a
     // full device queue): the rate and the count are not what left.
@@ -314,34 +260,8 @@ pub fn verdict(v: &VerdictInput) -> Verdict {
         };
     }
     if let Some(target) = v.rate_target {
-        if v.tx_pps >= target * 0.98 {
-            return Verdict {
-                limit: "rate-target",
-                summary: format!(
-                    "the --rate target ({}) was met; the path was not pushed to its limit",
-                    fmt_rate(target)
-                ),
-                reasons,
-            };
-        }
-        reasons.push(format!(
-            "--rate {} asked, {} reached",
-            fmt_rate(target),
-            fmt_rate(v.tx_pps)
-        ));
-        if v.rate_wait_pct >= 20.0 {
-            reasons.push(format!(
-                "the sender threads slept {:.0}% of the time waiting for tokens and used {:.0}% of a CPU",
-                v.rate_wait_pct, v.tx_thread_cpu_pct
-            ));
-            if let Some(busy) = v.tx_cpu_busy_pct {
-                reasons.push(format!("their CPUs were {busy:.0}% busy"));
-            }
-            return Verdict {
-                limit: "scheduling",
-                summary: "pacing fell short while the sender was mostly idle: its wake-ups came late (CPU shared with other work)".into(),
-                reasons,
-            };
+        if let Some(verdict) = rate_verdict(v, target, &mut reasons) {
+            return verdict;
         }
     }
     if let Some(pct) = v.line_rate_pct {
@@ -399,6 +319,99 @@ pub fn verdict(v: &VerdictInput) -> Verdict {
         summary: "no resource was clearly saturated".into(),
         reasons,
     }
+}
+
+/// The verdict when the receiver counted lost frames: the counter that
+/// explains the loss, or loss on the wire.
+fn loss_verdict(v: &VerdictInput, rx: &RxFacts, mut reasons: Vec<String>) -> Verdict {
+    let lost_pct = rx.lost as f64 * 100.0 / (rx.lost + rx.delivered).max(1) as f64;
+    reasons.push(format!("{} frames lost ({lost_pct:.3}%)", rx.lost));
+    if rx.injected_drops > 0 {
+        reasons.push(format!(
+            "{} of them dropped on purpose by the test-mode XDP program",
+            rx.injected_drops
+        ));
+    }
+    if rx.ring_full > 0 || rx.xsk_dropped > 0 {
+        reasons.push(format!(
+            "receiver socket: {} dropped because the RX ring was full, {} for lack of fill buffers (fill ring empty {} times)",
+            rx.ring_full, rx.xsk_dropped, rx.fill_empty
+        ));
+        return Verdict {
+            limit: "receiver-ring-full",
+            summary:
+                "the receiving application could not drain its AF_XDP ring fast enough"
+                    .into(),
+            reasons,
+        };
+    }
+    if rx.redirect_failed > 0 {
+        reasons.push(format!(
+            "{} frames arrived on a queue without an AF_XDP socket",
+            rx.redirect_failed
+        ));
+    }
+    if rx.rx_dropped > 0 || v.tx_dropped > 0 {
+        reasons.push(format!(
+            "interface drops: rx_dropped {} on the receiver, tx_dropped {} on the sender",
+            rx.rx_dropped, v.tx_dropped
+        ));
+        return Verdict {
+            limit: "device-drops",
+            summary: "frames were dropped by the devices (queues or rings between sender and receiver)".into(),
+            reasons,
+        };
+    }
+    if rx.injected_drops >= rx.lost {
+        return Verdict {
+            limit: "loss",
+            summary: "loss came from the test-mode drop injection".into(),
+            reasons,
+        };
+    }
+    if rx.redirect_failed == 0 {
+        reasons.push("no ring, device or socket counter explains it: loss on the wire or in the driver".into());
+    }
+    Verdict {
+        limit: "loss",
+        summary: "frames were lost between sender and receiver".into(),
+        reasons,
+    }
+}
+
+/// With a --rate target: met, or missed because the sender's wake-ups came
+/// late; `None` when neither, and the search goes on.
+fn rate_verdict(v: &VerdictInput, target: f64, reasons: &mut Vec<String>) -> Option<Verdict> {
+    if v.tx_pps >= target * 0.98 {
+        return Some(Verdict {
+            limit: "rate-target",
+            summary: format!(
+                "the --rate target ({}) was met; the path was not pushed to its limit",
+                fmt_rate(target)
+            ),
+            reasons: std::mem::take(reasons),
+        });
+    }
+    reasons.push(format!(
+        "--rate {} asked, {} reached",
+        fmt_rate(target),
+        fmt_rate(v.tx_pps)
+    ));
+    if v.rate_wait_pct >= 20.0 {
+        reasons.push(format!(
+            "the sender threads slept {:.0}% of the time waiting for tokens and used {:.0}% of a CPU",
+            v.rate_wait_pct, v.tx_thread_cpu_pct
+        ));
+        if let Some(busy) = v.tx_cpu_busy_pct {
+            reasons.push(format!("their CPUs were {busy:.0}% busy"));
+        }
+        return Some(Verdict {
+            limit: "scheduling",
+            summary: "pacing fell short while the sender was mostly idle: its wake-ups came late (CPU shared with other work)".into(),
+            reasons: std::mem::take(reasons),
+        });
+    }
+    None
 }
 
 /// Verdict of a standalone receiver.
