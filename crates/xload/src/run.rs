@@ -355,14 +355,7 @@ pub(crate) fn execute(
     stop: Arc<AtomicBool>,
     live: Live,
 ) -> Result<Measured, Failure> {
-    let budget = xload_probe::read_budget().ok();
-    if let Some(b) = &budget {
-        let loopback = p.plan.addr.ip().is_loopback();
-        let sources = p.plan.sources.len();
-        for w in xload_probe::preflight_sources(p.plan.connections, sources, loopback, b) {
-            eprintln!("xload: warning: {w}");
-        }
-    }
+    let budget = preflight(p);
     let mut sampler = xload_probe::Sampler::new();
     // --start-at: wait until the engine must start (as late as can be, so
     // that nothing else comes between the wait and the engine's start).
@@ -441,6 +434,40 @@ pub(crate) fn execute(
             eprintln!("xload: worker {}: {e}", w.index);
         }
     }
+    let mut report = build_report(p, &outcome, rows);
+    if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
+        let input = verdict_input(p, &outcome, &report);
+        let summary = xload_probe::summarize(&start, &end, &input, &budget);
+        report.client = serde_json::to_value(&summary).ok();
+    }
+    report.interrupted = outcome.interrupted;
+    Ok(Measured {
+        report,
+        interrupted: outcome.interrupted,
+        window_start_ns: outcome.window_start_ns,
+        second_histograms,
+    })
+}
+
+/// The probe's budget of this host, after warning about what it says of
+/// the plan (fds, ephemeral ports per source); `None` if /proc is unreadable.
+fn preflight(p: &Prepared) -> Option<xload_probe::Budget> {
+    let budget = xload_probe::read_budget().ok()?;
+    let loopback = p.plan.addr.ip().is_loopback();
+    let sources = p.plan.sources.len();
+    for w in xload_probe::preflight_sources(p.plan.connections, sources, loopback, &budget) {
+        eprintln!("xload: warning: {w}");
+    }
+    Some(budget)
+}
+
+/// The report of an engine outcome and its time series, before the client verdict.
+fn build_report(
+    p: &Prepared,
+    outcome: &xload_engine::Outcome,
+    rows: Vec<xload_stats::IntervalRow>,
+) -> Report {
+    let workers = p.plan.worker_cpus.len();
     let meta = RunMeta {
         target: p.target.clone(),
         engine: outcome.engine.name().to_string(),
@@ -460,18 +487,7 @@ pub(crate) fn execute(
         .fold(None, Batching::merge)
         // A run too short for a single wait has nothing to say about batching.
         .filter(|b| b.waits > 0);
-    if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
-        let input = verdict_input(p, &outcome, &report);
-        let summary = xload_probe::summarize(&start, &end, &input, &budget);
-        report.client = serde_json::to_value(&summary).ok();
-    }
-    report.interrupted = outcome.interrupted;
-    Ok(Measured {
-        report,
-        interrupted: outcome.interrupted,
-        window_start_ns: outcome.window_start_ns,
-        second_histograms,
-    })
+    report
 }
 
 fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_probe::VerdictInput {
