@@ -123,7 +123,9 @@ pub(crate) fn parse_run_id(s: &str) -> Result<String, String> {
 /// `--start-at`: RFC 3339, or `+DURATION` from now.
 pub(crate) fn parse_start_at(s: &str) -> Result<UnixMicros, String> {
     if let Some(rel) = s.strip_prefix('+') {
-        let d = crate::args::parse_duration(rel)?;
+        // xload_sys directly, not crate::args: args already names this module.
+        let d = xload_sys::duration::parse_duration_or_seconds(rel)
+            .map_err(|e| format!("invalid duration: {e} (e.g. 500ms, 10s, 2m)"))?;
         return Ok(unix_now_us() + d.as_micros() as i64);
     }
     parse_rfc3339(s).map_err(|e| format!("{e}, or +DURATION such as +5s"))
