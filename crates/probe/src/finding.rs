@@ -2,7 +2,7 @@
 //! the window's figures; the verdict line's short form and the report's full
 //! reason are both written from the same values, never parsed back.
 
-use crate::verdict::{
+use crate::figures::{
     CpuUsage, WorkerCpu, CPU_SATURATED_PCT, LATE_SEND_RATIO_LIMIT, SCHEDULE_LAG_P99_LIMIT_US,
 };
 

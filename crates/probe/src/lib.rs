@@ -18,6 +18,7 @@
 
 mod budget;
 mod error;
+mod figures;
 mod finding;
 pub mod observe;
 pub mod parse;
@@ -29,11 +30,13 @@ pub use budget::{
     SUGGESTED_PORT_RANGE,
 };
 pub use error::{ParseErrorKind, ProbeError};
+pub use figures::{
+    CpuUsage, WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
+    SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
+};
 pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};
 pub use verdict::{
     cpu_usage, cpu_usage_over, irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize,
-    summarize_host, tcp_deltas, ClientSummary, CpuUsage, HostSummary, IrqDelta, VerdictInput,
-    WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
-    SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
+    summarize_host, tcp_deltas, ClientSummary, HostSummary, IrqDelta, VerdictInput,
 };

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
+use crate::figures::CpuUsage;
 use crate::sampler::{Sample, Sampler};
 use crate::verdict::{
-    irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, CpuUsage,
-    HostSummary, IrqDelta,
+    irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, HostSummary,
+    IrqDelta,
 };
 
 /// JSON schema name of [`ObserveReport`].
