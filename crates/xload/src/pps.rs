@@ -20,13 +20,9 @@ use xload_xdp::program::RxMode;
 use xload_xdp::seq::SeqFault;
 use xload_xdp::xsk::BindMode;
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
-/// A run length: above zero.
+/// A run length: above zero (the duration grammar of every xload command).
 fn run_duration_arg(s: &str) -> Result<Duration, String> {
-    let d = duration_arg(s)?;
+    let d = crate::args::parse_duration(s)?;
     if d.is_zero() {
         return Err(format!("duration {s:?} must be above zero"));
     }
@@ -325,7 +321,6 @@ impl PpsRxArgs {
 /// Why a command-line value was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ValueError {
-    Duration(String),
     List(String),
     Rate(String),
 }
@@ -333,10 +328,6 @@ pub(crate) enum ValueError {
 impl std::fmt::Display for ValueError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ValueError::Duration(s) => write!(
-                f,
-                "invalid duration {s:?}: use a number with a unit, e.g. 500ms, 2s, 1.5m, 100us"
-            ),
             ValueError::List(s) => {
                 write!(f, "invalid list {s:?}: use numbers and ranges, e.g. 0-3,6")
             }
@@ -346,12 +337,6 @@ impl std::fmt::Display for ValueError {
             ),
         }
     }
-}
-
-/// Parses "500ms", "2s", "1.5m", "100us", "1h", "250ns"; a bare number is seconds.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, ValueError> {
-    xload_sys::duration::parse_duration_or_seconds(s)
-        .map_err(|_| ValueError::Duration(s.to_string()))
 }
 
 /// Parses "0-3,6" into [0, 1, 2, 3, 6] (the grammar of
@@ -470,6 +455,7 @@ mod tests {
 
     #[test]
     fn durations_with_units_parse_and_garbage_is_rejected() {
+        use crate::args::parse_duration;
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
