@@ -70,10 +70,17 @@ pub fn build_ring(sq_entries: u32, cq_entries: u32) -> io::Result<(IoUring, &'st
 
 /// A ring of equally sized receive buffers the kernel picks from.
 ///
+/// The kernel takes buffers in ring order, so every buffer the ring holds
+/// is written (and its pages count in the process's memory) within a few
+/// rounds. The ring therefore starts with a few of them and `grow` adds
+/// more when a receive found none.
+///
 /// INVARIANT: `entries` is a power of two ≤ 32768; `ring` points to `entries`
 /// page-aligned `BufRingEntry`s and `bufs` to a mapping of `bufs_len =
-/// entries * buf_size` bytes, both owned by this value and never moved. A buffer id handed out by a completion is
-/// owned by the application until `recycle` gives it back.
+/// entries * buf_size` bytes, both owned by this value and never moved.
+/// Buffer ids `0..given` have been handed to the ring (`given ≤ entries`),
+/// so at most `entries` are ever in it. A buffer id handed out by a
+/// completion is owned by the application until `recycle` gives it back.
 pub struct BufRing {
     ring: *mut BufRingEntry,
     ring_layout: Layout,
@@ -84,6 +91,8 @@ pub struct BufRing {
     /// Local tail: entries written but maybe not yet published.
     tail: u16,
     bgid: u16,
+    /// Buffer ids handed to the ring so far (`0..given`).
+    given: u32,
     leak: bool,
 }
 
@@ -91,6 +100,12 @@ impl BufRing {
     /// Allocates `entries` buffers of `buf_size` bytes (both rounded: entries up
     /// to a power of two), all initially available to the kernel once registered.
     pub fn new(entries: u16, buf_size: u32, bgid: u16) -> io::Result<BufRing> {
+        BufRing::growing(entries, buf_size, bgid, u16::MAX)
+    }
+
+    /// As `new`, with only the first `first` buffers (at least one) in the
+    /// ring at the start; `grow` adds the rest.
+    pub fn growing(entries: u16, buf_size: u32, bgid: u16, first: u16) -> io::Result<BufRing> {
         let entries = entries.clamp(1, 32768).next_power_of_two();
         let ring_layout =
             Layout::from_size_align(entries as usize * std::mem::size_of::<BufRingEntry>(), 4096)
@@ -132,13 +147,29 @@ impl BufRing {
             mask: entries - 1,
             tail: 0,
             bgid,
+            given: 0,
             leak: false,
         };
-        for bid in 0..entries {
-            br.recycle(bid);
-        }
+        br.give(u32::from(first.clamp(1, entries)));
         br.publish();
         Ok(br)
+    }
+
+    /// Hands buffer ids `given..upto` to the ring (seen after `publish`).
+    fn give(&mut self, upto: u32) {
+        let upto = upto.min(u32::from(self.mask) + 1);
+        for bid in self.given..upto {
+            self.recycle(bid as u16);
+        }
+        self.given = self.given.max(upto);
+    }
+
+    /// Doubles the buffers in the ring, up to all of them (seen after the
+    /// next `publish`). Returns false when they all were already.
+    pub fn grow(&mut self) -> bool {
+        let before = self.given;
+        self.give(before * 2);
+        self.given > before
     }
 
     /// Registers the ring with `ring`'s kernel instance under this buffer group.
@@ -306,6 +337,18 @@ mod tests {
         };
         assert_eq!(Token::decode(t.encode()), t);
         assert_eq!(next_gen(0xff_ffff), 0);
+    }
+
+    #[test]
+    fn buf_ring_grows_by_doubling_up_to_its_entries() {
+        let mut br = BufRing::growing(16, 128, 3, 3).unwrap();
+        assert_eq!((br.given, br.tail), (3, 3));
+        assert!(br.grow());
+        assert_eq!((br.given, br.tail), (6, 6));
+        assert!(br.grow() && br.grow());
+        assert_eq!((br.given, br.tail), (16, 16), "capped at the entries");
+        assert!(!br.grow());
+        assert_eq!(br.tail, 16, "no buffer given twice");
     }
 
     #[test]

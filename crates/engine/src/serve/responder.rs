@@ -66,6 +66,8 @@ pub(super) struct Responder {
     delayed: bool,
     holds: Holds,
     rearm: Vec<u32>,
+    /// A receive found no buffer in this reap: the ring grows before the next.
+    short_of_bufs: bool,
     cqes: Vec<cqueue::Entry>,
     /// Descriptors for the registered file table, one per slot (stable: the
     /// kernel reads a slot's entry when its update is submitted). Empty when
@@ -81,7 +83,8 @@ impl Responder {
         cfg: WorkerConfig,
     ) -> Result<Responder, String> {
         let (ring, mode) = build_ring(4096, 16384).map_err(|e| format!("io_uring_setup: {e}"))?;
-        let bufs = BufRing::new(4096, 4096, 0).map_err(|e| format!("buffer ring: {e}"))?;
+        // 128 buffers at first, doubled whenever a receive found none.
+        let bufs = BufRing::growing(4096, 4096, 0, 128).map_err(|e| format!("buffer ring: {e}"))?;
         bufs.register(&ring)
             .map_err(|e| format!("register buffer ring: {e}"))?;
         // Connection i's socket goes in slot i: sends and receives then skip
@@ -110,6 +113,7 @@ impl Responder {
             delayed: cfg.delay_ns.is_some(),
             holds: Holds::new(cfg.delay_ns, cfg.pool),
             rearm: Vec::new(),
+            short_of_bufs: false,
             cqes: Vec::with_capacity(16384),
             slots,
         })
@@ -270,6 +274,9 @@ impl Responder {
             self.complete(cqe);
         }
         self.cqes = cqes;
+        if std::mem::take(&mut self.short_of_bufs) {
+            self.bufs.grow();
+        }
         self.bufs.publish();
         while let Some(i) = self.rearm.pop() {
             self.arm_recv(i as usize);
@@ -324,6 +331,7 @@ impl Responder {
                         self.rearm.push(i as u32);
                     }
                 } else if res == -libc::ENOBUFS {
+                    self.short_of_bufs = true;
                     self.rearm.push(i as u32);
                 } else {
                     // EOF or error: nothing more will be read.

@@ -89,6 +89,8 @@ struct Driver<'c, 'p> {
     pipeline: usize,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
     rearm: Vec<u32>,
+    /// A receive found no buffer in this reap: the ring grows before the next.
+    short_of_bufs: bool,
     /// Open loop: open connections with nothing in flight.
     idle: Vec<u32>,
     cqes: Vec<cqueue::Entry>,
@@ -124,6 +126,9 @@ struct RingSize {
 /// The most SQ entries and receive buffers a worker uses.
 const MAX_SQ: usize = 4096;
 const MAX_BUFS: usize = 2048;
+/// Receive buffers in the ring at the start; it doubles whenever a receive
+/// found none, so its pages are only those a busy reap needed.
+const FIRST_BUFS: u16 = 128;
 
 impl RingSize {
     fn for_connections(n: usize) -> RingSize {
@@ -161,7 +166,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             setup_hint(&e)
         )
     })?;
-    let bufs = BufRing::new(size.bufs, RECV_BUF, 0).map_err(|e| format!("buffer ring: {e}"))?;
+    let bufs = BufRing::growing(size.bufs, RECV_BUF, 0, FIRST_BUFS)
+        .map_err(|e| format!("buffer ring: {e}"))?;
     bufs.register(&ring)
         .map_err(|e| format!("register buffer ring: {e}"))?;
     // A sparse table (Linux 5.19+) of one slot per connection; without it the
@@ -203,6 +209,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         timeout_ns: plan.timeout.as_nanos() as u64,
         pipeline,
         rearm: Vec::with_capacity(nconns),
+        short_of_bufs: false,
         idle: Vec::with_capacity(nconns),
         cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
@@ -421,6 +428,9 @@ impl Driver<'_, '_> {
         if self.tick.on && !self.tick.armed {
             self.arm_tick();
         }
+        if std::mem::take(&mut self.short_of_bufs) {
+            self.bufs.grow();
+        }
         self.bufs.publish();
         while let Some(i) = self.rearm.pop() {
             self.arm_recv(i as usize);
@@ -491,6 +501,7 @@ impl Driver<'_, '_> {
         } else if res == 0 {
             self.on_eof(i, now);
         } else if res == -libc::ENOBUFS {
+            self.short_of_bufs = true;
             if self.conns[i].state == State::Open {
                 self.rearm.push(i as u32);
             }
