@@ -98,13 +98,14 @@ fn many_connections_reconcile(engine: &str) {
             "--source",
             "127.0.0.2-127.0.0.4,127.0.0.9",
             "--connect-rate",
-            "40k/s",
-            // The ramp takes 0.5 s, and each connection's first request
+            "20k/s",
+            // The ramp takes 1 s (slow enough for a busy server to accept
+            // from its 4096-deep queue), and each connection's first request
             // leaves once it is up: unanswered 2 s later, it would time out
-            // within the window, from 1 s to 3 s (a timeout in the warm-up
-            // is not counted). A busy machine gets 2 s to answer.
+            // within the window, from 1.5 s to 3.5 s (a timeout in the
+            // warm-up is not counted). A busy machine gets 2 s to answer.
             "--warmup",
-            "1s",
+            "1500ms",
             "-d",
             "2s",
             "--timeout",
