@@ -11,14 +11,7 @@ fn xload(args: &[&str]) -> Output {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let out = xload(args);
-    assert!(
-        out.status.success(),
-        "xload {args:?}: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    xload_testkit::stdout_of(env!("CARGO_BIN_EXE_xload"), args)
 }
 
 #[test]

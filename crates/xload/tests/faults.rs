@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::run::exit_code;
 use support::{read_json, run_xload_with_timeout, spawn_xload, Behavior, TempDir, TestServer};
+use xload_testkit::both_engines;
 
 /// Measured window of the fault runs.
 const RUN: Duration = Duration::from_millis(1000);
@@ -734,24 +735,6 @@ fn ctrl_c_prints_the_report_and_exits_0(engine: &str) {
         "the text report is printed\n{}",
         out.show()
     );
-}
-
-/// Generates one test per engine for a function taking the engine name.
-macro_rules! both_engines {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn uring() {
-                    super::$name("uring");
-                }
-                #[test]
-                fn epoll() {
-                    super::$name("epoll");
-                }
-            }
-        )*
-    };
 }
 
 both_engines!(

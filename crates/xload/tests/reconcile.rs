@@ -15,6 +15,7 @@ use support::nginx::{Nginx, NginxOptions, SMALL_BODY};
 use support::run::exit_code;
 use support::{read_json, run_xload_with_timeout, Behavior, TempDir, TestServer};
 use xload_stats::Report;
+use xload_testkit::both_engines;
 
 /// Hard kill for one run; every run here takes a second or less.
 const HARD_TIMEOUT: Duration = Duration::from_secs(30);
@@ -587,24 +588,6 @@ fn batching_is_reported_for_a_batched_closed_loop_only() {
         );
         assert!(!out.stdout.contains("Batching"), "{}", out.stdout);
     }
-}
-
-/// Generates one test per engine for a function taking the engine name.
-macro_rules! both_engines {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn uring() {
-                    super::$name("uring");
-                }
-                #[test]
-                fn epoll() {
-                    super::$name("epoll");
-                }
-            }
-        )*
-    };
 }
 
 both_engines!(

@@ -1,67 +1,7 @@
-//! Helpers for unit tests: a temporary directory removed on drop, and a fake
-//! `/proc` + `/sys` tree to point an [`crate::fs::RootFs`] at.
+//! Helpers for unit tests: a fake `/proc` + `/sys` tree to point an
+//! [`crate::fs::RootFs`] at, in a testkit [`TempDir`].
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A directory under the system temp dir, deleted with everything in it on drop.
-pub(crate) struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// Creates `xtune-<tag>-<pid>-<n>`.
-    pub(crate) fn new(tag: &str) -> TempDir {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("xtune-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir { path }
-    }
-
-    /// The directory.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Writes `content` to `rel` (a path like `/proc/sys/net/core/somaxconn`),
-    /// creating parent directories.
-    pub(crate) fn put(&self, rel: &str, content: &str) {
-        let p = self.path.join(rel.trim_start_matches('/'));
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("create parent");
-        }
-        std::fs::write(&p, content).expect("write fake file");
-    }
-
-    /// Reads `rel` back.
-    pub(crate) fn get(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path.join(rel.trim_start_matches('/')))
-            .expect("read fake file")
-    }
-
-    /// Creates a directory `rel`.
-    pub(crate) fn mkdir(&self, rel: &str) {
-        std::fs::create_dir_all(self.path.join(rel.trim_start_matches('/'))).expect("mkdir");
-    }
-
-    /// Creates a symlink at `rel` pointing to `target` (relative or absolute inside the tree).
-    pub(crate) fn symlink(&self, rel: &str, target: &str) {
-        let p = self.path.join(rel.trim_start_matches('/'));
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("create parent");
-        }
-        std::os::unix::fs::symlink(target, p).expect("symlink");
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
+pub(crate) use xload_testkit::TempDir;
 
 /// A fake host with `cpus` online CPUs, the given sysctls, and devices with
 /// `(name, rx_queues, tx_queues)`.

@@ -72,7 +72,7 @@ fn apply_in_netns_reads_back_and_verify_exits_0() {
     let ns = Netns::new("apply");
     let dir = TempDir::new("apply");
     let prof = dir.file("lab.toml", LAB);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(ns.read("/proc/sys/net/core/somaxconn"), "8192\n");
@@ -133,7 +133,7 @@ fn a_port_set_is_compared_as_a_set() {
         "p.toml",
         "[sysctl]\n\"net.ipv4.ip_local_reserved_ports\" = \"9000-9010,8080\"\n",
     );
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let path = "/proc/sys/net/ipv4/ip_local_reserved_ports";
     let before = ns.read(path);
     let run = |cmd: &str| {
@@ -169,7 +169,7 @@ fn rps_and_xps_masks_on_a_four_queue_veth() {
         "--netns",
         &ns.name,
         "--state-dir",
-        &dir.join("s"),
+        &dir.join_str("s"),
     ]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     let online = util::online_cpus();
@@ -217,7 +217,7 @@ fn value_changed_behind_xtunes_back_makes_verify_exit_3_naming_it() {
     let ns = Netns::new("drift");
     let dir = TempDir::new("drift");
     let prof = dir.file("lab.toml", LAB);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     assert_eq!(
         code(&xtune(&[
             "apply",
@@ -276,7 +276,7 @@ fn settle_catches_a_value_rewritten_after_the_first_pass() {
     let ns = Netns::new("settle");
     let dir = TempDir::new("settle");
     let prof = dir.file("s.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 21\n");
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     assert_eq!(
         code(&xtune(&[
             "apply",
@@ -330,7 +330,7 @@ fn rollback_restores_every_original_byte_for_byte() {
     let ns = Netns::new("rollback");
     let dir = TempDir::new("rollback");
     let prof = dir.file("lab.toml", LAB);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let before = read_all(&ns);
     assert_eq!(
         code(&xtune(&[
@@ -389,7 +389,7 @@ fn third_write_rejected_by_the_kernel_exits_1_and_undoes_the_first_two() {
         "bad.toml",
         "[sysctl]\n\"net.core.somaxconn\" = 9999\n\"net.ipv4.tcp_fin_timeout\" = 19\n\"net.ipv4.ip_local_port_range\" = \"60000 1000\"\n\"net.ipv4.tcp_max_syn_backlog\" = 12345\n",
     );
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let before = read_all(&ns);
     let out = xtune(&[
         "apply",
@@ -452,13 +452,13 @@ fn parse_errors_exit_2_with_a_clear_message_and_write_nothing() {
             dir.file("type.toml", "[sysctl]\n\"net.core.somaxconn\" = 7777\n[rps]\nxa = 3\n"),
             "`rps.xa` must be a string, found integer",
         ),
-        (dir.join("cycle-a.toml"), "extends cycle: cycle-a.toml -> cycle-b.toml -> cycle-a.toml"),
-        (dir.join("missing.toml"), "cannot read profile"),
+        (dir.join_str("cycle-a.toml"), "extends cycle: cycle-a.toml -> cycle-b.toml -> cycle-a.toml"),
+        (dir.join_str("missing.toml"), "cannot read profile"),
     ];
     let netns = util::root_skip_reason()
         .is_none()
         .then(|| Netns::new("parse"));
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     for (prof, want) in &cases {
         for cmd in ["apply", "verify", "diff"] {
             let mut args = vec![cmd, prof.as_str(), "--state-dir", state.as_str()];
@@ -501,7 +501,7 @@ fn global_sysctls_inside_a_netns_are_refused_not_pretended() {
         "g.toml",
         "[sysctl]\n\"net.core.somaxconn\" = 7001\n\"net.core.netdev_max_backlog\" = 7002\n[rfs]\nflow_entries = 4096\n",
     );
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let host_before = std::fs::read_to_string("/proc/sys/net/core/netdev_max_backlog").unwrap();
     let host_rfs_before =
         std::fs::read_to_string("/proc/sys/net/core/rps_sock_flow_entries").unwrap();
@@ -596,12 +596,12 @@ fn fake_tree(dir: &TempDir) -> String {
     dir.file("root/proc/sys/net/core/somaxconn", "4096\n");
     dir.file("root/proc/sys/net/ipv4/tcp_fin_timeout", "60\n");
     dir.file("root/sys/devices/system/cpu/online", "0-1\n");
-    dir.join("root")
+    dir.join_str("root")
 }
 
 /// A stand-in for ssh: logs the host, then runs the remote command locally.
 fn fake_ssh(dir: &TempDir) -> String {
-    let log = dir.join("ssh.log");
+    let log = dir.join_str("ssh.log");
     let path = dir.file(
         "fake-ssh",
         &format!(
@@ -618,9 +618,9 @@ fn a_snapshot_from_before_a_reboot_leaves_kernel_values_to_the_boot() {
     let dir = TempDir::new("reboot");
     let root = fake_tree(&dir);
     let boot = dir.file("root/proc/sys/kernel/random/boot_id", "aaaa-1\n");
-    let fin = dir.join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let fin = dir.join_str("root/proc/sys/net/ipv4/tcp_fin_timeout");
     let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
     let out = run(&["apply", &prof]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
@@ -690,7 +690,7 @@ fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
         "p.toml",
         "extends = \"base.toml\"\n[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n",
     );
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let env = [
         ("XTUNE_SSH", ssh.as_str()),
         ("XTUNE_REMOTE_BIN", util::xtune_bin()),
@@ -716,7 +716,7 @@ fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
         "{}",
         stdout(&out)
     );
-    let log = std::fs::read_to_string(dir.join("ssh.log")).unwrap();
+    let log = std::fs::read_to_string(dir.join_str("ssh.log")).unwrap();
     assert!(log.starts_with("gen1 "), "{log}");
     assert!(
         log.contains("'verify' '-'") || log.contains("verify -"),
@@ -738,7 +738,7 @@ fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
     );
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.join("root/proc/sys/net/core/somaxconn")).unwrap(),
+        std::fs::read_to_string(dir.join_str("root/proc/sys/net/core/somaxconn")).unwrap(),
         "1024\n"
     );
     let out = xtune_env(
@@ -771,7 +771,7 @@ fn ssh_runs_the_same_command_remotely_with_the_profile_on_stdin() {
     );
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
     assert_eq!(
-        std::fs::read_to_string(dir.join("root/proc/sys/net/core/somaxconn")).unwrap(),
+        std::fs::read_to_string(dir.join_str("root/proc/sys/net/core/somaxconn")).unwrap(),
         "4096\n"
     );
 
@@ -871,7 +871,7 @@ fn export_writes_a_sysctl_d_file() {
         "{text}"
     );
     assert!(text.contains("#   [rps] lo"), "{text}");
-    let file = dir.join("90-xtune.conf");
+    let file = dir.join_str("90-xtune.conf");
     assert_eq!(
         code(&xtune(&["export", &prof, "--sysctl-d", "-o", &file])),
         0
@@ -923,7 +923,7 @@ fn verify_names_the_sysctl_d_file_that_sets_a_drifted_key() {
         "--root",
         &root,
         "--state-dir",
-        &dir.join("s"),
+        &dir.join_str("s"),
         "--json",
     ]);
     assert_eq!(code(&out), 3, "{}", stdout(&out));
@@ -974,7 +974,7 @@ fn irqbalance_is_stopped_and_restarted_on_rollback() {
     let dir = TempDir::new("irqb");
     // A stand-in daemon: `sleep` copied under the name irqbalance, detached
     // (double fork) so that, as for the real daemon, xtune is not its parent.
-    let fake = dir.join("irqbalance");
+    let fake = dir.join_str("irqbalance");
     std::fs::copy(sleep, &fake).unwrap();
     let _guard = KillOnDrop(Vec::new());
     let status = std::process::Command::new("sh")
@@ -990,7 +990,7 @@ fn irqbalance_is_stopped_and_restarted_on_rollback() {
     assert_eq!(started.len(), 1, "stand-in daemon running");
 
     let prof = dir.file("p.toml", "[irqbalance]\nstop = true\n");
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let out = xtune(&["verify", &prof, "--state-dir", &state]);
     assert_eq!(code(&out), 3, "{}", stdout(&out));
     assert!(
@@ -1020,7 +1020,7 @@ fn irqbalance_is_stopped_and_restarted_on_rollback() {
 fn rollback_keeps_the_stack_in_order_and_stops_at_an_unreadable_snapshot() {
     let dir = TempDir::new("stack");
     let root = fake_tree(&dir);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let somaxconn = dir.path().join("root/proc/sys/net/core/somaxconn");
     let a = dir.file("a.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
     let b = dir.file("b.toml", "[sysctl]\n\"net.core.somaxconn\" = 9000\n");
@@ -1083,7 +1083,7 @@ fn parallel_applies_stack_and_roll_back_to_the_original() {
     // every value as it was.
     let dir = TempDir::new("parallel");
     let root = fake_tree(&dir);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let n = 8;
     let mut profiles = Vec::new();
     for i in 0..n {
@@ -1139,7 +1139,7 @@ fn parallel_applies_stack_and_roll_back_to_the_original() {
 fn a_snapshot_left_pending_is_named_by_apply_and_verify() {
     let dir = TempDir::new("pending");
     let root = fake_tree(&dir);
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let a = dir.file("a.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
     let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
     let out = run(&["apply", &a]);
@@ -1208,7 +1208,7 @@ fn a_namespace_created_again_under_its_name_is_not_rolled_back_into() {
     let ns = Netns::new("again");
     let dir = TempDir::new("again");
     let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 17\n");
-    let state = dir.join("state");
+    let state = dir.join_str("state");
     let path = "/proc/sys/net/ipv4/tcp_fin_timeout";
     let out = xtune(&["apply", &prof, "--netns", &ns.name, "--state-dir", &state]);
     assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));

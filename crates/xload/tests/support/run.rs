@@ -4,11 +4,10 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Hard timeout of [`run_xload`]: far above any bounded test run, low enough
 /// that a hang fails the test instead of the CI job.
@@ -30,43 +29,7 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-/// A directory under the system temp dir, removed with its contents on drop.
-pub(crate) struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// Creates `$TMPDIR/xload-test-<prefix>-<pid>-<n>-<nanos>`.
-    pub(crate) fn new(prefix: &str) -> TempDir {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let path = std::env::temp_dir().join(format!(
-            "xload-test-{prefix}-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
-        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
-        TempDir { path }
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// `self.path().join(name)`.
-    pub(crate) fn join(&self, name: impl AsRef<Path>) -> PathBuf {
-        self.path.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
+pub(crate) use xload_testkit::TempDir;
 
 /// What a finished (or killed) command left.
 #[derive(Debug)]

@@ -4,7 +4,6 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -77,57 +76,7 @@ macro_rules! skip_unless_root {
     };
 }
 
-/// A directory removed on drop.
-pub(crate) struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// Creates a fresh directory.
-    pub(crate) fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("xtune-it-{}", unique(tag)));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir { path }
-    }
-
-    /// The directory.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Writes a file and returns its path as a String.
-    pub(crate) fn file(&self, name: &str, content: &str) -> String {
-        let p = self.path.join(name.trim_start_matches('/'));
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).expect("mkdir");
-        }
-        std::fs::write(&p, content).expect("write");
-        p.to_string_lossy().into_owned()
-    }
-
-    /// Path string of `name` inside.
-    pub(crate) fn join(&self, name: &str) -> String {
-        self.path.join(name).to_string_lossy().into_owned()
-    }
-
-    /// Number of snapshot files in `dir` (relative).
-    pub(crate) fn count_json(&self, dir: &str) -> usize {
-        std::fs::read_dir(self.path.join(dir))
-            .map(|rd| {
-                rd.flatten()
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-                    .count()
-            })
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
+pub(crate) use xload_testkit::TempDir;
 
 /// A network namespace with veth pair `xa`/`xb` (4 rx and 4 tx queues each),
 /// deleted on drop.
