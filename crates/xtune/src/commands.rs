@@ -710,4 +710,108 @@ mod tests {
         assert_eq!(dir.get(SOMAXCONN), "4096\n");
         assert_eq!(store.load("lab").unwrap().state, State::RolledBack);
     }
+
+    const RMEM: &str = "/proc/sys/net/ipv4/tcp_rmem";
+
+    /// A fake host with somaxconn at 4096 and tcp_rmem as the kernel prints
+    /// it (tabs), its root fs and a store in it.
+    fn host_with_rmem(tag: &str) -> (TempDir, RootFs, Store) {
+        let dir = fake_host(
+            tag,
+            2,
+            &[
+                ("net.core.somaxconn", "4096"),
+                ("net.ipv4.tcp_rmem", "4096\t87380\t6291456"),
+            ],
+            &[],
+        );
+        let fs = RootFs::new(dir.path());
+        let store = Store::new(dir.path().join("state"));
+        (dir, fs, store)
+    }
+
+    #[test]
+    fn verify_judges_a_vector_sysctl_by_meaning_not_by_its_text() {
+        let (dir, fs, store) = host_with_rmem("cmd-meaning");
+        let p = profile("[sysctl]\n\"net.ipv4.tcp_rmem\" = [4096, 87380, 6291456]\n", &dir);
+        let s = site(&fs, &store);
+        let tctx = TargetCtx::default();
+        let r = verify(&s, &p, &tctx, None);
+        assert_eq!((r.exit_code, r.ok), (0, true), "tabs vs spaces: {r:?}");
+        assert_eq!(line(&r, "sysctl:net.ipv4.tcp_rmem").verdict, Verdict::Ok);
+        let d = diff(&s, &p, &tctx, false);
+        assert_eq!(line(&d, "sysctl:net.ipv4.tcp_rmem").verdict, Verdict::Ok);
+        // One element changed behind xtune's back: drift, exit 3.
+        dir.put(RMEM, "4096\t87380\t4194304\n");
+        let r = verify(&s, &p, &tctx, None);
+        assert_eq!((r.exit_code, r.ok), (3, false), "{r:?}");
+        assert_eq!(line(&r, "sysctl:net.ipv4.tcp_rmem").verdict, Verdict::Drift);
+        assert_eq!(r.counts.get("drift"), Some(&1));
+    }
+
+    #[test]
+    fn rollback_restores_the_bytes_each_knob_had_before_apply() {
+        let (dir, fs, store) = host_with_rmem("cmd-restore");
+        let p = profile(
+            &format!("{WANT_65535}\"net.ipv4.tcp_rmem\" = [4096, 131072, 16777216]\n"),
+            &dir,
+        );
+        let s = site(&fs, &store);
+        let r = apply(&s, &p, &TargetCtx::default());
+        assert_eq!(r.exit_code, 0, "{r:?}");
+        assert_eq!(dir.get(SOMAXCONN), "65535\n");
+        assert_ne!(dir.get(RMEM), "4096\t87380\t6291456\n");
+        let id = r.snapshot.unwrap();
+        let r = rollback(&s, Some(&id));
+        assert_eq!((r.exit_code, r.ok), (0, true), "{r:?}");
+        assert_eq!(dir.get(SOMAXCONN), "4096\n");
+        assert_eq!(dir.get(RMEM), "4096\t87380\t6291456\n", "tabs and all");
+        assert_eq!(
+            line(&r, "sysctl:net.ipv4.tcp_rmem").verdict,
+            Verdict::Restored
+        );
+        assert_eq!(r.counts.get("restored"), Some(&2), "{r:?}");
+        let r = verify(&s, &p, &TargetCtx::default(), None);
+        assert_eq!(r.exit_code, 3, "rolled back: the profile drifts again");
+    }
+
+    #[test]
+    fn rollback_by_id_of_an_unreadable_snapshot_is_refused_and_writes_nothing() {
+        let (dir, fs, store) = host("cmd-unreadable");
+        dir.put("/state/20260301-142501-123-host.json", "{not json");
+        let s = site(&fs, &store);
+        let r = rollback(&s, Some("20260301-142501-123-host"));
+        assert_eq!((r.exit_code, r.ok), (2, false), "{r:?}");
+        assert!(r.error.unwrap().ends_with("; nothing was written"));
+        // Without an id, the newest may be the unreadable one: stop there too.
+        saved(&store, "older", "host", State::Applied, 1);
+        let r = rollback(&s, None);
+        assert_eq!(r.exit_code, 1, "{r:?}");
+        assert!(r.error.unwrap().contains("move it out of"));
+        assert_eq!(dir.get(SOMAXCONN), "4096\n");
+        assert_eq!(store.load("older").unwrap().state, State::Applied);
+    }
+
+    #[test]
+    fn unmet_advice_neither_fails_verify_nor_is_written() {
+        // A nofile far above any limit: advice in every command, counted
+        // as advice, never drift, never in a snapshot.
+        let (dir, fs, store) = host("cmd-advice-unmet");
+        dir.put(SOMAXCONN, "65535\n");
+        let p = profile(
+            &format!("{WANT_65535}[limits]\nnofile = 1000000000000\n"),
+            &dir,
+        );
+        let s = site(&fs, &store);
+        let tctx = TargetCtx::default();
+        let r = verify(&s, &p, &tctx, None);
+        assert_eq!((r.exit_code, r.ok), (0, true), "{r:?}");
+        assert_eq!(line(&r, "limits:nofile").verdict, Verdict::Advice);
+        assert_eq!(r.counts.get("advice"), Some(&1));
+        assert_eq!(r.counts.get("drift"), None);
+        let r = apply(&s, &p, &tctx);
+        assert_eq!((r.exit_code, r.snapshot.as_deref()), (0, None), "nothing to write");
+        assert_eq!(line(&r, "limits:nofile").verdict, Verdict::Advice);
+        assert!(store.list().0.is_empty());
+    }
 }

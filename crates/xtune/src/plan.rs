@@ -122,3 +122,83 @@ pub fn observe_one(fs: &dyn Fs, d: &Desired) -> Current {
         Target::Unavailable { .. } | Target::Advice => Current::Nothing,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::knob::{Stage, Wanted};
+
+    fn item(target: Target, matches: bool) -> Item {
+        Item {
+            desired: Desired {
+                knob: "k".into(),
+                stage: Stage::Sysctl,
+                target,
+                wanted: Wanted::Exact("x".into()),
+            },
+            current: Current::Nothing,
+            cmp: Comparison {
+                matches,
+                actual: "a".into(),
+                wanted: "w".into(),
+                reason: String::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn one_verdict_rule_for_every_target_and_command() {
+        let file = || Target::File {
+            path: "/proc/sys/k".into(),
+            value: "1".into(),
+        };
+        let absent = || Target::Unavailable {
+            reason: "no cpufreq".into(),
+        };
+        let config = || Target::IrqbalanceConfig {
+            path: "/etc/default/irqbalance".into(),
+        };
+        // (target, matches, verdict under diff/apply, under verify, written by apply)
+        let table = [
+            (file(), true, Verdict::Ok, Verdict::Ok, false),
+            (file(), false, Verdict::Change, Verdict::Drift, true),
+            (config(), false, Verdict::Change, Verdict::Drift, true),
+            (Target::IrqbalanceService, true, Verdict::Ok, Verdict::Ok, false),
+            (Target::IrqbalanceService, false, Verdict::Change, Verdict::Drift, true),
+            // Advice stays advice, met or not: xtune's own limit says
+            // nothing of the load generator's, and it is never written.
+            (Target::Advice, true, Verdict::Advice, Verdict::Advice, false),
+            (Target::Advice, false, Verdict::Advice, Verdict::Advice, false),
+            // Absent hardware is not applicable, never drift.
+            (absent(), false, Verdict::NotApplicable, Verdict::NotApplicable, false),
+            (absent(), true, Verdict::NotApplicable, Verdict::NotApplicable, false),
+        ];
+        for (target, matches, change, verify, written) in table {
+            let i = item(target.clone(), matches);
+            assert_eq!(i.verdict(Verdict::Change), change, "{target:?} {matches}");
+            assert_eq!(i.verdict(Verdict::Drift), verify, "{target:?} {matches}");
+            assert_eq!(i.needs_change(), written, "{target:?} {matches}");
+        }
+    }
+
+    #[test]
+    fn a_plan_lists_only_what_apply_would_write() {
+        let plan = Plan {
+            items: vec![
+                item(Target::Advice, false),
+                item(
+                    Target::File {
+                        path: "/p".into(),
+                        value: "1".into(),
+                    },
+                    false,
+                ),
+                item(Target::IrqbalanceService, true),
+            ],
+            notes: Vec::new(),
+        };
+        let changes: Vec<&Item> = plan.changes().collect();
+        assert_eq!(changes.len(), 1);
+        assert!(matches!(changes[0].desired.target, Target::File { .. }));
+    }
+}
