@@ -30,8 +30,7 @@ impl TempDir {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("xtest-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
         TempDir { path }
     }
 
@@ -143,7 +142,9 @@ pub fn stdout_of(bin: &str, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("run {bin}: {e}"));
-    let name = Path::new(bin).file_name().map_or(bin.into(), |n| n.to_string_lossy());
+    let name = Path::new(bin)
+        .file_name()
+        .map_or(bin.into(), |n| n.to_string_lossy());
     assert!(
         out.status.success(),
         "{name} {args:?}: {:?}\n{}",

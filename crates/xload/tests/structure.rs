@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 /// closing brace.
 const MAX_FN_LINES: usize = 120;
 
-
 fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80
 }
@@ -58,7 +57,13 @@ fn raw_string_end(b: &[u8], i: usize) -> Option<usize> {
     }
     let mut k = j + 1;
     while k < b.len() {
-        if b[k] == b'"' && b[k + 1..].iter().take(hashes).filter(|&&c| c == b'#').count() == hashes
+        if b[k] == b'"'
+            && b[k + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == b'#')
+                .count()
+                == hashes
         {
             return Some(k + 1 + hashes);
         }
@@ -91,7 +96,10 @@ fn mask(src: &str) -> Vec<u8> {
     while i < b.len() {
         let next = b.get(i + 1).copied();
         if b[i] == b'/' && next == Some(b'/') {
-            let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p);
             blank(&mut out, i, end);
             i = end;
         } else if b[i] == b'/' && next == Some(b'*') {
@@ -177,7 +185,10 @@ fn skip_ws(m: &[u8], mut i: usize) -> usize {
 }
 
 fn ident_at(m: &[u8], i: usize) -> &str {
-    let end = m[i..].iter().position(|&c| !is_ident(c)).map_or(m.len(), |p| i + p);
+    let end = m[i..]
+        .iter()
+        .position(|&c| !is_ident(c))
+        .map_or(m.len(), |p| i + p);
     std::str::from_utf8(&m[i..end]).unwrap_or("")
 }
 
@@ -192,7 +203,10 @@ fn strip_tests(src: &str) -> (Vec<u8>, Vec<String>) {
             let mut i = skip_ws(&m, p + attr.len());
             // Further attributes on the same item.
             while m.get(i) == Some(&b'#') {
-                i = m[i..].iter().position(|&c| c == b']').map_or(m.len(), |q| i + q + 1);
+                i = m[i..]
+                    .iter()
+                    .position(|&c| c == b']')
+                    .map_or(m.len(), |q| i + q + 1);
                 i = skip_ws(&m, i);
             }
             let Some((k, body)) = item_open(&m, i) else {
@@ -224,9 +238,7 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 fn keyword_positions<'a>(m: &'a [u8], word: &'a str) -> impl Iterator<Item = usize> + 'a {
     let w = word.as_bytes();
     (0..m.len().saturating_sub(w.len())).filter(move |&i| {
-        &m[i..i + w.len()] == w
-            && (i == 0 || !is_ident(m[i - 1]))
-            && !is_ident(m[i + w.len()])
+        &m[i..i + w.len()] == w && (i == 0 || !is_ident(m[i - 1])) && !is_ident(m[i + w.len()])
     })
 }
 
@@ -261,7 +273,10 @@ fn root() -> PathBuf {
 fn rel_path(path: &Path) -> String {
     let root = root().canonicalize().unwrap();
     let path = path.canonicalize().unwrap();
-    path.strip_prefix(&root).unwrap_or(&path).display().to_string()
+    path.strip_prefix(&root)
+        .unwrap_or(&path)
+        .display()
+        .to_string()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -285,7 +300,10 @@ fn module_of(rel: &Path) -> String {
         .iter()
         .map(|s| s.to_string_lossy().trim_end_matches(".rs").to_string())
         .collect();
-    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
         parts.pop();
     }
     parts.join("::")
@@ -350,7 +368,11 @@ fn expand_use(text: &str) -> Vec<String> {
                 Some("::") => *pos += 1,
                 Some("as") => *pos += 2,
                 Some(t) if t != "," && t != "}" => {
-                    path = if path.is_empty() { t.to_string() } else { format!("{path}::{t}") };
+                    path = if path.is_empty() {
+                        t.to_string()
+                    } else {
+                        format!("{path}::{t}")
+                    };
                     *pos += 1;
                 }
                 _ => {
@@ -416,7 +438,10 @@ fn paths_in(src: &str) -> Vec<String> {
     let (m, _) = strip_tests(src);
     let mut out = Vec::new();
     for p in keyword_positions(&m, "use") {
-        let end = m[p..].iter().position(|&c| c == b';').map_or(m.len(), |q| p + q);
+        let end = m[p..]
+            .iter()
+            .position(|&c| c == b';')
+            .map_or(m.len(), |q| p + q);
         out.extend(expand_use(&String::from_utf8_lossy(&m[p + 3..end])));
     }
     for kw in ["crate", "super", "self"] {
@@ -425,7 +450,11 @@ fn paths_in(src: &str) -> Vec<String> {
             while end < m.len() && (is_ident(m[end]) || m[end..].starts_with(b"::")) {
                 end += if m[end] == b':' { 2 } else { 1 };
             }
-            out.push(String::from_utf8_lossy(&m[p..end]).trim_end_matches("::").to_string());
+            out.push(
+                String::from_utf8_lossy(&m[p..end])
+                    .trim_end_matches("::")
+                    .to_string(),
+            );
         }
     }
     out
@@ -538,7 +567,11 @@ fn no_module_import_cycle_in_any_crate() {
             found.push(format!("{}: {}", rel_path(&dir), edges.join(", ")));
         }
     }
-    assert!(found.is_empty(), "module import cycles:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "module import cycles:\n{}",
+        found.join("\n")
+    );
 }
 
 // The checkers themselves, on synthetic sources.
@@ -554,7 +587,10 @@ fn long_fn(name: &str, body_lines: usize) -> String {
 
 #[test]
 fn scanner_catches_a_function_over_the_limit() {
-    let src = format!("use std::fmt;\n\n{}\nfn short() {{}}\n", long_fn("big", 130));
+    let src = format!(
+        "use std::fmt;\n\n{}\nfn short() {{}}\n",
+        long_fn("big", 130)
+    );
     let fns = functions(&src);
     let big = fns.iter().find(|f| f.0 == "big").expect("big found");
     assert_eq!((big.1, big.2), (3, 133));
@@ -648,7 +684,10 @@ fn parents_children_tests_and_other_crates_make_no_cycle() {
         ("", "mod uring; use uring::Ring;"),
         ("uring", "mod batch; use batch::Batch; use self::batch::X;"),
         ("uring::batch", "use super::Ring; use crate::uring::Y;"),
-        ("drive", "use other_crate::uring::Z; use crate::uring::Ring;"),
+        (
+            "drive",
+            "use other_crate::uring::Z; use crate::uring::Ring;",
+        ),
         (
             "uring::tests_only",
             "#[cfg(test)]\nmod tests { use crate::drive::D; }",

@@ -733,7 +733,10 @@ mod tests {
     #[test]
     fn verify_judges_a_vector_sysctl_by_meaning_not_by_its_text() {
         let (dir, fs, store) = host_with_rmem("cmd-meaning");
-        let p = profile("[sysctl]\n\"net.ipv4.tcp_rmem\" = [4096, 87380, 6291456]\n", &dir);
+        let p = profile(
+            "[sysctl]\n\"net.ipv4.tcp_rmem\" = [4096, 87380, 6291456]\n",
+            &dir,
+        );
         let s = site(&fs, &store);
         let tctx = TargetCtx::default();
         let r = verify(&s, &p, &tctx, None);
@@ -810,7 +813,11 @@ mod tests {
         assert_eq!(r.counts.get("advice"), Some(&1));
         assert_eq!(r.counts.get("drift"), None);
         let r = apply(&s, &p, &tctx);
-        assert_eq!((r.exit_code, r.snapshot.as_deref()), (0, None), "nothing to write");
+        assert_eq!(
+            (r.exit_code, r.snapshot.as_deref()),
+            (0, None),
+            "nothing to write"
+        );
         assert_eq!(line(&r, "limits:nofile").verdict, Verdict::Advice);
         assert!(store.list().0.is_empty());
     }

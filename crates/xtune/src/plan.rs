@@ -163,15 +163,51 @@ mod tests {
             (file(), true, Verdict::Ok, Verdict::Ok, false),
             (file(), false, Verdict::Change, Verdict::Drift, true),
             (config(), false, Verdict::Change, Verdict::Drift, true),
-            (Target::IrqbalanceService, true, Verdict::Ok, Verdict::Ok, false),
-            (Target::IrqbalanceService, false, Verdict::Change, Verdict::Drift, true),
+            (
+                Target::IrqbalanceService,
+                true,
+                Verdict::Ok,
+                Verdict::Ok,
+                false,
+            ),
+            (
+                Target::IrqbalanceService,
+                false,
+                Verdict::Change,
+                Verdict::Drift,
+                true,
+            ),
             // Advice stays advice, met or not: xtune's own limit says
             // nothing of the load generator's, and it is never written.
-            (Target::Advice, true, Verdict::Advice, Verdict::Advice, false),
-            (Target::Advice, false, Verdict::Advice, Verdict::Advice, false),
+            (
+                Target::Advice,
+                true,
+                Verdict::Advice,
+                Verdict::Advice,
+                false,
+            ),
+            (
+                Target::Advice,
+                false,
+                Verdict::Advice,
+                Verdict::Advice,
+                false,
+            ),
             // Absent hardware is not applicable, never drift.
-            (absent(), false, Verdict::NotApplicable, Verdict::NotApplicable, false),
-            (absent(), true, Verdict::NotApplicable, Verdict::NotApplicable, false),
+            (
+                absent(),
+                false,
+                Verdict::NotApplicable,
+                Verdict::NotApplicable,
+                false,
+            ),
+            (
+                absent(),
+                true,
+                Verdict::NotApplicable,
+                Verdict::NotApplicable,
+                false,
+            ),
         ];
         for (target, matches, change, verify, written) in table {
             let i = item(target.clone(), matches);
