@@ -62,6 +62,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         idle_timeout: None,
         header_timeout: None,
         send_timeout: None,
+        tls: None,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let url = format!("http://{}/", server.addr);

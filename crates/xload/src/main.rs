@@ -13,6 +13,7 @@ mod progress;
 mod run;
 mod serve;
 mod sweep;
+mod tls;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;

@@ -56,12 +56,29 @@ pub(crate) struct ServeArgs {
     #[arg(long = "send-timeout", value_parser = parse_duration, default_value = "60s")]
     pub send_timeout: Duration,
 
+    /// Speak HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with a certificate
+    /// self-signed at start for localhost and 127.0.0.1 (its SHA-256
+    /// fingerprint is printed), or the one given by --cert and --key.
+    #[arg(long = "tls")]
+    pub tls: bool,
+
+    /// The server's certificate chain, PEM (with --tls and --key).
+    #[arg(long = "cert", requires = "tls")]
+    pub cert: Option<std::path::PathBuf>,
+
+    /// The certificate's private key, PEM (with --tls and --cert).
+    #[arg(long = "key", requires = "tls")]
+    pub key: Option<std::path::PathBuf>,
+
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
 }
 
-pub(crate) fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
+pub(crate) fn config(
+    a: &ServeArgs,
+    tls: Option<&crate::tls::ServerTls>,
+) -> Result<ServeConfig, Failure> {
     let cpus = match &a.cpus {
         Some(crate::args::CpuList(c)) => {
             let allowed =
@@ -90,23 +107,40 @@ pub(crate) fn config(a: &ServeArgs) -> Result<ServeConfig, Failure> {
         idle_timeout: (!a.idle_timeout.is_zero()).then_some(a.idle_timeout),
         header_timeout: (!a.header_timeout.is_zero()).then_some(a.header_timeout),
         send_timeout: (!a.send_timeout.is_zero()).then_some(a.send_timeout),
+        tls: tls.map(|t| Arc::clone(&t.config)),
     };
     cfg.check().map_err(|e| Failure::Usage(e.to_string()))?;
     Ok(cfg)
 }
 
 pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
-    let cfg = config(a)?;
+    let tls = match a.tls {
+        true => Some(crate::tls::server(a.cert.as_deref(), a.key.as_deref())?),
+        false => None,
+    };
+    let cfg = config(a, tls.as_ref())?;
     crate::run::raise_fd_soft_limit();
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
     crate::outln!(
-        "xload serve: listening on http://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
+        "xload serve: listening on {}://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
+        if tls.is_some() { "https" } else { "http" },
         server.addr,
         if workers == 1 { "" } else { "s" },
         server.mode,
         if server.registered_sockets { ", registered sockets" } else { "" }
     );
+    if let Some(t) = &tls {
+        crate::outln!(
+            "xload serve: TLS 1.2/1.3, {} certificate, SHA-256 fingerprint {}",
+            if t.self_signed {
+                "self-signed"
+            } else {
+                "given"
+            },
+            t.fingerprint
+        );
+    }
     let started = Instant::now();
     while !stop.load(Ordering::Relaxed) && a.run_for.is_none_or(|d| started.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));

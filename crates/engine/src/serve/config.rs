@@ -29,6 +29,8 @@ pub struct ServeConfig {
     /// Close a connection whose answer has not gone out this long after it
     /// was sent: a client that does not read (None: never).
     pub send_timeout: Option<Duration>,
+    /// Speak TLS with this configuration (`--tls`); None: plain HTTP.
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// A configuration the responder refuses (see [`ServeConfig::check`]).
@@ -145,6 +147,7 @@ mod tests {
             idle_timeout: None,
             header_timeout: None,
             send_timeout: None,
+            tls: None,
         }
     }
 

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use xload_http::RequestScanner;
 
 use super::config::Timeouts;
+use super::tls::Tls;
 
 /// What a connection owes, in request order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +102,8 @@ pub(super) struct SConn {
     pub send_acked: Option<u64>,
     /// Bytes of the send in flight.
     pub send_len: u32,
+    /// `--tls`: the session between the socket's bytes and the scanner.
+    pub tls: Option<Box<Tls>>,
 }
 
 /// Why the timeout sweep closes a connection with nothing owed to it.
@@ -161,6 +164,7 @@ impl SConn {
             send_killed: false,
             send_acked: None,
             send_len: 0,
+            tls: None,
         }
     }
 

@@ -20,6 +20,7 @@ mod date;
 mod hold;
 mod listener;
 mod responder;
+mod tls;
 
 pub use config::{ConfigError, ServeConfig, MAX_BODY_SIZE};
 pub use counters::{ServeStats, WorkerCounters};
@@ -70,6 +71,7 @@ impl Server {
             let stats = Arc::clone(&stats);
             let stop = Arc::clone(&stop);
             let wcfg = cfg.worker(w);
+            let tls = cfg.tls.clone();
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("xload-serve{w}"))
@@ -77,7 +79,7 @@ impl Server {
                     if let Some(c) = cpu {
                         pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
                     }
-                    let mut r = Responder::new(listener, w, stats, wcfg)?;
+                    let mut r = Responder::new(listener, w, stats, wcfg, tls)?;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())

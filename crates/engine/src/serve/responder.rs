@@ -15,6 +15,7 @@ use super::conn::{bytes_acked, Expired, Owed, SConn, SendLook};
 use super::counters::{add, ServeStats, WorkerCounters};
 use super::date;
 use super::hold::Holds;
+use super::tls::Tls;
 use crate::clock::now_ns;
 use crate::ring::{build_ring, next_gen, on_socket, slot_update, BufRing, Token, NO_FD};
 use crate::sock::set_int_opt;
@@ -73,6 +74,10 @@ pub(super) struct Responder {
     /// kernel reads a slot's entry when its update is submitted). Empty when
     /// the table could not be registered.
     pub slots: Box<[RawFd]>,
+    /// `--tls`: every connection gets a session of this configuration.
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// Plaintext opened from a TLS connection's records, before the scanner.
+    plain: Vec<u8>,
 }
 
 impl Responder {
@@ -81,6 +86,7 @@ impl Responder {
         worker: usize,
         stats: Arc<ServeStats>,
         cfg: WorkerConfig,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> Result<Responder, String> {
         let (ring, mode) = build_ring(4096, 16384).map_err(|e| format!("io_uring_setup: {e}"))?;
         // 128 buffers at first, doubled whenever a receive found none.
@@ -116,6 +122,8 @@ impl Responder {
             short_of_bufs: false,
             cqes: Vec::with_capacity(16384),
             slots,
+            tls,
+            plain: Vec::new(),
         })
     }
 
@@ -382,6 +390,7 @@ impl Responder {
         };
         let c = &mut self.conns[i];
         c.accept(fd, self.now, i < self.slots.len());
+        c.tls = self.tls.as_ref().and_then(Tls::new);
         if c.fixed {
             self.slots[i] = fd;
             self.set_slot(i, &self.slots[i]);
@@ -411,7 +420,24 @@ impl Responder {
 
     fn on_data(&mut self, i: usize, bid: u16, len: usize) {
         let delayed = self.delayed;
-        let data = self.bufs.buffer(bid, len);
+        let mut plain = std::mem::take(&mut self.plain);
+        let data = match self.conns[i].tls.as_mut() {
+            None => self.bufs.buffer(bid, len),
+            Some(t) => {
+                plain.clear();
+                if t.open(self.bufs.buffer(bid, len), &mut plain).is_err() {
+                    // Not TLS, or a failed handshake: the alert goes, then the close.
+                    self.bufs.recycle(bid);
+                    self.plain = plain;
+                    let c = &mut self.conns[i];
+                    c.owed.clear();
+                    c.closing = true;
+                    self.flush(i);
+                    return;
+                }
+                &plain[..]
+            }
+        };
         let c = &mut self.conns[i];
         c.last_ns = self.now;
         let mut new_held = 0u32;
@@ -457,6 +483,7 @@ impl Responder {
             }
         });
         self.bufs.recycle(bid);
+        self.plain = plain;
         // A head still incomplete keeps the time its first bytes came.
         if !c.scanner.mid_head() {
             c.head_since = 0;
@@ -524,6 +551,14 @@ impl Responder {
     fn flush(&mut self, i: usize) {
         let c = &mut self.conns[i];
         if !c.live || c.sending {
+            return;
+        }
+        if c.tls.as_ref().is_some_and(|t| t.wants_send()) {
+            // Handshake records or an alert first; the completion flushes again.
+            c.sending = true;
+            c.sending_ok = 0;
+            // SAFETY: no plaintext to read; the records go from the session's own buffer.
+            unsafe { self.queue_send(i, std::ptr::null(), 0) };
             return;
         }
         // Fast path: only plain answers ready at the front.
@@ -663,6 +698,22 @@ impl Responder {
     /// # Safety
     /// `buf` must stay valid and unchanged until the send completes.
     unsafe fn queue_send(&mut self, i: usize, buf: *const u8, n: u32) {
+        let c = &mut self.conns[i];
+        let (buf, n) = match c.tls.as_mut() {
+            None => (buf, n),
+            Some(t) => {
+                let plain: &[u8] = if n == 0 {
+                    &[]
+                } else {
+                    // SAFETY: the caller's `n` bytes at `buf` are valid now.
+                    unsafe { std::slice::from_raw_parts(buf, n as usize) }
+                };
+                // The last answer of a closing connection ends with close_notify.
+                t.seal(plain, c.closing && c.owed.is_empty());
+                // `out` stays untouched until this send completes.
+                (t.out.as_ptr(), t.out.len() as u32)
+            }
+        };
         self.conns[i].send_since = self.now;
         self.conns[i].send_acked = None;
         self.conns[i].send_len = n;

@@ -1,0 +1,276 @@
+//! HTTPS: `xload serve --tls` answers over TLS 1.2 and 1.3 with a
+//! self-signed certificate (fingerprint printed) or one given in PEM files,
+//! pipelined and large answers included, with /stats counting as over plain
+//! HTTP; a client that does not speak TLS is not answered.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::ring::default_provider;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
+use support::run::{free_port, spawn_xload, TempDir, XloadChild};
+
+/// A running `xload serve --tls` on a free loopback port.
+struct Serve {
+    child: Option<XloadChild>,
+    port: u16,
+    spawned: Instant,
+}
+
+impl Serve {
+    fn start(extra: &[&str]) -> Serve {
+        let port = free_port();
+        let mut args = vec![
+            "serve".to_string(),
+            "--tls".into(),
+            "--cpus".into(),
+            "0".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--for".into(),
+            "20s".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let spawned = Instant::now();
+        let child = spawn_xload(args);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "xload serve did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve {
+            child: Some(child),
+            port,
+            spawned,
+        }
+    }
+
+    /// A TLS stream to it with `cfg`, as "localhost".
+    fn connect(&self, cfg: &Arc<ClientConfig>) -> StreamOwned<ClientConnection, TcpStream> {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let c = ClientConnection::new(Arc::clone(cfg), name).expect("client");
+        StreamOwned::new(c, s)
+    }
+
+    /// Stops it (SIGINT) and returns what it printed.
+    fn stop(mut self) -> String {
+        let c = self.child.take().expect("running");
+        c.interrupt();
+        let out = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
+        assert!(!out.timed_out, "xload serve did not stop on SIGINT");
+        out.stdout
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.take() {
+            c.interrupt();
+            let _ = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
+        }
+    }
+}
+
+/// Accepts any certificate and keeps the last one seen (for its fingerprint).
+#[derive(Debug)]
+struct AnyCert(std::sync::Mutex<Vec<u8>>);
+
+impl ServerCertVerifier for AnyCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        *self.0.lock().unwrap() = end_entity.to_vec();
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &CertificateDer<'_>,
+        _: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        Ok(HandshakeSignatureValid::assertion())
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+fn client(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    verifier: Arc<dyn ServerCertVerifier>,
+) -> Arc<ClientConfig> {
+    let mut c = ClientConfig::builder_with_provider(Arc::new(default_provider()))
+        .with_protocol_versions(versions)
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(c)
+}
+
+/// Reads until `n` answers, each with a body of `body_len` bytes, came whole.
+fn read_answers(s: &mut impl Read, n: usize, body_len: usize) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let head_len = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        t.matches("HTTP/1.1 200 OK").count()
+    };
+    while head_len(&buf) < n || buf.len() < n * body_len + head_len(&buf) * 40 {
+        let k = s.read(&mut chunk).expect("read");
+        assert!(k > 0, "closed early after {} bytes", buf.len());
+        buf.extend_from_slice(&chunk[..k]);
+        let t = String::from_utf8_lossy(&buf);
+        if t.matches("HTTP/1.1 200 OK").count() == n
+            && t.rfind("\r\n\r\n")
+                .is_some_and(|p| buf.len() - (p + 4) >= body_len)
+        {
+            break;
+        }
+    }
+    buf
+}
+
+/// The `/stats` JSON, asked over TLS.
+fn stats(srv: &Serve, cfg: &Arc<ClientConfig>) -> serde_json::Value {
+    let mut s = srv.connect(cfg);
+    s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = Vec::new();
+    // The answer ends with close_notify: read_to_end sees a clean end.
+    s.read_to_end(&mut text)
+        .expect("read /stats to a clean end");
+    let text = String::from_utf8_lossy(&text);
+    let body = text.split("\r\n\r\n").nth(1).expect("a body");
+    serde_json::from_str(body).expect("stats JSON")
+}
+
+#[test]
+fn serve_tls_answers_pipelined_requests_over_tls12_and_tls13() {
+    let srv = Serve::start(&["--body-size", "100000"]);
+    let seen = Arc::new(AnyCert(Default::default()));
+    for versions in [
+        &[&rustls::version::TLS13][..],
+        &[&rustls::version::TLS12][..],
+    ] {
+        let cfg = client(versions, seen.clone());
+        let mut s = srv.connect(&cfg);
+        // Three pipelined requests in one write: three answers, in order.
+        s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let got = read_answers(&mut s, 3, 100_000);
+        assert_eq!(
+            String::from_utf8_lossy(&got)
+                .matches("HTTP/1.1 200 OK")
+                .count(),
+            3
+        );
+        let negotiated = s.conn.protocol_version().expect("a version");
+        assert_eq!(negotiated, versions[0].version);
+        assert_eq!(s.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+    }
+    // Plain HTTP on the TLS port: not answered as HTTP, not counted.
+    let mut plain = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    plain
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut back = Vec::new();
+    let _ = plain.read_to_end(&mut back);
+    assert!(
+        !String::from_utf8_lossy(&back).contains("HTTP/1.1"),
+        "{back:?}"
+    );
+
+    let st = stats(&srv, &client(rustls::DEFAULT_VERSIONS, seen.clone()));
+    assert_eq!(st["requests"], 6, "{st}");
+    // The start's readiness probe, two TLS clients, the plain one and this.
+    assert_eq!(st["connections"], 5, "{st}");
+    assert_eq!(st["bad_requests"], 0, "{st}");
+    let out = srv.stop();
+    let der = seen.0.lock().unwrap().clone();
+    let d = ring::digest::digest(&ring::digest::SHA256, &der);
+    let hex: Vec<String> = d.as_ref().iter().map(|b| format!("{b:02X}")).collect();
+    assert!(out.contains("listening on https://"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "self-signed certificate, SHA-256 fingerprint {}",
+            hex.join(":")
+        )),
+        "the printed fingerprint is the served certificate's: {out}"
+    );
+}
+
+#[test]
+fn serve_tls_uses_the_given_certificate_and_a_verifying_client_trusts_it() {
+    let dir = TempDir::new("xload-tls");
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let srv = Serve::start(&[
+        "--cert",
+        cert.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    let mut roots = RootCertStore::empty();
+    roots.add(ck.cert.der().clone()).unwrap();
+    let cfg = ClientConfig::builder_with_provider(Arc::new(default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let cfg = Arc::new(cfg);
+    let mut s = srv.connect(&cfg);
+    s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    read_answers(&mut s, 1, 0);
+    drop(s);
+    assert_eq!(stats(&srv, &cfg)["requests"], 1);
+    let out = srv.stop();
+    assert!(
+        out.contains("given certificate, SHA-256 fingerprint"),
+        "{out}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_cert_without_a_key() {
+    let (status, _out, err, _) = support::run::run_xload([
+        "serve",
+        "--tls",
+        "--cert",
+        "/nonexistent.pem",
+        "--for",
+        "1s",
+    ]);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--cert and --key go together"), "{err}");
+}
