@@ -6,6 +6,8 @@
 /// Microseconds since 1970-01-01T00:00:00Z (negative before).
 pub type UnixMicros = i64;
 
+use xload_sys::calendar::{civil_from_days, days_from_civil, days_in_month};
+
 const US_PER_DAY: i64 = 86_400_000_000;
 
 /// `us` as RFC 3339 UTC with six fractional digits.
@@ -47,22 +49,7 @@ pub fn parse_rfc3339(s: &str) -> Result<UnixMicros, String> {
     }
     let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let month_len = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=12).contains(&month) || day < 1 || day > month_len[month as usize - 1] {
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return Err(bad("no such date"));
     }
     // A leap second (:60) reads as the next second's start.
@@ -99,31 +86,6 @@ pub fn parse_rfc3339(s: &str) -> Result<UnixMicros, String> {
     let secs =
         days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
     Ok(secs * 1_000_000 + frac_us)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day since 1970-01-01 (H. Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

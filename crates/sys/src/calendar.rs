@@ -16,21 +16,13 @@ pub struct Utc {
     pub weekday: u32,
 }
 
-/// The calendar fields of `secs` seconds after 1970-01-01 00:00:00 UTC
-/// (H. Hinnant's `civil_from_days`).
+/// The calendar fields of `secs` seconds after 1970-01-01 00:00:00 UTC.
 pub fn utc(secs: u64) -> Utc {
     let days = secs / 86_400;
     let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let (year, month, day) = civil_from_days(days as i64);
     Utc {
-        year: yoe + era * 400 + u64::from(month <= 2),
+        year: year as u64,
         month: month as u32,
         day: day as u32,
         hour: (rem / 3600) as u32,
@@ -38,6 +30,43 @@ pub fn utc(secs: u64) -> Utc {
         second: (rem % 60) as u32,
         // 1970-01-01 was a Thursday.
         weekday: ((days + 4) % 7) as u32,
+    }
+}
+
+/// The (year, month, day) of a day since 1970-01-01, negative before
+/// (H. Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Days in `month` (1-12) of `year`.
+pub fn days_in_month(year: i64, month: i64) -> i64 {
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
 }
 
