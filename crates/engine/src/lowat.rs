@@ -126,7 +126,13 @@ impl Lowat {
 
     /// Gives `fd` the default mark back if it is raised and the oldest request
     /// of `ex` is older than `stall_ns`.
-    pub(crate) fn release_if_stalled(fd: RawFd, ex: &Exchange, mark: &mut u32, now: u64, stall_ns: u64) {
+    pub(crate) fn release_if_stalled(
+        fd: RawFd,
+        ex: &Exchange,
+        mark: &mut u32,
+        now: u64,
+        stall_ns: u64,
+    ) {
         if *mark > 1
             && ex
                 .pending

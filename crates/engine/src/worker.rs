@@ -71,10 +71,7 @@ pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String
                 EngineKind::Uring,
                 format!("{mode}, multishot recv, provided buffer ring"),
             )),
-            Err(why) => Ok((
-                EngineKind::Epoll,
-                format!("io_uring unavailable: {why}"),
-            )),
+            Err(why) => Ok((EngineKind::Epoll, format!("io_uring unavailable: {why}"))),
         },
     }
 }

@@ -339,9 +339,7 @@ fn loss_verdict(v: &VerdictInput, rx: &RxFacts, mut reasons: Vec<String>) -> Ver
         ));
         return Verdict {
             limit: "receiver-ring-full",
-            summary:
-                "the receiving application could not drain its AF_XDP ring fast enough"
-                    .into(),
+            summary: "the receiving application could not drain its AF_XDP ring fast enough".into(),
             reasons,
         };
     }
@@ -358,7 +356,9 @@ fn loss_verdict(v: &VerdictInput, rx: &RxFacts, mut reasons: Vec<String>) -> Ver
         ));
         return Verdict {
             limit: "device-drops",
-            summary: "frames were dropped by the devices (queues or rings between sender and receiver)".into(),
+            summary:
+                "frames were dropped by the devices (queues or rings between sender and receiver)"
+                    .into(),
             reasons,
         };
     }
@@ -370,7 +370,10 @@ fn loss_verdict(v: &VerdictInput, rx: &RxFacts, mut reasons: Vec<String>) -> Ver
         };
     }
     if rx.redirect_failed == 0 {
-        reasons.push("no ring, device or socket counter explains it: loss on the wire or in the driver".into());
+        reasons.push(
+            "no ring, device or socket counter explains it: loss on the wire or in the driver"
+                .into(),
+        );
     }
     Verdict {
         limit: "loss",

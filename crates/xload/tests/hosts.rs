@@ -209,14 +209,20 @@ fn bad_on_options_are_refused_before_any_host_is_reached() {
     let url = "http://127.0.0.1:9/";
     for (args, what) in [
         (&["--on", "a,a"][..], "given twice"),
-        (&["--on", "a,b,c", "-c", "2"], "fewer connections than the 3 hosts"),
+        (
+            &["--on", "a,b,c", "-c", "2"],
+            "fewer connections than the 3 hosts",
+        ),
         (&["--on", "a,b", "-n", "1"], "fewer requests"),
         (&["--on", "a b"], "not a host name"),
         (&["--on", "a", "--rsh", " "], "template is empty"),
         (&["--on", "a", "--rsh", "{host} x"], "must be a program"),
         (&["--on", "a", "--segment", "1/2"], "drop --segment"),
         (&["--on", "a", "-qc", "8"], "bundled"),
-        (&["--on", "a", "--keep-reports", "/nonexistent-dir"], "not a directory"),
+        (
+            &["--on", "a", "--keep-reports", "/nonexistent-dir"],
+            "not a directory",
+        ),
     ] {
         // A transport that would say so if it ran.
         let mut all: Vec<&str> = args.to_vec();
@@ -227,7 +233,10 @@ fn bad_on_options_are_refused_before_any_host_is_reached() {
         let (status, stdout, stderr, _) = run_xload(&all);
         assert_eq!(exit_code(status), 2, "{args:?}: {stderr}");
         assert!(stderr.contains(what), "{args:?}: {stderr}");
-        assert!(!stdout.contains("REACHED") && !stderr.contains("REACHED"), "{args:?}");
+        assert!(
+            !stdout.contains("REACHED") && !stderr.contains("REACHED"),
+            "{args:?}"
+        );
     }
 }
 

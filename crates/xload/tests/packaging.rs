@@ -265,5 +265,8 @@ fn every_member_takes_the_workspace_lints_and_ci_runs_clippy() {
         .position(|l| l.starts_with("cargo test --workspace"))
         .expect("scripts/test runs cargo test");
     assert!(clippy < test, "clippy runs before the tests");
-    assert!(script.contains("set -euo pipefail"), "a failed clippy fails the run");
+    assert!(
+        script.contains("set -euo pipefail"),
+        "a failed clippy fails the run"
+    );
 }

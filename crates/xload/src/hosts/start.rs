@@ -77,7 +77,11 @@ pub(super) fn monotonic_of_unix(at_us: UnixMicros) -> u64 {
 /// must start (the warm-up and [`LEAD`] before `at_us`) and returns the
 /// window's instant on CLOCK_MONOTONIC, or None when stopped while waiting.
 /// An instant too close (or past) is said, and the run starts at once.
-pub(crate) fn wait_for_start(at_us: UnixMicros, warmup: Duration, stop: &AtomicBool) -> Option<u64> {
+pub(crate) fn wait_for_start(
+    at_us: UnixMicros,
+    warmup: Duration,
+    stop: &AtomicBool,
+) -> Option<u64> {
     let now = unix_now_us();
     if now > at_us {
         eprintln!(

@@ -43,7 +43,8 @@ pub(crate) const MAX_REQUEST_HEAD_BYTES: usize = 64 * 1024;
 pub(crate) const MAX_REQUEST_BODY_BYTES: u64 = 1024 * 1024;
 
 /// Body of a [`Behavior::CloseDelimited`] response (HTTP/1.0, no length, ended by close).
-pub(crate) const CLOSE_DELIMITED_BODY: &[u8] = b"close-delimited body: ends when the server closes\n";
+pub(crate) const CLOSE_DELIMITED_BODY: &[u8] =
+    b"close-delimited body: ends when the server closes\n";
 /// What [`Behavior::Garbage`] answers to each request: another protocol's banner.
 pub(crate) const GARBAGE: &[u8] = b"SSH-2.0-OpenSSH_9.2p1 not-http\r\n\x00\x01\x02\xff\r\n\r\n";
 /// Longest [`TestServer::served`] waits for writes in progress to be counted.
