@@ -19,7 +19,7 @@ use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ramp::Ramp;
 use crate::ring::next_gen;
-use crate::sock::{sockaddr, tcp_socket, Addr, Sources};
+use crate::sock::{sockaddr, Addr, Sources};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -392,12 +392,7 @@ impl Driver<'_, '_> {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
-        let fd = match tcp_socket(self.addr.family, true).and_then(|fd| {
-            self.sources.bind(fd, i).map(|()| fd).inspect_err(|_| {
-                // SAFETY: our socket, not yet stored anywhere.
-                unsafe { libc::close(fd) };
-            })
-        }) {
+        let fd = match self.sources.socket(self.addr.family, true, i) {
             Ok(fd) => fd,
             Err(e) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, e);

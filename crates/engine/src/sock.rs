@@ -79,9 +79,19 @@ impl Sources {
         }
     }
 
+    /// A new TCP socket for connection `i`, bound to its source address if
+    /// there are any. Returns the errno on failure (the socket then closed).
+    pub(crate) fn socket(&self, family: i32, nonblocking: bool, i: usize) -> Result<RawFd, i32> {
+        let fd = tcp_socket(family, nonblocking)?;
+        self.bind(fd, i).map(|()| fd).inspect_err(|_| {
+            // SAFETY: our socket, not yet stored anywhere.
+            unsafe { libc::close(fd) };
+        })
+    }
+
     /// Binds connection `i`'s new socket to its source address, if there
     /// are any (as [`Plan::source_of`] picks it). Returns the errno on failure.
-    pub(crate) fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
+    fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
         if self.addrs.is_empty() {
             return Ok(());
         }

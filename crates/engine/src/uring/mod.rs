@@ -32,7 +32,7 @@ use crate::ramp::Ramp;
 use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
 };
-use crate::sock::{sockaddr, tcp_socket, Addr, Sources};
+use crate::sock::{sockaddr, Addr, Sources};
 
 mod batch;
 mod probe;
@@ -600,12 +600,7 @@ impl Driver<'_, '_> {
             self.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
-        let fd = match tcp_socket(self.addr.family, false).and_then(|fd| {
-            self.sources.bind(fd, i).map(|()| fd).inspect_err(|_| {
-                // SAFETY: our socket, not yet stored anywhere.
-                unsafe { libc::close(fd) };
-            })
-        }) {
+        let fd = match self.sources.socket(self.addr.family, false, i) {
             Ok(fd) => fd,
             Err(errno) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, errno);
