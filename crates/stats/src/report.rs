@@ -326,7 +326,8 @@ pub struct Report {
     #[serde(default)]
     pub interrupted: bool,
     /// Client-side observation and verdict (filled by the probe crate). A
-    /// string field `verdict` is printed as the last line of the text report.
+    /// string field `verdict` is the last unindented line of the text report
+    /// (its notes follow it, indented).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<serde_json::Value>,
     /// Per-second rows.

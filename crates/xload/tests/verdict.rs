@@ -20,6 +20,16 @@ fn pin_to(cpu: usize) {
     xload_sys::cpu::pin_current_thread(cpu).expect("pin the burner thread");
 }
 
+/// The report's verdict: its last line that is not an indented note under it
+/// (the probe adds "  note: ..." lines when another CPU was busy).
+fn verdict_line(stdout: &str) -> &str {
+    stdout
+        .lines()
+        .rev()
+        .find(|l| !l.starts_with("  "))
+        .unwrap_or("")
+}
+
 fn allowed_cpus() -> Vec<usize> {
     xload_sys::cpu::allowed_cpus().expect("sched_getaffinity")
 }
@@ -76,7 +86,7 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
         reasons.contains(&cpu_name),
         "reasons must name {cpu_name}: {reasons}"
     );
-    let last = stdout.lines().last().unwrap_or("");
+    let last = verdict_line(&stdout);
     assert!(
         last.starts_with("client: SATURATED") && last.contains(&cpu_name),
         "{stdout}"
@@ -122,7 +132,7 @@ fn verdict_names_a_burned_generator_cpu_and_clears_a_light_run() {
     // Three runs in a row with late sends (a disturbed machine; the open-loop
     // tests hold the lag itself) are left at the checks in the loop.
     if !saturated {
-        let last = stdout.lines().last().unwrap_or("");
+        let last = verdict_line(&stdout);
         assert!(last.starts_with("client: not saturated"), "{stdout}");
     } else {
         eprintln!("three light runs sent late (disturbed: {disturbed}): {client:#}");
