@@ -1,6 +1,8 @@
-//! A two-namespace veth lab for tests and benchmarks: `ip netns add` twice,
+//! Veth labs for tests and benchmarks. [`VethLab`]: `ip netns add` twice,
 //! one veth pair with the requested queue count between them, addresses,
 //! and removal of both namespaces (which destroys the pair) on drop.
+//! [`ServerLab`] ([`server`]): one namespace for an HTTP server, the
+//! generator end in the caller's namespace, receive steered per side.
 //!
 //! Uses the `ip` command (iproute2) because that is what a user would type;
 //! every traffic source in tests stays inside these namespaces.
@@ -11,15 +13,33 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::frame::MacAddr;
 
-/// Why lab tests cannot run here, if they cannot: not root, no `ip`
-/// command, no AF_XDP sockets or no `bpf()` in this kernel.
-pub fn unsupported() -> Option<String> {
+pub mod server;
+pub use server::{LabServer, ServerLab, ServerLabOptions};
+
+/// Why a [`ServerLab`] cannot be built here, if it cannot: not root, or
+/// no `ip` (iproute2), `ethtool` or `taskset` command.
+pub fn unsupported_netns() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some("needs root (network namespaces, bpf, AF_XDP)".into());
     }
-    if Command::new("ip").arg("-V").output().is_err() {
-        return Some("the ip command (iproute2) is missing".into());
+    for (cmd, arg, package) in [
+        ("ip", "-V", "iproute2"),
+        ("ethtool", "--version", "ethtool"),
+        ("taskset", "-V", "util-linux"),
+    ] {
+        if Command::new(cmd).arg(arg).output().is_err() {
+            return Some(format!("the {cmd} command ({package}) is missing"));
+        }
+    }
+    None
+}
+
+/// Why lab tests cannot run here, if they cannot: not root, no `ip`
+/// command, no AF_XDP sockets or no `bpf()` in this kernel.
+pub fn unsupported() -> Option<String> {
+    if let Some(why) = unsupported_netns() {
+        return Some(why);
     }
     // SAFETY: plain socket(2); closed right away.
     let fd = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };

@@ -6,6 +6,7 @@ mod cli_docs;
 mod demo;
 mod gate;
 mod hosts;
+mod lab;
 mod merge;
 mod plot;
 mod pps;
@@ -64,6 +65,8 @@ pub(crate) enum Cmd {
     Pps(pps::PpsArgs),
     /// AF_XDP / XDP receive and count.
     PpsRx(pps::PpsRxArgs),
+    /// A veth lab: a namespace with nginx and/or `xload serve`, removed on exit.
+    Lab(lab::LabArgs),
     /// Shell completion script on stdout (bash, zsh, fish, elvish, powershell).
     Completions(cli_docs::CompletionsArgs),
     /// Man page (roff) on stdout: `xload man > xload.1`, `xload man sweep`.
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),
         Some(Cmd::Pps(a)) => Ok(pps::main_pps(&a, install_sigint())),
         Some(Cmd::PpsRx(a)) => Ok(pps::main_pps_rx(&a, install_sigint())),
+        Some(Cmd::Lab(a)) => lab::main_lab(&a, install_sigint()),
         Some(Cmd::Completions(a)) => cli_docs::main_completions(&a),
         Some(Cmd::Man(a)) => cli_docs::main_man(&a),
         None => match cli.url {
