@@ -15,7 +15,8 @@
 //!   per packet (sequence number, `CLOCK_MONOTONIC` send time, incremental
 //!   UDP checksum); the parser the receiver uses.
 //! - [`bpf`], [`program`]: syscalls, assembler, the receive programs
-//!   (redirect to an XSKMAP, or count and drop in a per-CPU array).
+//!   (redirect to an XSKMAP, or count and drop in a per-CPU array);
+//!   [`claim`]: the program of a user-space stack owning one IPv4 address.
 //! - [`xsk`]: UMEM, fill/completion/RX/TX rings, bind with need-wakeup,
 //!   zero-copy tried before copy mode, `XDP_STATISTICS`.
 //! - [`netdev`]: interface facts by rtnetlink/ethtool (namespace-correct,
@@ -29,6 +30,7 @@
 //!   The command line (`xload pps`, `xload pps-rx`) is the xload binary's.
 //! - [`lab`]: two namespaces and a veth pair for tests and benchmarks.
 pub mod bpf;
+pub mod claim;
 pub mod clock;
 pub mod frame;
 pub mod lab;

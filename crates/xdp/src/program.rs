@@ -192,6 +192,49 @@ pub fn assemble(
     a.finish()
 }
 
+/// Attaches `prog` through a bpf_link, retrying `EBUSY` for up to a second
+/// (see [`XdpProgram::attach`]); native mode first unless `force_generic`.
+pub(crate) fn attach_link(
+    prog: &OwnedFd,
+    ifindex: u32,
+    force_generic: bool,
+) -> Result<XdpLink, ProgramError> {
+    let mut tries = 0;
+    loop {
+        match attach_once(prog, ifindex, force_generic) {
+            Err(ProgramError::Bpf(e))
+                if e.source.raw_os_error() == Some(libc::EBUSY) && tries < 20 =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn attach_once(prog: &OwnedFd, ifindex: u32, force_generic: bool) -> Result<XdpLink, ProgramError> {
+    if !force_generic {
+        match bpf::link_create_xdp(prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
+            Ok(fd) => {
+                return Ok(XdpLink {
+                    _fd: fd,
+                    mode: AttachMode::Native,
+                    ifindex,
+                })
+            }
+            Err(e) if e.source.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let fd = bpf::link_create_xdp(prog, ifindex, bpf::XDP_FLAGS_SKB_MODE)?;
+    Ok(XdpLink {
+        _fd: fd,
+        mode: AttachMode::Generic,
+        ifindex,
+    })
+}
+
 /// `r1 = *(u64 *)(r8 + off) + (by or 1); *(u64 *)(r8 + off) = r1`
 fn bump(a: &mut Asm, off: i16, by: Option<Reg>) {
     a.ldx(Size::DW, Reg::R1, Reg::R8, off);
@@ -288,40 +331,7 @@ impl XdpProgram {
     /// link closed a moment ago can still be referenced by a child process
     /// that forked before its `exec` closed the (close-on-exec) fd.
     pub fn attach(&self, ifindex: u32, force_generic: bool) -> Result<XdpLink, ProgramError> {
-        let mut tries = 0;
-        loop {
-            match self.attach_once(ifindex, force_generic) {
-                Err(ProgramError::Bpf(e))
-                    if e.source.raw_os_error() == Some(libc::EBUSY) && tries < 20 =>
-                {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                r => return r,
-            }
-        }
-    }
-
-    fn attach_once(&self, ifindex: u32, force_generic: bool) -> Result<XdpLink, ProgramError> {
-        if !force_generic {
-            match bpf::link_create_xdp(&self.prog, ifindex, bpf::XDP_FLAGS_DRV_MODE) {
-                Ok(fd) => {
-                    return Ok(XdpLink {
-                        _fd: fd,
-                        mode: AttachMode::Native,
-                        ifindex,
-                    })
-                }
-                Err(e) if e.source.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let fd = bpf::link_create_xdp(&self.prog, ifindex, bpf::XDP_FLAGS_SKB_MODE)?;
-        Ok(XdpLink {
-            _fd: fd,
-            mode: AttachMode::Generic,
-            ifindex,
-        })
+        attach_link(&self.prog, ifindex, force_generic)
     }
 
     /// Puts the AF_XDP socket `xsk_fd` in the XSKMAP slot of `queue`.

@@ -1,0 +1,766 @@
+//! smoltcp over AF_XDP: an HTTP/1.1 keep-alive client prototype, to decide
+//! with a measurement whether a well-kept user-space TCP stack can carry
+//! `--engine xdp` (issue 23) or a purpose-built one is needed.
+//!
+//! It builds a [`ServerLab`] (nginx, one process, on the server CPU inside a
+//! namespace), claims the lab's spare address on the generator end with the
+//! claim XDP program (IPv4 and ARP for it go to an AF_XDP socket, the rest
+//! to the kernel), and runs smoltcp on that socket pinned to the client CPU:
+//! smoltcp answers ARP for the address and resolves the server's MAC.
+//! For each connection count it opens the connections, then for `--duration`
+//! keeps one request in flight on each, then stops sending, drains, and
+//! reconciles its count of responses with nginx's stub_status exactly.
+//! It reports requests/s, the client CPU's whole busy time per request
+//! (/proc/stat user+nice+system+irq+softirq: the AF_XDP copy runs in softirq
+//! or a NAPI thread, not always in this process), this process's own
+//! CPU per request, and the time spent in `Interface::poll` per request,
+//! which grows with the number of sockets (smoltcp looks up the socket of
+//! each received segment by walking all sockets, and every poll walks all
+//! of them for egress).
+//!
+//! ```sh
+//! cargo run --release -p xload-xdp --example smoltcp_http -- --conns 10,100,1000 --duration 5
+//! ```
+//! Needs root; traffic stays on the lab's veth pair.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{Device, DeviceCapabilities, Medium};
+use smoltcp::socket::tcp;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
+use xload_xdp::claim::ClaimProgram;
+use xload_xdp::lab::{ServerLab, ServerLabOptions};
+use xload_xdp::netdev;
+use xload_xdp::xsk::{BindMode, XdpDesc, XskConfig, XskSocket};
+
+const FRAME_SIZE: u32 = 2048;
+const FRAME_COUNT: u32 = 8192;
+const RING: u32 = 2048;
+const BATCH: u32 = 64;
+const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n";
+
+// ---------------------------------------------------------------------------
+// The AF_XDP socket as a smoltcp Device.
+// ---------------------------------------------------------------------------
+
+/// One AF_XDP socket; half the UMEM feeds the fill ring, half is for TX.
+struct XskDevice {
+    xsk: XskSocket,
+    /// UMEM frames free for TX.
+    free: Vec<u64>,
+    /// RX frames read and due back to the fill ring.
+    recycle: Vec<u64>,
+    /// RX entries of the current batch: ready, and taken so far.
+    rx_ready: u32,
+    rx_taken: u32,
+    /// TX descriptors written but not yet published.
+    tx_written: u32,
+    /// The received frame, copied out of the UMEM (the TX token of the same
+    /// call borrows the socket mutably).
+    rx_buf: Vec<u8>,
+    rx_frames: u64,
+    tx_frames: u64,
+}
+
+struct XskRx<'a> {
+    frame: &'a [u8],
+}
+
+struct XskTx<'a> {
+    xsk: &'a mut XskSocket,
+    free: &'a mut Vec<u64>,
+    written: &'a mut u32,
+    sent: &'a mut u64,
+}
+
+impl smoltcp::phy::RxToken for XskRx<'_> {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(self.frame)
+    }
+}
+
+impl smoltcp::phy::TxToken for XskTx<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        // `transmit`/`receive` only hand out a token when a frame and a ring
+        // slot are free.
+        let addr = self.free.pop().expect("a free TX frame was reserved");
+        let frame = self
+            .xsk
+            .umem
+            .frame_mut(addr, len)
+            .expect("frame inside the UMEM");
+        let r = f(frame);
+        let desc = XdpDesc {
+            addr,
+            len: len as u32,
+            options: 0,
+        };
+        let tx = self.xsk.tx.as_mut().expect("TX ring");
+        assert!(tx.write(*self.written, desc), "a TX slot was reserved");
+        *self.written += 1;
+        *self.sent += 1;
+        r
+    }
+}
+
+impl XskDevice {
+    fn new(mut xsk: XskSocket) -> XskDevice {
+        let half = FRAME_COUNT / 2;
+        let fill = &mut xsk.fill;
+        let n = fill.free(half).min(half);
+        for i in 0..n {
+            fill.write(i, u64::from(i) * u64::from(FRAME_SIZE));
+        }
+        fill.submit(n);
+        let free = (n..FRAME_COUNT)
+            .map(|i| u64::from(i) * u64::from(FRAME_SIZE))
+            .collect();
+        XskDevice {
+            xsk,
+            free,
+            recycle: Vec::with_capacity(FRAME_COUNT as usize),
+            rx_ready: 0,
+            rx_taken: 0,
+            tx_written: 0,
+            rx_buf: vec![0; FRAME_SIZE as usize],
+            rx_frames: 0,
+            tx_frames: 0,
+        }
+    }
+
+    /// Whether a TX token can be used: a free frame and a free ring slot.
+    fn tx_room(&mut self) -> bool {
+        if self.free.is_empty() {
+            let comp = &mut self.xsk.comp;
+            let n = comp.ready(RING);
+            for i in 0..n {
+                if let Some(addr) = comp.read(i) {
+                    self.free.push(addr);
+                }
+            }
+            comp.release(n);
+        }
+        let tx = self.xsk.tx.as_mut().expect("TX ring");
+        !self.free.is_empty() && tx.free(self.tx_written + 1) > self.tx_written
+    }
+
+    /// Publishes TX descriptors (and kicks the kernel: in copy mode the
+    /// `sendto` does the sending) and gives read RX frames back.
+    fn flush(&mut self) {
+        if self.rx_taken > 0 {
+            self.xsk
+                .rx
+                .as_mut()
+                .expect("RX ring")
+                .release(self.rx_taken);
+            self.rx_ready -= self.rx_taken;
+            self.rx_taken = 0;
+        }
+        if !self.recycle.is_empty() {
+            let fill = &mut self.xsk.fill;
+            let n = fill
+                .free(self.recycle.len() as u32)
+                .min(self.recycle.len() as u32);
+            for i in 0..n {
+                fill.write(i, self.recycle[i as usize]);
+            }
+            fill.submit(n);
+            self.recycle.drain(..n as usize);
+        }
+        if self.tx_written > 0 {
+            let tx = self.xsk.tx.as_mut().expect("TX ring");
+            tx.submit(self.tx_written);
+            self.tx_written = 0;
+            if tx.needs_wakeup() {
+                let _ = self.xsk.kick_tx();
+            }
+        }
+        // Completions back to the free list, so they never run dry.
+        let comp = &mut self.xsk.comp;
+        let n = comp.ready(RING);
+        for i in 0..n {
+            if let Some(addr) = comp.read(i) {
+                self.free.push(addr);
+            }
+        }
+        comp.release(n);
+    }
+}
+
+impl Device for XskDevice {
+    type RxToken<'a> = XskRx<'a>;
+    type TxToken<'a> = XskTx<'a>;
+
+    fn receive(
+        &mut self,
+        _now: smoltcp::time::Instant,
+    ) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        if !self.tx_room() {
+            return None;
+        }
+        let rx = self.xsk.rx.as_mut().expect("RX ring");
+        if self.rx_taken == self.rx_ready {
+            rx.release(self.rx_taken);
+            self.rx_taken = 0;
+            self.rx_ready = rx.ready(BATCH);
+            if self.rx_ready == 0 {
+                return None;
+            }
+        }
+        let desc = rx.read(self.rx_taken)?;
+        self.rx_taken += 1;
+        let len = desc.len as usize;
+        let frame = self.xsk.umem.frame(desc.addr, len)?;
+        self.rx_buf[..len].copy_from_slice(frame);
+        self.recycle
+            .push(desc.addr - desc.addr % u64::from(FRAME_SIZE));
+        self.rx_frames += 1;
+        Some((
+            XskRx {
+                frame: &self.rx_buf[..len],
+            },
+            XskTx {
+                xsk: &mut self.xsk,
+                free: &mut self.free,
+                written: &mut self.tx_written,
+                sent: &mut self.tx_frames,
+            },
+        ))
+    }
+
+    fn transmit(&mut self, _now: smoltcp::time::Instant) -> Option<Self::TxToken<'_>> {
+        if !self.tx_room() {
+            return None;
+        }
+        Some(XskTx {
+            xsk: &mut self.xsk,
+            free: &mut self.free,
+            written: &mut self.tx_written,
+            sent: &mut self.tx_frames,
+        })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        caps.medium = Medium::Ethernet;
+        caps.max_transmission_unit = 1514;
+        caps.max_burst_size = Some(BATCH as usize);
+        caps
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The HTTP side: one request in flight per connection.
+// ---------------------------------------------------------------------------
+
+/// One keep-alive connection's HTTP state.
+#[derive(Default)]
+struct Conn {
+    /// A request is out and its response not yet whole.
+    waiting: bool,
+    /// Bytes of the response head read so far (a head can span segments).
+    head: Vec<u8>,
+    /// Body bytes still to skip.
+    body_left: usize,
+    responses: u64,
+}
+
+impl Conn {
+    /// Feeds received bytes; returns how many were used and counts whole
+    /// responses (Content-Length bodies; nginx's `= /` sends 0 bytes).
+    fn feed(&mut self, mut data: &[u8]) -> usize {
+        let total = data.len();
+        while !data.is_empty() && self.waiting {
+            if self.body_left > 0 {
+                let n = self.body_left.min(data.len());
+                self.body_left -= n;
+                data = &data[n..];
+                if self.body_left == 0 {
+                    self.finish();
+                }
+                continue;
+            }
+            let before = self.head.len();
+            self.head.extend_from_slice(data);
+            let Some(end) = find(&self.head, b"\r\n\r\n") else {
+                data = &[];
+                continue;
+            };
+            let used = end + 4 - before;
+            self.body_left = content_length(&self.head[..end]);
+            data = &data[used..];
+            self.head.clear();
+            if self.body_left == 0 {
+                self.finish();
+            }
+        }
+        total - data.len()
+    }
+
+    fn finish(&mut self) {
+        self.waiting = false;
+        self.responses += 1;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn content_length(head: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(head);
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())
+                .flatten()
+        })
+        .unwrap_or(0)
+}
+
+/// Sends a request on every idle established connection and reads what
+/// came; returns whether anything happened.
+fn drive_http(
+    sockets: &mut SocketSet<'_>,
+    handles: &[SocketHandle],
+    conns: &mut [Conn],
+    send: bool,
+) -> bool {
+    let mut busy = false;
+    for (h, c) in handles.iter().zip(conns.iter_mut()) {
+        let s = sockets.get_mut::<tcp::Socket>(*h);
+        if s.can_recv() {
+            let _ = s.recv(|buf| {
+                let n = c.feed(buf);
+                (n, ())
+            });
+            busy = true;
+        }
+        if send && !c.waiting && s.may_send() && s.send_capacity() - s.send_queue() >= REQUEST.len()
+        {
+            if s.send_slice(REQUEST).is_ok() {
+                c.waiting = true;
+                busy = true;
+            }
+        }
+    }
+    busy
+}
+
+// ---------------------------------------------------------------------------
+// Measurement.
+// ---------------------------------------------------------------------------
+
+/// One phase's figures.
+struct Phase {
+    conns: usize,
+    window_s: f64,
+    responses: u64,
+    busy_s: f64,
+    process_s: f64,
+    poll_s: f64,
+    app_s: f64,
+    polls: u64,
+    total_responses: u64,
+    nginx_requests: u64,
+}
+
+fn cpu_busy_s(cpu: usize) -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let name = format!("cpu{cpu} ");
+    let hz = 100.0_f64.max(clock_ticks());
+    stat.lines()
+        .find(|l| l.starts_with(&name))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            [0, 1, 2, 5, 6]
+                .iter()
+                .map(|&i| v.get(i).copied().unwrap_or(0))
+                .sum::<u64>() as f64
+                / hz
+        })
+        .unwrap_or(0.0)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) as f64 }
+}
+
+fn process_cpu_s() -> f64 {
+    // SAFETY: getrusage writes one rusage into the zeroed struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// nginx's stub_status `requests` counter, read through the kernel's stack.
+fn stub_requests(addr: SocketAddr) -> std::io::Result<u64> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(b"GET /stub HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")?;
+    let mut page = String::new();
+    s.read_to_string(&mut page)?;
+    let at = page
+        .find("server accepts handled requests")
+        .ok_or_else(|| std::io::Error::other(format!("not stub_status: {page}")))?;
+    page[at..]
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .nth(2)
+        .ok_or_else(|| std::io::Error::other("no requests counter"))
+}
+
+struct Stack {
+    dev: XskDevice,
+    iface: Interface,
+    started: Instant,
+}
+
+impl Stack {
+    fn now(&self) -> smoltcp::time::Instant {
+        smoltcp::time::Instant::from_micros(self.started.elapsed().as_micros() as i64)
+    }
+
+    /// One poll of the interface, timed; then the frame rings are flushed.
+    fn poll(&mut self, sockets: &mut SocketSet<'_>, poll_ns: &mut u64) {
+        let t = Instant::now();
+        let now = self.now();
+        self.iface.poll(now, &mut self.dev, sockets);
+        *poll_ns += t.elapsed().as_nanos() as u64;
+        self.dev.flush();
+    }
+
+    /// Sleeps on the socket until a frame comes or smoltcp's next timer.
+    fn wait(&mut self, sockets: &SocketSet<'_>) {
+        let now = self.now();
+        let ms = self
+            .iface
+            .poll_delay(now, sockets)
+            .map_or(10, |d| d.total_millis().min(10) as i32);
+        if ms > 0 {
+            let _ = self.dev.xsk.poll_rx(ms);
+        }
+    }
+}
+
+fn run_phase(
+    stack: &mut Stack,
+    lab: &ServerLab,
+    conns_n: usize,
+    port_base: u16,
+    duration: Duration,
+    client_cpu: usize,
+) -> Result<Phase, String> {
+    let stub = SocketAddr::from((lab.ip_srv, 80));
+    let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+    let mut sockets = SocketSet::new(Vec::with_capacity(conns_n));
+    let mut handles = Vec::with_capacity(conns_n);
+    for i in 0..conns_n {
+        let mut s = tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0; 4096]),
+            tcp::SocketBuffer::new(vec![0; 1024]),
+        );
+        s.set_nagle_enabled(false);
+        let local = port_base + i as u16;
+        s.connect(
+            stack.iface.context(),
+            (IpAddress::Ipv4(lab.ip_srv), 80),
+            local,
+        )
+        .map_err(|e| format!("connect: {e}"))?;
+        handles.push(sockets.add(s));
+    }
+    let mut conns: Vec<Conn> = (0..conns_n).map(|_| Conn::default()).collect();
+    let mut poll_ns = 0u64;
+    // Establish every connection first (bounded).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        stack.poll(&mut sockets, &mut poll_ns);
+        let up = handles
+            .iter()
+            .filter(|h| sockets.get::<tcp::Socket>(**h).state() == tcp::State::Established)
+            .count();
+        if up == conns_n {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("{up} of {conns_n} connections established in 10 s"));
+        }
+        stack.wait(&sockets);
+    }
+    // The measured window.
+    let (busy0, proc0, start) = (cpu_busy_s(client_cpu), process_cpu_s(), Instant::now());
+    let (mut poll_ns, mut app_ns, mut polls) = (0u64, 0u64, 0u64);
+    let counted0: u64 = conns.iter().map(|c| c.responses).sum();
+    while start.elapsed() < duration {
+        stack.poll(&mut sockets, &mut poll_ns);
+        let t = Instant::now();
+        let busy = drive_http(&mut sockets, &handles, &mut conns, true);
+        app_ns += t.elapsed().as_nanos() as u64;
+        stack.poll(&mut sockets, &mut poll_ns);
+        polls += 2;
+        if !busy {
+            stack.wait(&sockets);
+        }
+    }
+    let window = start.elapsed().as_secs_f64();
+    let responses = conns.iter().map(|c| c.responses).sum::<u64>() - counted0;
+    let (busy_s, process_s) = (cpu_busy_s(client_cpu) - busy0, process_cpu_s() - proc0);
+    // Drain: no new requests; every outstanding answer comes (bounded).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut drain_ns = 0u64;
+    while conns.iter().any(|c| c.waiting) && Instant::now() < deadline {
+        stack.poll(&mut sockets, &mut drain_ns);
+        drive_http(&mut sockets, &handles, &mut conns, false);
+        stack.wait(&sockets);
+    }
+    close_all(stack, &mut sockets, &handles);
+    let after = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+    Ok(Phase {
+        conns: conns_n,
+        window_s: window,
+        responses,
+        busy_s,
+        process_s,
+        poll_s: poll_ns as f64 * 1e-9,
+        app_s: app_ns as f64 * 1e-9,
+        polls,
+        total_responses: conns.iter().map(|c| c.responses).sum(),
+        // The second stub request counts itself.
+        nginx_requests: after - before - 1,
+    })
+}
+
+/// Closes every connection (FIN) and polls until they are closed or 3 s passed.
+fn close_all(stack: &mut Stack, sockets: &mut SocketSet<'_>, handles: &[SocketHandle]) {
+    for h in handles {
+        sockets.get_mut::<tcp::Socket>(*h).close();
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut ns = 0;
+    while Instant::now() < deadline {
+        stack.poll(sockets, &mut ns);
+        let open = handles
+            .iter()
+            .filter(|h| {
+                !matches!(
+                    sockets.get::<tcp::Socket>(**h).state(),
+                    tcp::State::Closed | tcp::State::TimeWait
+                )
+            })
+            .count();
+        if open == 0 {
+            break;
+        }
+        stack.wait(sockets);
+    }
+    for h in handles {
+        sockets.get_mut::<tcp::Socket>(*h).abort();
+    }
+    stack.poll(sockets, &mut ns);
+}
+
+// ---------------------------------------------------------------------------
+// Set-up and the report.
+// ---------------------------------------------------------------------------
+
+struct Args {
+    conns: Vec<usize>,
+    duration: Duration,
+    client_cpu: usize,
+    server_cpu: usize,
+    napi_on_client: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        conns: vec![10, 100, 1000],
+        duration: Duration::from_secs(5),
+        client_cpu: 0,
+        server_cpu: 1,
+        napi_on_client: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--conns" => {
+                a.conns = value()?
+                    .split(',')
+                    .map(|x| x.parse().map_err(|e| format!("--conns {x}: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
+            "--duration" => {
+                a.duration = Duration::from_secs_f64(
+                    value()?.parse().map_err(|e| format!("--duration: {e}"))?,
+                )
+            }
+            "--client-cpu" => a.client_cpu = value()?.parse().map_err(|e| format!("{e}"))?,
+            "--server-cpu" => a.server_cpu = value()?.parse().map_err(|e| format!("{e}"))?,
+            "--napi-anywhere" => a.napi_on_client = false,
+            _ => return Err(format!("unknown argument {flag}")),
+        }
+    }
+    if a.conns.iter().any(|&c| c == 0 || c > 20_000) {
+        return Err("--conns: 1 to 20000 each".into());
+    }
+    Ok(a)
+}
+
+/// Threaded NAPI on the generator end, its threads pinned to the client
+/// CPU: the veth's receive (and the copy into the UMEM) then runs on the
+/// generator's CPU instead of the sender's (the server's).
+fn napi_to_client(dev: &str, cpu: usize) -> Result<usize, String> {
+    std::fs::write(format!("/sys/class/net/{dev}/threaded"), "1")
+        .map_err(|e| format!("threaded NAPI on {dev}: {e}"))?;
+    std::thread::sleep(Duration::from_millis(100));
+    let mut pinned = 0;
+    for entry in std::fs::read_dir("/proc")
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+        if comm.trim().starts_with(&format!("napi/{dev}-")) {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            let ok = std::process::Command::new("taskset")
+                .args(["-pc", &cpu.to_string(), &pid])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            pinned += usize::from(ok);
+        }
+    }
+    Ok(pinned)
+}
+
+fn nginx_path() -> Result<std::path::PathBuf, String> {
+    for p in ["/usr/sbin/nginx", "/usr/bin/nginx"] {
+        if Path::new(p).is_file() {
+            return Ok(p.into());
+        }
+    }
+    Err("nginx not found".into())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("smoltcp_http: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let args = parse_args()?;
+    if let Some(why) = xload_xdp::lab::unsupported() {
+        return Err(why);
+    }
+    let mut lab = ServerLab::new(ServerLabOptions {
+        server_cpu: args.server_cpu,
+        client_cpu: args.client_cpu,
+    })
+    .map_err(|e| format!("lab: {e}"))?;
+    lab.start_nginx(&nginx_path()?, 80)
+        .map_err(|e| format!("nginx: {e}"))?;
+    let link = netdev::link_by_name(&lab.dev_gen).map_err(|e| e.to_string())?;
+    let prog = ClaimProgram::load(lab.ip_user, 1).map_err(|e| e.to_string())?;
+    let xsk = XskSocket::open(XskConfig {
+        ifindex: link.ifindex,
+        queue: 0,
+        frame_size: FRAME_SIZE,
+        frame_count: FRAME_COUNT,
+        rx_size: RING,
+        tx_size: RING,
+        fill_size: RING * 2,
+        comp_size: RING,
+        mode: BindMode::Auto,
+    })
+    .map_err(|e| e.to_string())?;
+    prog.register_socket(0, xsk.fd())
+        .map_err(|e| e.to_string())?;
+    let attached = prog
+        .attach(link.ifindex, false)
+        .map_err(|e| e.to_string())?;
+    let napi = match args.napi_on_client {
+        true => napi_to_client(&lab.dev_gen, args.client_cpu)?,
+        false => 0,
+    };
+    xload_sys::cpu::pin_current_thread(args.client_cpu).map_err(|e| e.to_string())?;
+    eprintln!(
+        "lab {}: {} claims {} on {} (XDP {:?}, {} copy, {napi} NAPI thread(s) on CPU {}), nginx at {}:80 on CPU {}",
+        lab.ns,
+        "smoltcp",
+        lab.ip_user,
+        lab.dev_gen,
+        attached.mode,
+        if xsk.zero_copy { "zero" } else { "kernel" },
+        args.client_cpu,
+        lab.ip_srv,
+        args.server_cpu
+    );
+    let mut dev = XskDevice::new(xsk);
+    let mut cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(lab.mac_gen.0)));
+    cfg.random_seed = u64::from(std::process::id()) ^ 0x9e37_79b9_7f4a_7c15;
+    let started = Instant::now();
+    let mut iface = Interface::new(cfg, &mut dev, smoltcp::time::Instant::from_micros(0));
+    iface.update_ip_addrs(|a| {
+        let _ = a.push(IpCidr::new(IpAddress::Ipv4(lab.ip_user), 24));
+    });
+    let mut stack = Stack {
+        dev,
+        iface,
+        started,
+    };
+    println!("| connections | requests/s | generator CPU busy µs/req | process CPU µs/req | Interface::poll µs/req | app walk µs/req | polls/s | responses = nginx requests |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut port_base = 20_000u16;
+    for &n in &args.conns {
+        let p = run_phase(
+            &mut stack,
+            &lab,
+            n,
+            port_base,
+            args.duration,
+            args.client_cpu,
+        )?;
+        port_base = port_base.wrapping_add(n as u16 + 7).max(20_000);
+        print_phase(&p);
+    }
+    eprintln!(
+        "frames: {} received, {} sent",
+        stack.dev.rx_frames, stack.dev.tx_frames
+    );
+    drop(attached);
+    Ok(())
+}
+
+fn print_phase(p: &Phase) {
+    let per = |s: f64| s * 1e6 / p.responses.max(1) as f64;
+    println!(
+        "| {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {} = {} {} |",
+        p.conns,
+        p.responses as f64 / p.window_s,
+        per(p.busy_s),
+        per(p.process_s),
+        per(p.poll_s),
+        per(p.app_s),
+        p.polls as f64 / p.window_s,
+        p.total_responses,
+        p.nginx_requests,
+        if p.total_responses == p.nginx_requests {
+            "✓"
+        } else {
+            "MISMATCH"
+        }
+    );
+}
