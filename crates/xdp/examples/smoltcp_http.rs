@@ -341,12 +341,10 @@ fn drive_http(
             });
             busy = true;
         }
-        if send && !c.waiting && s.may_send() && s.send_capacity() - s.send_queue() >= REQUEST.len()
-        {
-            if s.send_slice(REQUEST).is_ok() {
-                c.waiting = true;
-                busy = true;
-            }
+        let room = s.send_capacity() - s.send_queue() >= REQUEST.len();
+        if send && !c.waiting && s.may_send() && room && s.send_slice(REQUEST).is_ok() {
+            c.waiting = true;
+            busy = true;
         }
     }
     busy
@@ -697,9 +695,8 @@ fn run() -> Result<(), String> {
     };
     xload_sys::cpu::pin_current_thread(args.client_cpu).map_err(|e| e.to_string())?;
     eprintln!(
-        "lab {}: {} claims {} on {} (XDP {:?}, {} copy, {napi} NAPI thread(s) on CPU {}), nginx at {}:80 on CPU {}",
+        "lab {}: smoltcp claims {} on {} (XDP {:?}, {} copy, {napi} NAPI thread(s) on CPU {}), nginx at {}:80 on CPU {}",
         lab.ns,
-        "smoltcp",
         lab.ip_user,
         lab.dev_gen,
         attached.mode,
