@@ -220,8 +220,20 @@ impl ResponseParser {
     /// Feeds bytes. See [`Parse`]. After `Complete` the parser is ready for the
     /// next response. After an error, the same error is returned until [`reset`](Self::reset).
     pub fn parse(&mut self, input: &[u8]) -> Result<Parse, ParseError> {
+        self.parse_body(input, |_| {})
+    }
+
+    /// [`parse`](Self::parse), handing each piece of body payload (chunk
+    /// framing removed) to `body` in order as it passes, for checks that read
+    /// the body; nothing is buffered.
+    #[inline]
+    pub fn parse_body(
+        &mut self,
+        input: &[u8],
+        mut body: impl FnMut(&[u8]),
+    ) -> Result<Parse, ParseError> {
         let mut pos = 0;
-        match self.run(input, &mut pos) {
+        match self.run(input, &mut pos, &mut body) {
             Ok(Some(response)) => Ok(Parse::Complete {
                 consumed: pos,
                 response,
@@ -297,12 +309,18 @@ impl ResponseParser {
 
     /// Reads `input[*pos..]` until a response completes (returned, with `*pos`
     /// just past it) or the input ends (`None`).
-    fn run(&mut self, input: &[u8], pos: &mut usize) -> Result<Option<Response>, ParseError> {
+    fn run(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        body: &mut impl FnMut(&[u8]),
+    ) -> Result<Option<Response>, ParseError> {
         loop {
             match self.state {
                 State::Failed(e) => return Err(e),
                 State::Body(left) => {
                     let take = left.min((input.len() - *pos) as u64);
+                    body(&input[*pos..*pos + take as usize]);
                     *pos += take as usize;
                     self.body_bytes += take;
                     if take == left {
@@ -312,12 +330,14 @@ impl ResponseParser {
                     return Ok(None);
                 }
                 State::CloseDelimited => {
+                    body(&input[*pos..]);
                     self.body_bytes += (input.len() - *pos) as u64;
                     *pos = input.len();
                     return Ok(None);
                 }
                 State::ChunkData(left) => {
                     let take = left.min((input.len() - *pos) as u64);
+                    body(&input[*pos..*pos + take as usize]);
                     *pos += take as usize;
                     self.body_bytes += take;
                     if take < left {

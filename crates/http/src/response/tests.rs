@@ -782,3 +782,23 @@ fn huge_content_length_is_counted_without_overflow() {
         Err(ParseError::UnexpectedEof { stage: Stage::Body })
     );
 }
+
+#[test]
+fn parse_body_hands_over_the_payload_at_every_split() {
+    let wire: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n";
+    for split in 0..wire.len() {
+        let mut p = ResponseParser::new(Limits::default(), false);
+        let mut body = Vec::new();
+        let mut done = Vec::new();
+        for mut piece in [&wire[..split], &wire[split..]] {
+            while let Parse::Complete { consumed, response } =
+                p.parse_body(piece, |b| body.extend_from_slice(b)).unwrap()
+            {
+                done.push(response.body_bytes);
+                piece = &piece[consumed..];
+            }
+        }
+        assert_eq!(done, [5, 5], "split {split}");
+        assert_eq!(body, b"helloabcde", "split {split}");
+    }
+}
