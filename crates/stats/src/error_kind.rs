@@ -26,13 +26,16 @@ pub enum ErrorKind {
     FdLimit,
     /// `connect` found no free local port (EADDRNOTAVAIL).
     NoEphemeralPort,
+    /// A response failed a workload check (status set, size, SHA-256, byte
+    /// strings): the server answered, but not correctly.
+    Consistency,
     /// Anything else; counted per errno by [`crate::Recorder::record_errno`].
     Other,
 }
 
 impl ErrorKind {
     /// Number of kinds (the size of a per-kind counter array).
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
 
     /// Every kind, in the order reports print them.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
@@ -45,6 +48,7 @@ impl ErrorKind {
         ErrorKind::RequestTimeout,
         ErrorKind::FdLimit,
         ErrorKind::NoEphemeralPort,
+        ErrorKind::Consistency,
         ErrorKind::Other,
     ];
 
@@ -60,6 +64,7 @@ impl ErrorKind {
             ErrorKind::RequestTimeout => "request_timeout",
             ErrorKind::FdLimit => "fd_limit",
             ErrorKind::NoEphemeralPort => "no_ephemeral_port",
+            ErrorKind::Consistency => "consistency",
             ErrorKind::Other => "other",
         }
     }

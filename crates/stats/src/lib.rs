@@ -30,12 +30,15 @@
 //! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); then
 //! `client` (opaque, from the probe) and
 //! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
-//! `errors`) and `timeseries_histograms` (each row's histogram). Unknown
+//! `errors`) and `timeseries_histograms` (each row's histogram); a workload
+//! run adds `classes` (per class: counts, consistency errors and offending
+//! paths, latency and its histogram, limits). Unknown
 //! keys round-trip through [`Report::extra`].
 
 #![forbid(unsafe_code)]
 
 pub mod check;
+mod classes;
 mod error;
 mod error_kind;
 pub mod gate;
@@ -48,6 +51,7 @@ mod text;
 pub mod walltime;
 
 pub use check::{MergeCheck, Note, Refusal, Windows};
+pub use classes::{classes_csv, ClassLimit, ClassReport, ClassStats, Offender, MAX_OFFENDERS};
 pub use error::ReportError;
 pub use error_kind::{errno_key, errno_symbol, ErrorKind};
 pub use hdrhistogram::Histogram;

@@ -78,6 +78,10 @@ impl Report {
             out.duration_s = (span.1 - span.0) as f64 / 1e6;
             out.rps = per_second(out.requests, out.duration_s);
         }
+        out.classes = crate::classes::merge_reports(
+            reports.iter().map(|r| r.classes.as_slice()),
+            out.duration_s,
+        )?;
         out.run = merged_run(reports);
         if reports.len() > 1 && !out.timeseries.is_empty() && !exact_rows {
             // A report without per-second histograms: rows cannot be merged.

@@ -3,6 +3,7 @@
 
 use hdrhistogram::Histogram;
 
+use crate::classes::{merge_stats, ClassStats};
 use crate::error_kind::ErrorKind;
 use crate::hist::{add_into, new_latency_histogram};
 
@@ -35,6 +36,8 @@ pub struct Recorder {
     open_loop: Option<Box<OpenLoopState>>,
     unanswered: Unanswered,
     mark: IntervalMark,
+    /// Workload runs: per-class figures, indexed by class (empty otherwise).
+    classes: Vec<ClassStats>,
 }
 
 /// Requests left without an answer when the measured window closed: sent
@@ -182,6 +185,7 @@ impl Recorder {
             open_loop: None,
             unanswered: Unanswered::default(),
             mark: IntervalMark::default(),
+            classes: Vec::new(),
         }
     }
 
@@ -273,6 +277,34 @@ impl Recorder {
     #[inline]
     pub fn add_bytes_sent(&mut self, n: u64) {
         self.bytes_sent += n;
+    }
+
+    /// Workload runs: keeps per-class figures for these classes (by index).
+    pub fn set_classes(&mut self, names: &[&str]) {
+        self.classes = names.iter().map(|n| ClassStats::new(n)).collect();
+    }
+
+    /// A response of class `class` (also recorded by `record_response*`).
+    #[inline]
+    pub fn record_class(&mut self, class: usize, latency_us: u64) {
+        if let Some(c) = self.classes.get_mut(class) {
+            c.record(latency_us);
+        }
+    }
+
+    /// A response of class `class` for `path` failed a check: counted as a
+    /// [`ErrorKind::Consistency`] error and for the class, with the path
+    /// among the class's first offenders. Rare path.
+    pub fn record_consistency(&mut self, class: usize, path: &str, reason: &dyn std::fmt::Display) {
+        self.record_error(ErrorKind::Consistency);
+        if let Some(c) = self.classes.get_mut(class) {
+            c.record_consistency(path, reason);
+        }
+    }
+
+    /// Per-class figures (empty unless [`Recorder::set_classes`] was called).
+    pub fn classes(&self) -> &[ClassStats] {
+        &self.classes
     }
 
     /// Open loop: intended sends dropped because the queue cap was hit.
@@ -489,6 +521,7 @@ impl Recorder {
         self.errno_counts.clear();
         self.parse_causes.clear();
         self.unanswered = Unanswered::default();
+        self.classes.iter_mut().for_each(ClassStats::reset);
         if let Some(ol) = self.open_loop.as_mut() {
             ol.latency_uncorrected_us.reset();
             ol.schedule_lag_us.reset();
@@ -531,6 +564,7 @@ impl Recorder {
             }
         }
         self.unanswered.add(&other.unanswered);
+        merge_stats(&mut self.classes, &other.classes);
         if let Some(theirs) = other.open_loop.as_ref() {
             let mine = self.open_loop_mut();
             add_into(

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::classes::ClassReport;
 use crate::error::ReportError;
 use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
@@ -337,6 +338,9 @@ pub struct Report {
     /// several reports merge exactly (absent in older reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries_histograms: Vec<SecondHistogram>,
+    /// Workload runs: per-class figures, in the workload's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
     /// Keys this version does not model, kept so they round-trip.
     #[serde(flatten)]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -421,6 +425,11 @@ impl Report {
             client: None,
             timeseries: Vec::new(),
             timeseries_histograms: Vec::new(),
+            classes: rec
+                .classes()
+                .iter()
+                .map(|c| ClassReport::build(c, meta.duration_s))
+                .collect(),
             extra: BTreeMap::new(),
         }
     }

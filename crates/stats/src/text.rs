@@ -57,6 +57,7 @@ impl Report {
         if let Some(text) = self.unanswered_text() {
             line(&mut out, "Unanswered", &text);
         }
+        crate::classes::render_text(&self.classes, &mut out);
 
         if opts.latency_table {
             self.render_latency_table(&mut out);

@@ -174,6 +174,7 @@ fn error_kind_names_are_the_json_keys_and_unique() {
             "request_timeout",
             "fd_limit",
             "no_ephemeral_port",
+            "consistency",
             "other"
         ]
     );
