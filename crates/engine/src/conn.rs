@@ -6,6 +6,7 @@ use xload_http::{Limits, Parse, ParseError, ResponseParser};
 use xload_stats::{ErrorKind, Recorder};
 
 use crate::clock::ns_to_us;
+use crate::mix::ConnMix;
 
 /// When one request was meant to leave and when it did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -117,6 +118,8 @@ pub(crate) struct Exchange {
     pub pending: Pending,
     /// The smallest response (bytes on the wire) this connection has seen.
     pub min_wire: u64,
+    /// Workload runs: the request in flight and its checker (set at the first send).
+    mix: Option<Box<ConnMix>>,
 }
 
 impl Exchange {
@@ -125,6 +128,39 @@ impl Exchange {
             parser: ResponseParser::new(Limits::default(), head),
             pending: Pending::with_capacity(pipeline),
             min_wire: u64::MAX,
+            mix: None,
+        }
+    }
+
+    /// Workload runs: the next request sent on this connection is `pick`
+    /// (one request in flight per connection).
+    #[inline]
+    pub(crate) fn start(&mut self, pick: xload_workload::Pick) {
+        if let Some(mix) = &mut self.mix {
+            let head = mix.start(pick);
+            self.parser.set_head(head);
+        }
+    }
+
+    pub(crate) fn has_mix(&self) -> bool {
+        self.mix.is_some()
+    }
+
+    /// Workload runs: gives the connection the plan's requests (once).
+    pub(crate) fn attach_mix(
+        &mut self,
+        requests: Option<std::sync::Arc<xload_workload::RequestPlan>>,
+    ) {
+        self.mix = requests.map(|r| Box::new(ConnMix::new(r)));
+    }
+
+    /// The bytes to put on the wire: the workload's request in flight, or
+    /// `batch` (the run's one request, repeated for the pipeline).
+    #[inline]
+    pub(crate) fn outgoing<'a>(&'a self, batch: &'a [u8]) -> &'a [u8] {
+        match &self.mix {
+            Some(m) => m.request(),
+            None => batch,
         }
     }
 
@@ -152,14 +188,18 @@ impl Exchange {
     ) -> (u32, Fed) {
         let mut done = 0;
         loop {
-            match self.parser.parse(data) {
+            let parsed = match &mut self.mix {
+                Some(m) if m.feeds_body() => self.parser.parse_body(data, |b| m.body(b)),
+                _ => self.parser.parse(data),
+            };
+            match parsed {
                 Ok(Parse::Partial) => return (done, Fed::More),
                 Ok(Parse::Complete { consumed, response }) => {
                     let Some(sent) = self.pending.pop() else {
                         return (done, Fed::Unsolicited);
                     };
                     self.min_wire = self.min_wire.min(response.wire_bytes);
-                    record(
+                    let latency_us = record(
                         rec,
                         sent,
                         now_ns,
@@ -167,6 +207,9 @@ impl Exchange {
                         response.wire_bytes,
                         timing,
                     );
+                    if let Some(m) = &mut self.mix {
+                        m.finish(rec, latency_us, &response);
+                    }
                     done += 1;
                     if !response.keep_alive {
                         return (done, Fed::Close);
@@ -192,7 +235,7 @@ impl Exchange {
         match self.parser.eof() {
             Ok(Some(response)) => match self.pending.pop() {
                 Some(sent) => {
-                    record(
+                    let latency_us = record(
                         rec,
                         sent,
                         now_ns,
@@ -200,6 +243,9 @@ impl Exchange {
                         response.wire_bytes,
                         timing,
                     );
+                    if let Some(m) = &mut self.mix {
+                        m.finish(rec, latency_us, &response);
+                    }
                     (true, None)
                 }
                 None => (false, Some(ErrorKind::Parse)),
@@ -211,6 +257,7 @@ impl Exchange {
     }
 }
 
+/// Records a response; returns its latency (corrected in open loop), µs.
 #[inline]
 fn record(
     rec: &mut Recorder,
@@ -219,20 +266,15 @@ fn record(
     status: u16,
     wire_bytes: u64,
     timing: Timing,
-) {
+) -> u64 {
+    let since_sent_us = ns_to_us(now_ns.saturating_sub(sent.sent_ns));
     if timing == Timing::Open {
-        rec.record_response_open_loop(
-            ns_to_us(now_ns.saturating_sub(sent.intended_ns)),
-            ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
-            status,
-            wire_bytes,
-        );
+        let corrected_us = ns_to_us(now_ns.saturating_sub(sent.intended_ns));
+        rec.record_response_open_loop(corrected_us, since_sent_us, status, wire_bytes);
+        corrected_us
     } else {
-        rec.record_response(
-            ns_to_us(now_ns.saturating_sub(sent.sent_ns)),
-            status,
-            wire_bytes,
-        );
+        rec.record_response(since_sent_us, status, wire_bytes);
+        since_sent_us
     }
 }
 
@@ -385,6 +427,51 @@ mod tests {
         assert_eq!((done, fed), (0, Fed::More));
         assert_eq!(ex.eof(0, &mut rec, Timing::Closed), (true, None));
         assert_eq!(rec.requests(), 1);
+    }
+
+    #[test]
+    fn workload_responses_are_checked_per_class_across_receives() {
+        let hello = ring::digest::digest(&ring::digest::SHA256, b"hello");
+        let hex: String = hello.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let toml = format!("[classes.a]\npath = \"/\"\ncheck = {{ status = 200, sha256 = \"{hex}\" }}\n[classes.h]\nmethod = \"HEAD\"\npath = \"/h\"\n");
+        let w = xload_workload::parse(&toml, "w.toml", std::path::Path::new(".")).unwrap();
+        let url = xload_http::parse_url("http://127.0.0.1:1/").unwrap();
+        let plan = std::sync::Arc::new(xload_workload::RequestPlan::build(&w, &url).unwrap());
+        let mut rec = Recorder::new();
+        rec.set_classes(&["a", "h"]);
+        let mut ex = Exchange::new(false, 1);
+        ex.attach_mix(Some(plan));
+        let a = xload_workload::Pick {
+            class: 0,
+            variant: 0,
+        };
+        for body in [&b"hello"[..], b"hellO"] {
+            ex.start(a);
+            assert!(ex.outgoing(b"unused").starts_with(b"GET / HTTP/1.1\r\n"));
+            ex.pending.push(Sent::default());
+            let wire = [&b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"[..], body].concat();
+            for piece in wire.chunks(3) {
+                ex.feed(piece, 0, &mut rec, Timing::Closed);
+            }
+        }
+        // HEAD: the parser expects no body whatever Content-Length says.
+        ex.start(xload_workload::Pick {
+            class: 1,
+            variant: 0,
+        });
+        ex.pending.push(Sent::default());
+        let (done, _) = ex.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+            0,
+            &mut rec,
+            Timing::Closed,
+        );
+        assert_eq!(done, 1);
+        let classes = rec.classes();
+        assert_eq!((classes[0].requests(), classes[1].requests()), (2, 1));
+        assert_eq!(classes[0].consistency_errors(), 1);
+        assert_eq!(rec.error_count(ErrorKind::Consistency), 1);
+        assert_eq!(classes[0].offenders()[0].reason, "body SHA-256 differs");
     }
 
     #[test]

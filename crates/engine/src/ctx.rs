@@ -5,11 +5,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use xload_stats::{Interval, Recorder};
+use xload_workload::{Pick, RequestPlan};
 
 use crate::clock::ns_to_us;
 use crate::conn::{Sent, Timing};
+use crate::mix::Mix;
 use crate::plan::Plan;
 use crate::sched::Schedule;
 
@@ -122,6 +125,8 @@ pub(crate) struct Ctx<'a> {
     /// The window's recorder, set aside during the last look (what it
     /// reads is not counted: the window has closed).
     window_rec: Option<Recorder>,
+    /// Workload runs: this worker's schedule of prebuilt requests.
+    mix: Option<Mix>,
 }
 
 impl<'a> Ctx<'a> {
@@ -145,7 +150,7 @@ impl<'a> Ctx<'a> {
                 o.seed ^ (index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
             )
         });
-        Ctx {
+        let mut ctx = Ctx {
             plan,
             rec: if open_loop {
                 Recorder::new_open_loop()
@@ -176,7 +181,25 @@ impl<'a> Ctx<'a> {
             unanswered: Vec::new(),
             stopped_ns: None,
             window_rec: None,
+            mix: None,
+        };
+        if let Some(w) = &plan.workload {
+            let mix = Mix::new(w, index);
+            ctx.rec.set_classes(&mix.class_names());
+            ctx.mix = Some(mix);
         }
+        ctx
+    }
+
+    /// Workload runs: the next request of this worker's schedule.
+    #[inline]
+    pub(crate) fn next_pick(&mut self) -> Option<Pick> {
+        self.mix.as_mut().map(Mix::next)
+    }
+
+    /// Workload runs: the prebuilt requests.
+    pub(crate) fn mix_requests(&self) -> Option<&Arc<RequestPlan>> {
+        self.mix.as_ref().map(Mix::requests)
     }
 
     /// Whether the loop goes on at `now`: handles stop, end, the start of the
@@ -571,6 +594,7 @@ mod tests {
             sources: Vec::new(),
             connect_rate_per_s: None,
             start_at_ns: None,
+            workload: None,
         }
     }
 

@@ -71,6 +71,16 @@ pub(crate) trait Transport<'p> {
     /// Queues `n` requests, sent at `sent`, on connection `i`.
     #[inline]
     fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
+        if let Some(pick) = self.ctx().next_pick() {
+            // A workload: one request in flight per connection (pipeline 1).
+            debug_assert_eq!(n, 1);
+            if !self.exchange(i).has_mix() {
+                // Once per connection: no shared reference count per request.
+                let requests = self.ctx().mix_requests().cloned();
+                self.exchange(i).attach_mix(requests);
+            }
+            self.exchange(i).start(pick);
+        }
         let ex = self.exchange(i);
         for _ in 0..n {
             ex.pending.push(sent);

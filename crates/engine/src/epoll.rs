@@ -159,7 +159,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn transmit(&mut self, i: usize, n: usize, now: u64) {
         let c = &mut self.conns[i];
         c.unsent_off = 0;
-        c.unsent_end = n * self.req_len;
+        c.unsent_end = c.ex.outgoing(&self.batch[..n * self.req_len]).len();
         self.flush(i, now);
     }
     fn open(&mut self, i: usize, now: u64) {
@@ -366,8 +366,8 @@ impl Driver<'_, '_> {
             if c.unsent_off >= c.unsent_end {
                 return;
             }
-            let chunk = &self.batch[c.unsent_off..c.unsent_end];
-            // SAFETY: chunk is a valid slice of our batch buffer.
+            let chunk = &c.ex.outgoing(&self.batch)[c.unsent_off..c.unsent_end];
+            // SAFETY: chunk is a valid slice of our batch buffer (or of the workload's request).
             let n =
                 unsafe { libc::send(c.fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
             if n >= 0 {

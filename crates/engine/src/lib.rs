@@ -12,6 +12,7 @@
 //! Where things are: `worker` spawns and joins the workers; `ctx` is the
 //! state each one's loop shares with its driver (window, quota, pacing,
 //! ticks); `drive` is the driver-independent half of a connection's life;
+//! `mix` carries a workload's prebuilt requests and response checks;
 //! `uring` and `epoll` are the two drivers; [`serve`] is the responder.
 //!
 //! Timeouts are checked by a coarse periodic sweep over the worker's
@@ -25,6 +26,7 @@ mod ctx;
 mod drive;
 mod epoll;
 mod lowat;
+mod mix;
 pub mod pin;
 mod plan;
 mod ramp;
@@ -36,6 +38,7 @@ mod uring;
 mod worker;
 
 pub use ctx::Tick;
+pub use mix::Workload;
 pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
 pub use sock::check_source;
 pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

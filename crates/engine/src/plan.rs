@@ -93,6 +93,10 @@ pub struct Plan {
     /// Without a warm-up, connections open and wait: nothing is sent
     /// before the window.
     pub start_at_ns: Option<u64>,
+    /// A workload (`-w`): each send carries the next request of the
+    /// worker's schedule instead of `request`; one request in flight per
+    /// connection (`pipeline` 1).
+    pub workload: Option<crate::mix::Workload>,
 }
 
 impl Plan {
@@ -159,6 +163,7 @@ pub(crate) mod tests {
             sources: Vec::new(),
             connect_rate_per_s: Some(1000.0),
             start_at_ns: None,
+            workload: None,
         }
     }
 

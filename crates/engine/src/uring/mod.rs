@@ -270,15 +270,17 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     /// One Send SQE for the `n` requests: posts no completion when it succeeds.
     #[inline]
     fn transmit(&mut self, i: usize, n: usize, _now: u64) {
+        // The run's request (repeated for the pipeline), or the workload's request in flight.
+        let bytes = self.conns[i].ex.outgoing(&self.batch[..n * self.req_len]);
+        let (buf, len) = (bytes.as_ptr(), bytes.len() as u32);
         // Counted when queued (a failed send is counted as an error).
-        self.ctx.rec.add_bytes_sent((n * self.req_len) as u64);
+        self.ctx.rec.add_bytes_sent(u64::from(len));
         let tok = Token {
             kind: OP_SEND,
             gen: self.conns[i].gen,
             index: i as u32,
         }
         .encode();
-        let (buf, len) = (self.batch.as_ptr(), (n * self.req_len) as u32);
         let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
             s, buf, len
         )
@@ -286,7 +288,8 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         .build())
         .flags(squeue::Flags::SKIP_SUCCESS)
         .user_data(tok);
-        // SAFETY: `batch` is owned by the driver and outlives the ring's use of it.
+        // SAFETY: `batch` is owned by the driver and a workload's requests by
+        // the plan; both outlive the ring's use of them.
         unsafe { self.push(&e) };
     }
     fn open(&mut self, i: usize, now: u64) {
