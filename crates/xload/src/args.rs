@@ -134,6 +134,15 @@ pub(crate) struct CommonArgs {
     /// No live progress line.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// Workload file (TOML; docs/workload.md): request classes, checks, limits. A URL given
+    /// overrides the workload's `url`.
+    #[arg(short = 'w', long = "workload")]
+    pub workload: Option<std::path::PathBuf>,
+
+    /// Write the per-class summary of a workload run as CSV ('-' = stdout).
+    #[arg(long = "class-csv")]
+    pub class_csv: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

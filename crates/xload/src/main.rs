@@ -15,6 +15,7 @@ mod run;
 mod serve;
 mod sweep;
 mod tls;
+mod workload;
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -53,6 +54,8 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Cmd {
+    /// Run a workload file (docs/workload.md): request classes, checks, limits.
+    Run(RunWorkloadArgs),
     /// Load in steps (concurrency or rate): table, knee, operating range, plot.
     Sweep(sweep::SweepArgs),
     /// The embedded thread-per-core HTTP/1.1 responder.
@@ -71,6 +74,29 @@ pub(crate) enum Cmd {
     Completions(cli_docs::CompletionsArgs),
     /// Man page (roff) on stdout: `xload man > xload.1`, `xload man sweep`.
     Man(cli_docs::ManArgs),
+}
+
+/// `xload run WORKLOAD.toml [URL] [OPTIONS]`: `xload -w WORKLOAD.toml [URL]`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RunWorkloadArgs {
+    /// Workload file (TOML).
+    pub(crate) file: std::path::PathBuf,
+
+    /// Target URL, overriding the workload's `url`.
+    pub(crate) url: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+}
+
+/// Runs a load (plain or workload): the URL given, else the workload's.
+fn main_load(url: Option<&str>, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
+    let url = workload::target(url, &ra.common)?;
+    if ra.hosts.on.is_empty() {
+        run::main_run(&url, ra, stop)
+    } else {
+        hosts::on::main_on(&url, ra, stop)
+    }
 }
 
 /// Writes report text to stdout. A reader that went away (`xload ... | head`)
@@ -133,13 +159,17 @@ fn main() -> ExitCode {
         Some(Cmd::Lab(a)) => lab::main_lab(&a, install_sigint()),
         Some(Cmd::Completions(a)) => cli_docs::main_completions(&a),
         Some(Cmd::Man(a)) => cli_docs::main_man(&a),
-        None => match cli.url {
-            Some(url) if !cli.run.hosts.on.is_empty() => {
-                hosts::on::main_on(&url, &cli.run, install_sigint())
+        Some(Cmd::Run(mut a)) => {
+            if a.run.common.workload.is_some() {
+                Err(Failure::Usage(
+                    "xload run takes the workload file as its argument: drop -w".into(),
+                ))
+            } else {
+                a.run.common.workload = Some(a.file.clone());
+                main_load(a.url.as_deref(), &a.run, install_sigint())
             }
-            Some(url) => run::main_run(&url, &cli.run, install_sigint()),
-            None => Err(Failure::Usage("a target URL is required: xload [OPTIONS] http://host[:port]/path (or a subcommand; see --help)".into())),
-        },
+        }
+        None => main_load(cli.url.as_deref(), &cli.run, install_sigint()),
     };
     match result {
         Ok(code) => ExitCode::from(code as u8),

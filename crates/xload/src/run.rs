@@ -29,6 +29,8 @@ pub(crate) struct Prepared {
     pub gates: Vec<Gate>,
     /// `--start-at`: the wall-clock instant the measured window opens at.
     pub start_at: Option<xload_stats::walltime::UnixMicros>,
+    /// Workload runs: each class's latency limits, in class order.
+    pub class_limits: Vec<Vec<xload_stats::ClassLimit>>,
 }
 
 /// Default measured window when neither -d nor -n is given.
@@ -95,23 +97,7 @@ pub(crate) fn prepare_with(
             .with_connection_close()
             .map_err(|e| Failure::Usage(format!("request: {e}")))?;
     }
-    if a.pipeline == 0 || a.pipeline > 1024 {
-        return Err(Failure::Usage(format!(
-            "--pipeline {} must be between 1 and 1024",
-            a.pipeline
-        )));
-    }
-    if rate.is_some() && a.pipeline > 1 {
-        return Err(Failure::Usage(
-            "--rate sends one request per connection at a time: drop --pipeline".into(),
-        ));
-    }
-    if tpl.closes() && a.pipeline > 1 {
-        return Err(Failure::Usage(
-            "--pipeline needs keep-alive connections (drop --no-keepalive / Connection: close)"
-                .into(),
-        ));
-    }
+    check_pipeline(a.pipeline, rate, tpl.closes())?;
     if connections == 0 {
         return Err(Failure::Usage("-c must be at least 1".into()));
     }
@@ -162,8 +148,19 @@ pub(crate) fn prepare_with(
         sources,
         connect_rate_per_s: a.connect_rate.0,
         start_at_ns: None,
+        workload: None,
     };
     let target = format!("http://{}{}", url.authority, url.path_and_query);
+    let (plan, class_limits) = match crate::workload::resolve(a, &url)? {
+        Some(w) => (
+            Plan {
+                workload: Some(w.engine),
+                ..plan
+            },
+            w.limits,
+        ),
+        None => (plan, Vec::new()),
+    };
     Ok(Prepared {
         target,
         addrs,
@@ -171,7 +168,29 @@ pub(crate) fn prepare_with(
         plan,
         gates,
         start_at: None,
+        class_limits,
     })
+}
+
+/// `--pipeline` within bounds, and only where requests may queue on a connection.
+fn check_pipeline(pipeline: usize, rate: Option<f64>, closes: bool) -> Result<(), Failure> {
+    if pipeline == 0 || pipeline > 1024 {
+        return Err(Failure::Usage(format!(
+            "--pipeline {pipeline} must be between 1 and 1024"
+        )));
+    }
+    if rate.is_some() && pipeline > 1 {
+        return Err(Failure::Usage(
+            "--rate sends one request per connection at a time: drop --pipeline".into(),
+        ));
+    }
+    if closes && pipeline > 1 {
+        return Err(Failure::Usage(
+            "--pipeline needs keep-alive connections (drop --no-keepalive / Connection: close)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Every address of the host, IPv4 first (as curl and wrk effectively do).
@@ -479,6 +498,7 @@ fn build_report(
         pipeline: p.plan.pipeline,
     };
     let mut report = Report::build(&meta, &outcome.recorder);
+    crate::workload::judge(&mut report, &p.class_limits);
     report.timeseries = rows;
     report.batching = outcome
         .workers
@@ -566,6 +586,10 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     }
     if let Some(path) = &a.csv {
         let csv = crate::progress::csv(&report.timeseries);
+        write_out(&path.to_string_lossy(), csv.trim_end())?;
+    }
+    if let Some(path) = &a.class_csv {
+        let csv = xload_stats::classes_csv(&report.classes);
         write_out(&path.to_string_lossy(), csv.trim_end())?;
     }
     if report.requests == 0 && m.interrupted {

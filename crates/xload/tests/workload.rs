@@ -1,0 +1,267 @@
+//! Workload runs (`xload run FILE`, `-w FILE`) against `xload serve`: per-class
+//! counts that sum to the run's and reconcile with the responder's counter,
+//! failed checks counted as consistency errors with their paths, per-class
+//! JSON that `xload merge` merges exactly, and file errors that name the line.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use support::run::{
+    exit_code, free_port, read_json, run_xload_with_timeout, spawn_xload, TempDir, XloadChild,
+};
+use xload_testkit::both_engines;
+
+const HARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `xload serve --body-size 64` on a free loopback port, stopped on drop.
+struct Serve {
+    _child: XloadChild,
+    port: u16,
+}
+
+impl Serve {
+    fn start() -> Serve {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let child = spawn_xload([
+            "serve",
+            "--listen",
+            &listen,
+            "--body-size",
+            "64",
+            "--for",
+            "20s",
+        ]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "xload serve did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve {
+            _child: child,
+            port,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    /// `/stats`' count of answers, once it stops moving (sends complete).
+    fn served(&self) -> u64 {
+        let read = || {
+            let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).unwrap();
+            let body = text.split("\r\n\r\n").nth(1).expect("a body").to_string();
+            let v: serde_json::Value = serde_json::from_str(&body).expect("stats JSON");
+            v["requests"].as_u64().unwrap()
+        };
+        let mut last = read();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = read();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
+    }
+}
+
+/// Two classes: `a` GETs /a/1../a/100 by Zipf (weight 3), `b` HEADs /b.
+fn two_classes(body_size: u64) -> String {
+    format!(
+        r#"
+[classes.a]
+path = "/a/{{n}}"
+n = {{ range = [1, 100], zipf = 1.0 }}
+weight = 3
+check = {{ status = [200], body_size = {body_size} }}
+limits = {{ mean = "1s", p99 = "2s" }}
+
+[classes.b]
+method = "HEAD"
+path = "/b"
+check = {{ status = 200, body_size = 0 }}
+"#
+    )
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let (status, stdout, stderr, _) =
+        run_xload_with_timeout(args.iter().map(|s| s.to_string()), HARD_TIMEOUT);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (exit_code(status), stdout, stderr)
+}
+
+fn two_class_counts_sum_and_reconcile_with_serve(engine: &str) {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload");
+    let w = dir.file("w.toml", &two_classes(64));
+    let json = dir.join_str("r.json");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &srv.url(),
+        "-n",
+        "3000",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "--json",
+        &json,
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let r = read_json(&json);
+    assert_eq!(r["requests"], 3000, "{stdout}");
+    let classes = r["classes"].as_array().expect("classes");
+    let count = |i: usize| classes[i]["requests"].as_u64().unwrap();
+    assert_eq!(
+        (classes[0]["name"].as_str(), classes[1]["name"].as_str()),
+        (Some("a"), Some("b"))
+    );
+    assert_eq!(count(0) + count(1), 3000);
+    // Weights 3:1, drawn: about 2250 and 750.
+    assert!((2000..2500).contains(&count(0)), "{stdout}");
+    assert!(
+        classes.iter().all(|c| c["consistency_errors"] == 0),
+        "{stdout}"
+    );
+    assert_eq!(r["errors_total"], 0, "{stdout}");
+    let limits = classes[0]["limits"].as_array().expect("limits");
+    assert!(limits.iter().all(|l| l["pass"] == true), "{stdout}");
+    assert!(stdout.contains("Limits      a: mean"), "{stdout}");
+    assert_eq!(srv.served(), 3000, "responder's count vs the report");
+}
+
+fn failed_checks_are_consistency_errors_naming_paths(engine: &str) {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload-bad");
+    // The responder sends 64 bytes; the workload expects 63 for class a.
+    let w = dir.file("w.toml", &two_classes(63));
+    let json = dir.join_str("r.json");
+    let (code, stdout, stderr) = run(&[
+        "-w",
+        &w,
+        &srv.url(),
+        "-n",
+        "400",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "--json",
+        &json,
+        "-q",
+        "--fail-if",
+        "errors>0",
+    ]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert!(stderr.contains("errors>0"), "{stderr}");
+    let r = read_json(&json);
+    let a = &r["classes"][0];
+    assert_eq!(a["consistency_errors"], a["requests"]);
+    assert_eq!(r["errors"]["consistency"], a["requests"]);
+    assert_eq!(r["classes"][1]["consistency_errors"], 0);
+    let offending = a["offending"].as_array().unwrap();
+    assert_eq!(offending.len(), 5);
+    assert!(offending[0]["path"].as_str().unwrap().starts_with("/a/"));
+    assert_eq!(offending[0]["reason"], "body of 64 bytes, expected 63");
+    assert!(stdout.contains("Consistency a: "), "{stdout}");
+}
+
+both_engines!(
+    two_class_counts_sum_and_reconcile_with_serve,
+    failed_checks_are_consistency_errors_naming_paths
+);
+
+#[test]
+fn per_class_json_merges_exactly() {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload-merge");
+    let w = dir.file("w.toml", &two_classes(64));
+    let (a, b, m) = (
+        dir.join_str("a.json"),
+        dir.join_str("b.json"),
+        dir.join_str("m.json"),
+    );
+    for (json, n) in [(&a, "1000"), (&b, "600")] {
+        let (code, stdout, stderr) = run(&[
+            "-w",
+            &w,
+            &srv.url(),
+            "-n",
+            n,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--json",
+            json,
+            "-q",
+        ]);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+    }
+    let (code, stdout, stderr) = run(&[
+        "merge",
+        &a,
+        &b,
+        "--json",
+        &m,
+        "--allow-different-runs",
+        "--allow-partial-overlap",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (ra, rb, rm) = (read_json(&a), read_json(&b), read_json(&m));
+    assert_eq!(rm["requests"], 1600);
+    for i in 0..2 {
+        let sum = ra["classes"][i]["requests"].as_u64().unwrap()
+            + rb["classes"][i]["requests"].as_u64().unwrap();
+        assert_eq!(rm["classes"][i]["requests"].as_u64().unwrap(), sum);
+        // The merged histogram holds every response of the class.
+        let h =
+            xload_stats::decode_histogram(rm["classes"][i]["histogram"].as_str().unwrap()).unwrap();
+        assert_eq!(h.len(), sum);
+        let max = |r: &serde_json::Value| r["classes"][i]["latency_us"]["max"].as_u64().unwrap();
+        assert_eq!(max(&rm), max(&ra).max(max(&rb)));
+    }
+}
+
+#[test]
+fn workload_errors_name_the_line_and_key_and_exit_2() {
+    let dir = TempDir::new("workload-errors");
+    let bad = dir.file("w.toml", "[classes.a]\npath = \"/\"\nweight = 0\n");
+    let (code, _, stderr) = run(&["run", &bad, "http://127.0.0.1:1/"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("w.toml:3: classes.a.weight: expected a positive number"),
+        "{stderr}"
+    );
+    let good = dir.file("g.toml", "[classes.a]\npath = \"/\"\n");
+    let (code, _, stderr) = run(&["run", &good]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no `url` in the workload"), "{stderr}");
+    let (code, _, stderr) = run(&["-w", &good, "http://127.0.0.1:1/", "--pipeline", "4"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--pipeline does not apply with a workload"),
+        "{stderr}"
+    );
+}
