@@ -146,12 +146,19 @@ impl Exchange {
         self.mix.is_some()
     }
 
-    /// Workload runs: gives the connection the plan's requests (once).
+    /// Workload runs: gives the connection the plan's requests (once), and
+    /// with sessions the session and its seed.
     pub(crate) fn attach_mix(
         &mut self,
         requests: Option<std::sync::Arc<xload_workload::RequestPlan>>,
+        session: Option<(&xload_workload::Session, u64)>,
     ) {
-        self.mix = requests.map(|r| Box::new(ConnMix::new(r)));
+        self.mix = requests.map(|r| Box::new(ConnMix::new(r, session)));
+    }
+
+    /// Workload runs: the connection's workload state, if any.
+    pub(crate) fn mix_mut(&mut self) -> Option<&mut ConnMix> {
+        self.mix.as_deref_mut()
     }
 
     /// The bytes to put on the wire: the workload's request in flight, or
@@ -174,6 +181,9 @@ impl Exchange {
     pub(crate) fn reset(&mut self) {
         self.parser.reset();
         self.pending.clear();
+        if let Some(m) = &mut self.mix {
+            m.restart_session();
+        }
     }
 
     /// Feeds received bytes; records each completed response. Returns the number
@@ -440,7 +450,7 @@ mod tests {
         let mut rec = Recorder::new();
         rec.set_classes(&["a", "h"]);
         let mut ex = Exchange::new(false, 1);
-        ex.attach_mix(Some(plan));
+        ex.attach_mix(Some(plan), None);
         let a = xload_workload::Pick {
             class: 0,
             variant: 0,

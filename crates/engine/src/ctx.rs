@@ -3,16 +3,18 @@
 //! left late, progress ticks, and what the window closed on. Built by
 //! [`Ctx::new`] before the driver's loop; read back once it has ended.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use xload_stats::{Interval, Recorder};
-use xload_workload::{Pick, RequestPlan};
+use xload_workload::{Pick, RequestPlan, Session};
 
 use crate::clock::ns_to_us;
 use crate::conn::{Sent, Timing};
-use crate::mix::Mix;
+use crate::mix::{session_seed, Mix};
 use crate::plan::Plan;
 use crate::sched::Schedule;
 
@@ -127,6 +129,8 @@ pub(crate) struct Ctx<'a> {
     window_rec: Option<Recorder>,
     /// Workload runs: this worker's schedule of prebuilt requests.
     mix: Option<Mix>,
+    /// Sessions: connections thinking, by when their think time ends.
+    thinking: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -182,11 +186,15 @@ impl<'a> Ctx<'a> {
             stopped_ns: None,
             window_rec: None,
             mix: None,
+            thinking: BinaryHeap::new(),
         };
         if let Some(w) = &plan.workload {
             let mix = Mix::new(w, index);
             ctx.rec.set_classes(&mix.class_names());
             ctx.mix = Some(mix);
+            if w.session.is_some() {
+                ctx.thinking.reserve(plan.connections_of(index));
+            }
         }
         ctx
     }
@@ -195,6 +203,38 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub(crate) fn next_pick(&mut self) -> Option<Pick> {
         self.mix.as_mut().map(Mix::next)
+    }
+
+    /// Sessions: connections walk their own sessions with think time.
+    #[inline]
+    pub(crate) fn sessions(&self) -> bool {
+        self.plan
+            .workload
+            .as_ref()
+            .is_some_and(|w| w.session.is_some())
+    }
+
+    /// Sessions: connection `i`'s session and seed.
+    pub(crate) fn session_of(&self, i: usize) -> Option<(Session, u64)> {
+        let w = self.plan.workload.as_ref()?;
+        Some((w.session.clone()?, session_seed(w.seed, self.index, i)))
+    }
+
+    /// Sessions: connection `i` thinks until `due_ns`.
+    pub(crate) fn think(&mut self, i: usize, due_ns: u64) {
+        self.thinking.push(Reverse((due_ns, i as u32)));
+    }
+
+    /// Sessions: a connection whose think time ended by `now`, with the end.
+    #[inline]
+    pub(crate) fn due_thinker(&mut self, now: u64) -> Option<(usize, u64)> {
+        match self.thinking.peek() {
+            Some(Reverse((due, _))) if *due <= now => {
+                let Reverse((due, i)) = self.thinking.pop()?;
+                Some((i as usize, due))
+            }
+            _ => None,
+        }
     }
 
     /// Workload runs: the prebuilt requests.
@@ -276,6 +316,9 @@ impl<'a> Ctx<'a> {
             t = t.min(self.next_tick_ns);
         } else {
             t = t.min(self.measure_ns);
+        }
+        if let Some(Reverse((due, _))) = self.thinking.peek() {
+            t = t.min(*due);
         }
         if let Some(s) = &self.sched {
             // Holding, nothing is due before the window.

@@ -11,6 +11,7 @@ use xload_stats::ErrorKind;
 
 use crate::conn::{record_fed_error, Exchange, Fed, Sent};
 use crate::ctx::{Ctx, Late};
+use crate::mix::ConnMix;
 use crate::ramp::Ramp;
 
 /// A send that left later than this after its intended time counts as late.
@@ -71,14 +72,15 @@ pub(crate) trait Transport<'p> {
     /// Queues `n` requests, sent at `sent`, on connection `i`.
     #[inline]
     fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
-        if let Some(pick) = self.ctx().next_pick() {
+        if self.ctx().mix_requests().is_some() {
             // A workload: one request in flight per connection (pipeline 1).
             debug_assert_eq!(n, 1);
-            if !self.exchange(i).has_mix() {
-                // Once per connection: no shared reference count per request.
-                let requests = self.ctx().mix_requests().cloned();
-                self.exchange(i).attach_mix(requests);
-            }
+            let Some(pick) = self.workload_pick(i) else {
+                // The session ended: the next one starts on a new connection.
+                self.ctx().refund(n);
+                self.replace(i, now, false);
+                return;
+            };
             self.exchange(i).start(pick);
         }
         let ex = self.exchange(i);
@@ -86,6 +88,65 @@ pub(crate) trait Transport<'p> {
             ex.pending.push(sent);
         }
         self.transmit(i, n, now);
+    }
+
+    /// Workload runs: the request connection `i` sends next, from its
+    /// session or the worker's schedule; None when its session ended.
+    fn workload_pick(&mut self, i: usize) -> Option<xload_workload::Pick> {
+        if !self.exchange(i).has_mix() {
+            // Once per connection: no shared reference count per request.
+            let requests = self.ctx().mix_requests().cloned();
+            let session = self.ctx().session_of(i);
+            let session = session.as_ref().map(|(s, seed)| (s, *seed));
+            self.exchange(i).attach_mix(requests, session);
+        }
+        if self.ctx().sessions() {
+            self.exchange(i).mix_mut().and_then(ConnMix::session_pick)
+        } else {
+            self.ctx().next_pick()
+        }
+    }
+
+    /// A response completed and nothing is in flight: sessions think first,
+    /// the rest is ready at once.
+    fn after_response(&mut self, i: usize, now: u64) {
+        if self.ctx().sessions() {
+            let think_ns = self
+                .exchange(i)
+                .mix_mut()
+                .map_or(0, |m| m.think().as_nanos() as u64);
+            if think_ns > 0 {
+                let due = now + think_ns;
+                if let Some(m) = self.exchange(i).mix_mut() {
+                    m.think_due_ns = due;
+                }
+                self.ctx().think(i, due);
+                return;
+            }
+        }
+        self.ready(i, now);
+    }
+
+    /// Between waits: open-loop sends that are due, sessions whose think
+    /// time is over.
+    #[inline]
+    fn tend(&mut self, now: u64) {
+        if self.ctx().open_loop {
+            self.dispatch(now);
+        }
+        while let Some((i, due)) = self.ctx().due_thinker(now) {
+            // Only the connection's current think (not one of a replaced connection).
+            let current = self
+                .exchange(i)
+                .mix_mut()
+                .is_some_and(|m| m.think_due_ns == due);
+            if current && self.is_open(i) && self.exchange(i).pending.is_empty() {
+                if let Some(m) = self.exchange(i).mix_mut() {
+                    m.think_due_ns = 0;
+                }
+                self.send_batch(i, now);
+            }
+        }
     }
 
     /// Closed loop: as many requests as the pipeline and the quota allow.
@@ -166,7 +227,7 @@ pub(crate) trait Transport<'p> {
         match fed {
             Fed::More => {
                 if self.exchange(i).pending.is_empty() {
-                    self.ready(i, now);
+                    self.after_response(i, now);
                 }
             }
             Fed::Close => self.replace(i, now, false),

@@ -204,9 +204,7 @@ impl Driver<'_, '_> {
                 }
             }
             self.ramp_up(now);
-            if self.ctx.open_loop {
-                self.dispatch(now);
-            }
+            self.tend(now);
             if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
                 break;
             }
@@ -242,9 +240,7 @@ impl Driver<'_, '_> {
                 }
                 self.on_event(i, ev.events, now);
             }
-            if self.ctx.open_loop {
-                self.dispatch(now);
-            }
+            self.tend(now);
         }
     }
 

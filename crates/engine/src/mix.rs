@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use xload_http::Response;
 use xload_stats::Recorder;
-use xload_workload::{Checker, Pick, RequestPlan};
+use xload_workload::{Checker, Pick, RequestPlan, Session, SessionWalk};
 
 /// Picks per worker schedule: the schedule repeats after this many sends.
 const SCHEDULE_LEN: usize = 1 << 16;
@@ -18,6 +18,9 @@ pub struct Workload {
     pub requests: Arc<RequestPlan>,
     /// Seed of the schedules (each worker mixes in its index).
     pub seed: u64,
+    /// Sessions (`--sessions N`): each connection is a session walking the
+    /// classes with think time; None: independent picks by weight.
+    pub session: Option<Session>,
 }
 
 /// One worker's walk through its schedule.
@@ -59,6 +62,21 @@ impl Mix {
     }
 }
 
+/// Seed of connection `conn`'s sessions on worker `worker`.
+pub(crate) fn session_seed(seed: u64, worker: usize, conn: usize) -> u64 {
+    seed ^ (worker as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ (conn as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9)
+}
+
+/// A session's walk and its seed (to start over when the session ends).
+struct SessionState {
+    session: Session,
+    seed: u64,
+    walk: SessionWalk,
+    /// Sessions started on this connection (mixed into the next one's seed).
+    started: u64,
+}
+
 /// A connection's request in flight and the checker of its response.
 pub(crate) struct ConnMix {
     requests: Arc<RequestPlan>,
@@ -66,10 +84,13 @@ pub(crate) struct ConnMix {
     checker: Checker,
     /// The class's checks read the body (SHA-256, byte strings).
     feeds_body: bool,
+    session: Option<Box<SessionState>>,
+    /// Sessions: when the think time after the last response ends (0: not thinking).
+    pub(crate) think_due_ns: u64,
 }
 
 impl ConnMix {
-    pub(crate) fn new(requests: Arc<RequestPlan>) -> ConnMix {
+    pub(crate) fn new(requests: Arc<RequestPlan>, session: Option<(&Session, u64)>) -> ConnMix {
         ConnMix {
             requests,
             pick: Pick {
@@ -78,6 +99,41 @@ impl ConnMix {
             },
             checker: Checker::new(),
             feeds_body: false,
+            session: session.map(|(s, seed)| {
+                Box::new(SessionState {
+                    session: s.clone(),
+                    seed,
+                    walk: SessionWalk::new(s, seed),
+                    started: 1,
+                })
+            }),
+            think_due_ns: 0,
+        }
+    }
+
+    /// Sessions: the next request of this connection's session; None when
+    /// the session ended (a Markov chain reached a class with no way out).
+    pub(crate) fn session_pick(&mut self) -> Option<Pick> {
+        let s = self.session.as_mut()?;
+        let class = s.walk.next_class()?;
+        Some(self.requests.pick_in(class, s.walk.rng()))
+    }
+
+    /// Sessions: the pause before the next request.
+    pub(crate) fn think(&mut self) -> std::time::Duration {
+        self.session
+            .as_mut()
+            .map_or(std::time::Duration::ZERO, |s| s.walk.think())
+    }
+
+    /// The connection was replaced: its session starts over (a new seed, so
+    /// sessions differ).
+    pub(crate) fn restart_session(&mut self) {
+        self.think_due_ns = 0;
+        if let Some(s) = &mut self.session {
+            s.started += 1;
+            let seed = s.seed ^ s.started.wrapping_mul(0x94d0_49bb_1331_11eb);
+            s.walk = SessionWalk::new(&s.session, seed);
         }
     }
 

@@ -17,6 +17,12 @@ pub(crate) struct RunArgs {
     #[arg(long = "rate", value_parser = parse_rate)]
     pub rate: Option<f64>,
 
+    /// Workload sessions instead of -c: N connections, each a session walking the workload's
+    /// [session] (sequence or Markov chain) with its think time; a session that ends starts over
+    /// on a new connection.
+    #[arg(long = "sessions", value_parser = parse_count_usize, conflicts_with_all = ["connections", "rate"])]
+    pub sessions: Option<usize>,
+
     #[command(flatten)]
     pub common: CommonArgs,
 

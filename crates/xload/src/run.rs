@@ -552,7 +552,10 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
 /// `xload URL`: run, print, write, judge.
 pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let a = &ra.common;
-    let mut p = prepare(url, a, ra.connections, ra.rate)?;
+    let mut p = prepare(url, a, ra.sessions.unwrap_or(ra.connections), ra.rate)?;
+    if ra.sessions.is_some() {
+        crate::workload::enable_sessions(&mut p.plan, a)?;
+    }
     p.start_at = ra.hosts.start_at;
     let run_id = ra
         .hosts

@@ -86,6 +86,7 @@ pub(crate) fn resolve(a: &CommonArgs, url: &Url) -> Result<Option<Resolved>, Fai
         engine: xload_engine::Workload {
             requests: Arc::new(requests),
             seed: w.seed,
+            session: None,
         },
         limits,
     }))
@@ -93,6 +94,26 @@ pub(crate) fn resolve(a: &CommonArgs, url: &Url) -> Result<Option<Resolved>, Fai
 
 fn us(d: std::time::Duration) -> u64 {
     d.as_micros().min(u128::from(u64::MAX)) as u64
+}
+
+/// `--sessions N`: each connection walks the workload's `[session]`.
+pub(crate) fn enable_sessions(
+    plan: &mut xload_engine::Plan,
+    a: &CommonArgs,
+) -> Result<(), Failure> {
+    let (Some(w), Some(path)) = (plan.workload.as_mut(), &a.workload) else {
+        return Err(Failure::Usage(
+            "--sessions needs a workload: xload run FILE --sessions N".into(),
+        ));
+    };
+    let session = load(path)?.session.ok_or_else(|| {
+        Failure::Usage(format!(
+            "{}: --sessions needs a [session] table (sequence or markov, think)",
+            path.display()
+        ))
+    })?;
+    w.session = Some(session);
+    Ok(())
 }
 
 /// Judges each class's limits in the report.

@@ -265,3 +265,92 @@ fn workload_errors_name_the_line_and_key_and_exit_2() {
         "{stderr}"
     );
 }
+
+/// A session of four requests (home, then item three times) with 50 ms of
+/// think time: 8 sessions over 1 s send about 8 × 1 s / 50 ms requests, a
+/// quarter of them `home`.
+fn sessions_walk_their_sequence_with_think_time(engine: &str) {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload-sessions");
+    let w = dir.file(
+        "w.toml",
+        "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item/{n}\"\nn = { range = [1, 10] }\n\
+         [session]\nsequence = [\"home\", \"item\", \"item\", \"item\"]\nthink = \"50ms\"\n",
+    );
+    let json = dir.join_str("r.json");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &srv.url(),
+        "--sessions",
+        "8",
+        "-d",
+        "1s",
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "--json",
+        &json,
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let r = read_json(&json);
+    let n = r["requests"].as_u64().unwrap();
+    // At most 8 × 21 (a request at 0 ms, then one every 50 ms and more);
+    // a loaded machine may lose a few turns.
+    assert!((120..=168).contains(&n), "{n} requests\n{stdout}");
+    let home = r["classes"][0]["requests"].as_u64().unwrap();
+    let item = r["classes"][1]["requests"].as_u64().unwrap();
+    assert_eq!(home + item, n);
+    // Each session is at most one sequence short of whole.
+    assert!(
+        home * 3 <= item + 3 * 8 && item <= home * 3 + 3 * 8,
+        "home {home} item {item}"
+    );
+    assert_eq!(r["connections"], 8);
+}
+
+/// A Markov chain that ends (`item` leads nowhere): each session is home then
+/// item, and the next session starts on a new connection.
+fn markov_sessions_that_end_start_over_on_a_new_connection(engine: &str) {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload-markov");
+    let w = dir.file(
+        "w.toml",
+        "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item\"\n\
+         [session]\nstart = \"home\"\nthink = \"20ms\"\n[session.markov.home]\nitem = 1\n",
+    );
+    let json = dir.join_str("r.json");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &srv.url(),
+        "--sessions",
+        "4",
+        "-d",
+        "600ms",
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "--json",
+        &json,
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let r = read_json(&json);
+    let home = r["classes"][0]["requests"].as_u64().unwrap();
+    let item = r["classes"][1]["requests"].as_u64().unwrap();
+    assert!(
+        home >= 8 && home.abs_diff(item) <= 4,
+        "home {home} item {item}\n{stdout}"
+    );
+    // One connection per session.
+    assert!(r["connects"].as_u64().unwrap() >= home, "{}", r["connects"]);
+}
+
+both_engines!(
+    sessions_walk_their_sequence_with_think_time,
+    markov_sessions_that_end_start_over_on_a_new_connection
+);

@@ -338,9 +338,7 @@ impl Driver<'_, '_> {
                 }
             }
             self.ramp_up(now);
-            if self.ctx.open_loop {
-                self.dispatch(now);
-            }
+            self.tend(now);
             if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
                 break;
             }
@@ -438,9 +436,7 @@ impl Driver<'_, '_> {
         while let Some(i) = self.rearm.pop() {
             self.arm_recv(i as usize);
         }
-        if self.ctx.open_loop {
-            self.dispatch(now);
-        }
+        self.tend(now);
     }
 
     /// Dispatches one completion by the kind in its token.
