@@ -26,6 +26,10 @@ pub enum Metric {
     Non2xx,
     /// Those as a fraction of responses.
     Non2xxRate,
+    /// Workload runs: responses that failed a check.
+    Consistency,
+    /// Workload runs: class latency limits that failed.
+    LimitsFailed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,10 +79,12 @@ impl Metric {
             "rps" => Metric::Rps,
             "non2xx" => Metric::Non2xx,
             "non2xx_rate" => Metric::Non2xxRate,
+            "consistency" => Metric::Consistency,
+            "limits_failed" => Metric::LimitsFailed,
             other => match percentile(other) {
                 Some(milli) => Metric::Pct(milli),
                 None => return Err(format!(
-                    "unknown metric {other:?} (use p50, p90, p99, p999 or any pNN such as p95 or p99.99, max, mean, errors, error_rate, non2xx, non2xx_rate, rps)"
+                    "unknown metric {other:?} (use p50, p90, p99, p999 or any pNN such as p95 or p99.99, max, mean, errors, error_rate, non2xx, non2xx_rate, rps, consistency, limits_failed)"
                 )),
             },
         })
@@ -146,6 +152,13 @@ impl Gate {
                     r.non_2xx_3xx() as f64 / r.requests as f64
                 }
             }
+            Metric::Consistency => r.errors.get("consistency").copied().unwrap_or(0) as f64,
+            Metric::LimitsFailed => r
+                .classes
+                .iter()
+                .flat_map(|c| &c.limits)
+                .filter(|l| !l.pass)
+                .count() as f64,
         }
     }
 
@@ -268,6 +281,23 @@ mod tests {
             0.0,
             "answers are not errors"
         );
+    }
+
+    #[test]
+    fn workload_gates_count_consistency_errors_and_failed_limits() {
+        let mut r = Report::default();
+        r.errors.insert("consistency".into(), 3);
+        let mut class = crate::ClassReport::default();
+        let mut bad = crate::ClassLimit::new("p99", 10);
+        bad.pass = false;
+        let mut good = crate::ClassLimit::new("mean", 10);
+        good.pass = true;
+        class.limits = vec![bad, good];
+        r.classes.push(class);
+        assert_eq!(gate("consistency>0", 0.0).measure(&r), 3.0);
+        assert_eq!(gate("limits_failed>0", 0.0).measure(&r), 1.0);
+        assert!(gate("limits_failed>0", 0.0).violated(&r));
+        assert_eq!(gate("consistency>0", 0.0).measure(&Report::default()), 0.0);
     }
 
     #[test]

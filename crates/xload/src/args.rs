@@ -116,7 +116,8 @@ pub(crate) struct CommonArgs {
     pub seed: Option<u64>,
 
     /// Fail (exit 3) if a condition holds: 'p99>50ms' (any pNN: p95, p99.99), 'errors>0', 'error_rate>0.01',
-    /// 'non2xx>0' (answers outside 2xx/3xx), 'non2xx_rate>0.001', 'rps<1e5' (repeatable).
+    /// 'non2xx>0' (answers outside 2xx/3xx), 'non2xx_rate>0.001', 'rps<1e5'; with a workload
+    /// 'consistency>0' (failed checks), 'limits_failed>0' (class latency limits) (repeatable).
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
 

@@ -171,10 +171,10 @@ fn failed_checks_are_consistency_errors_naming_paths(engine: &str) {
         &json,
         "-q",
         "--fail-if",
-        "errors>0",
+        "consistency>0",
     ]);
     assert_eq!(code, 3, "{stdout}\n{stderr}");
-    assert!(stderr.contains("errors>0"), "{stderr}");
+    assert!(stderr.contains("consistency>0"), "{stderr}");
     let r = read_json(&json);
     let a = &r["classes"][0];
     assert_eq!(a["consistency_errors"], a["requests"]);
@@ -242,6 +242,42 @@ fn per_class_json_merges_exactly() {
         let max = |r: &serde_json::Value| r["classes"][i]["latency_us"]["max"].as_u64().unwrap();
         assert_eq!(max(&rm), max(&ra).max(max(&rb)));
     }
+}
+
+#[test]
+fn a_class_over_its_latency_limit_fails_limits_failed() {
+    let srv = Serve::start();
+    let dir = TempDir::new("workload-limits");
+    // No loopback answer takes under 1 µs on average.
+    let w = dir.file(
+        "w.toml",
+        "[classes.a]\npath = \"/\"\nlimits = { mean = \"1us\", p50 = \"10s\" }\n",
+    );
+    let json = dir.join_str("r.json");
+    let args = [
+        "-w",
+        &w,
+        &srv.url(),
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+        &json,
+    ];
+    let (code, stdout, stderr) = run(&[&args[..], &["--fail-if", "limits_failed>0"]].concat());
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    assert!(stderr.contains("limits_failed>0 (measured 1)"), "{stderr}");
+    assert!(
+        stdout.contains("Limits      a: mean ") && stdout.contains("FAIL, p50 "),
+        "{stdout}"
+    );
+    let r = read_json(&json);
+    assert_eq!(r["classes"][0]["limits"][0]["pass"], false);
+    assert_eq!(r["classes"][0]["limits"][1]["pass"], true);
 }
 
 #[test]
