@@ -390,3 +390,118 @@ both_engines!(
     sessions_walk_their_sequence_with_think_time,
     markov_sessions_that_end_start_over_on_a_new_connection
 );
+
+/// A keep-alive server of `files` (path → body) that flips one byte of the
+/// `corrupt_nth` response it sends (counting from 1), on its own threads.
+fn corrupting_server(files: Vec<(String, Vec<u8>)>, corrupt_nth: u64) -> u16 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let files = Arc::new(files);
+    let sent = Arc::new(AtomicU64::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let (files, sent) = (files.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                        buf.drain(..end + 4);
+                        let path = head
+                            .split(' ')
+                            .nth(1)
+                            .unwrap_or("/")
+                            .trim_start_matches('/');
+                        let Some((_, body)) = files.iter().find(|(p, _)| p == path) else {
+                            let _ =
+                                s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                            continue;
+                        };
+                        let mut body = body.clone();
+                        if sent.fetch_add(1, Ordering::Relaxed) + 1 == corrupt_nth {
+                            let mid = body.len() / 2;
+                            body[mid] ^= 0x20;
+                        }
+                        let head =
+                            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+                        if s.write_all(&[head.as_bytes(), &body].concat()).is_err() {
+                            return;
+                        }
+                    }
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Issue 21: a server that corrupts one byte of one response in 10,000 is
+/// caught by the manifest's SHA-256: one consistency error, its path named,
+/// the gate fails.
+#[test]
+fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
+    let dir = TempDir::new("workload-corrupt");
+    let files: Vec<(String, Vec<u8>)> = (0..20u32)
+        .map(|i| {
+            (
+                format!("f{i}.bin"),
+                (0..(500 + 37 * i)).map(|b| (b * 7 + i) as u8).collect(),
+            )
+        })
+        .collect();
+    let mut manifest = String::new();
+    for (path, body) in &files {
+        let d = ring::digest::digest(&ring::digest::SHA256, body);
+        let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        manifest.push_str(&format!("{hex} {} {path}\n", body.len()));
+    }
+    dir.put("MANIFEST", &manifest);
+    let w = dir.file(
+        "w.toml",
+        "manifest = \"MANIFEST\"\n[classes.file]\npath = \"/{n}\"\nn = { manifest = true, zipf = 1.0 }\n\
+         check = { status = 200, body_size = \"manifest\", sha256 = \"manifest\" }\n",
+    );
+    let port = corrupting_server(files, 5000);
+    let json = dir.join_str("r.json");
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &url,
+        "-n",
+        "10000",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+        &json,
+        "--fail-if",
+        "consistency>0",
+    ]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    let r = read_json(&json);
+    assert_eq!(r["requests"], 10000);
+    let c = &r["classes"][0];
+    assert_eq!(c["consistency_errors"], 1, "{stdout}");
+    let offending = c["offending"].as_array().unwrap();
+    assert_eq!(offending.len(), 1);
+    assert!(
+        offending[0]["path"].as_str().unwrap().starts_with("/f"),
+        "{offending:?}"
+    );
+    assert_eq!(offending[0]["reason"], "body SHA-256 differs");
+    assert!(
+        stdout.contains("Consistency file: 1 failed checks, first: /f"),
+        "{stdout}"
+    );
+}
