@@ -25,9 +25,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Bad input rather than a failed read or write.
+    /// Bad input (a malformed manifest too) rather than a failed read or write.
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::Invalid(_))
+        matches!(self, Error::Invalid(_) | Error::Manifest { .. })
     }
 
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Error {

@@ -20,7 +20,7 @@ pub struct File {
 }
 
 /// Every regular file under a directory, in memory.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct FileSet {
     pub files: Vec<File>,
     index: HashMap<Box<[u8]>, u32>,
@@ -86,6 +86,18 @@ impl FileSet {
         let mut buf = [0u8; MAX_PATH];
         let n = normalise(rel, &mut buf)?;
         self.index.get(&buf[..n]).copied()
+    }
+}
+
+impl std::fmt::Debug for FileSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FileSet({} files, {} bytes)", self.files.len(), self.bytes())
+    }
+}
+
+impl xload_http::PathTable for FileSet {
+    fn find(&self, path: &[u8]) -> Option<u32> {
+        FileSet::find(self, path)
     }
 }
 

@@ -56,5 +56,5 @@ pub use request::{parse_header_arg, RequestError, RequestSpec, RequestTemplate, 
 /// The response parser's module under its former name.
 pub use response as parse;
 pub use response::{Limits, Parse, ParseError, Response, ResponseParser, Stage};
-pub use server::{BadRequest, RequestScanner, ScannedRequest, MAX_REQUEST_HEAD};
+pub use server::{BadRequest, PathTable, RequestScanner, ScannedRequest, MAX_REQUEST_HEAD};
 pub use url::{parse_url, Url, UrlError};

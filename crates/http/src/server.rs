@@ -30,6 +30,17 @@ pub struct ScannedRequest {
     /// Not a request but its `Expect: 100-continue`, reported when the head
     /// is read and a body is still to come: a `100 Continue` is owed now.
     pub continue_only: bool,
+    /// What the scanner's [`PathTable`] found for the target's path (None:
+    /// no table, or nothing of that name; never looked up for the special path).
+    pub found: Option<u32>,
+}
+
+/// A responder's table of paths (`xload serve --files`): the number of the
+/// entry a request's path names. Looked up once per distinct head: the
+/// scanner remembers the answer with the head.
+pub trait PathTable: Send + Sync + std::fmt::Debug {
+    /// `path`: the target's path as sent (origin-form, query dropped).
+    fn find(&self, path: &[u8]) -> Option<u32>;
 }
 
 /// Why a request was refused (a responder answers 400 and closes).
@@ -71,6 +82,8 @@ pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 pub struct RequestScanner {
     /// The path whose requests are marked `special_path`.
     special: &'static [u8],
+    /// Looks up the other paths (see [`RequestScanner::with_paths`]).
+    paths: Option<std::sync::Arc<dyn PathTable>>,
     /// Bytes of a head split across receives.
     head: Vec<u8>,
     /// Body bytes still to skip, and the request they belong to.
@@ -184,12 +197,20 @@ impl RequestScanner {
     pub fn new(special_path: &'static [u8]) -> RequestScanner {
         RequestScanner {
             special: special_path,
+            paths: None,
             head: Vec::new(),
             body_left: 0,
             pending: None,
             chunk: None,
             memo: HeadMemo::default(),
         }
+    }
+
+    /// Requests whose path is not the special one are looked up in `paths`
+    /// ([`ScannedRequest::found`]).
+    pub fn with_paths(mut self, paths: std::sync::Arc<dyn PathTable>) -> RequestScanner {
+        self.paths = Some(paths);
+        self
     }
 
     /// Feeds received bytes; calls `on` for each complete request in order.
@@ -257,7 +278,7 @@ impl RequestScanner {
     ) -> Result<usize, BadRequest> {
         match head_end(rest, 0) {
             Some(end) => {
-                let (req, body) = parse_head(&rest[..end], self.special)?;
+                let (req, body) = parse_head(&rest[..end], self.special, self.paths.as_deref())?;
                 self.memo.remember(&rest[..end], (req, body));
                 self.start(req, body, on);
                 Ok(end)
@@ -290,7 +311,7 @@ impl RequestScanner {
         self.head.extend_from_slice(&rest[..take]);
         match head_end(&self.head, old.saturating_sub(3)) {
             Some(end) => {
-                let (req, body) = parse_head(&self.head[..end], self.special)?;
+                let (req, body) = parse_head(&self.head[..end], self.special, self.paths.as_deref())?;
                 self.head.clear();
                 self.start(req, body, on);
                 Ok(end - old)
@@ -383,7 +404,11 @@ struct Fields {
 
 /// Parses a complete head (ending in CRLFCRLF): the request and its body
 /// length (`CHUNKED` for a chunked body).
-fn parse_head(h: &[u8], special: &[u8]) -> Result<(ScannedRequest, u64), BadRequest> {
+fn parse_head(
+    h: &[u8],
+    special: &[u8],
+    paths: Option<&dyn PathTable>,
+) -> Result<(ScannedRequest, u64), BadRequest> {
     // Drop the final "\n\r\n": every line then ends in '\r'.
     let mut lines = h[..h.len() - 3].split(|&c| c == b'\n');
     let line = lines.next().ok_or(BadRequest::RequestLine)?;
@@ -414,13 +439,16 @@ fn parse_head(h: &[u8], special: &[u8]) -> Result<(ScannedRequest, u64), BadRequ
         // Both framings at once: the request-smuggling shape (RFC 9112 §6.3).
         return Err(BadRequest::TransferEncoding);
     }
+    let path = origin_path(target);
+    let special_path = path == special;
     let request = ScannedRequest {
         keep_alive: f.keep_alive,
-        special_path: origin_path(target) == special,
+        special_path,
         says_keep_alive: f.keep_alive && !http11,
         head: method == b"HEAD",
         // HTTP/1.1 only (RFC 9110 §10.1.1: ignore it from 1.0 clients).
         continue_only: f.expect_continue && http11,
+        found: paths.filter(|_| !special_path).and_then(|p| p.find(path)),
     };
     let body = if f.chunked {
         CHUNKED
@@ -536,6 +564,7 @@ mod tests {
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
+                    found: None,
                 },
                 ScannedRequest {
                     keep_alive: true,
@@ -543,6 +572,7 @@ mod tests {
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
+                    found: None,
                 },
                 ScannedRequest {
                     keep_alive: false,
@@ -550,6 +580,7 @@ mod tests {
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
+                    found: None,
                 },
                 ScannedRequest {
                     keep_alive: false,
@@ -557,6 +588,7 @@ mod tests {
                     says_keep_alive: false,
                     head: false,
                     continue_only: false,
+                    found: None,
                 },
             ]
         );
@@ -620,6 +652,7 @@ mod tests {
             says_keep_alive: false,
             head: false,
             continue_only: false,
+            found: None,
         };
         let mut s = RequestScanner::new(b"/stats");
         let mut out = Vec::new();
@@ -763,5 +796,44 @@ mod tests {
         assert_eq!(origin_path(b"*"), b"*");
         let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\n\r\n"]).unwrap();
         assert!(r[0].special_path, "{r:?}");
+    }
+
+    /// A table that knows `/a` and `/b/c` (numbers 1 and 2), and counts its lookups.
+    #[derive(Debug, Default)]
+    struct Table(std::sync::atomic::AtomicU32);
+
+    impl PathTable for Table {
+        fn find(&self, path: &[u8]) -> Option<u32> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            match path {
+                b"/a" => Some(1),
+                b"/b/c" => Some(2),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn paths_are_looked_up_once_per_distinct_head() {
+        let table = std::sync::Arc::new(Table::default());
+        let mut s = RequestScanner::new(b"/stats").with_paths(table.clone());
+        let mut found = Vec::new();
+        let input = b"GET /a HTTP/1.1\r\n\r\nGET /a HTTP/1.1\r\n\r\n\
+                      HEAD http://h/b/c?x=1 HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\n\
+                      GET /nope HTTP/1.1\r\n\r\n";
+        s.feed(input, |r| found.push((r.found, r.head, r.special_path)))
+            .unwrap();
+        assert_eq!(
+            found,
+            [
+                (Some(1), false, false),
+                (Some(1), false, false),
+                (Some(2), true, false),
+                (None, false, true),
+                (None, false, false),
+            ]
+        );
+        // The second `/a` came from the remembered head; /stats is not looked up.
+        assert_eq!(table.0.load(std::sync::atomic::Ordering::Relaxed), 3);
     }
 }

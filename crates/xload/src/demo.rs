@@ -63,6 +63,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         header_timeout: None,
         send_timeout: None,
         tls: None,
+        files: None,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let url = format!("http://{}/", server.addr);

@@ -4,6 +4,7 @@
 mod args;
 mod cli_docs;
 mod demo;
+mod files;
 mod gate;
 mod hosts;
 mod lab;
@@ -64,6 +65,8 @@ pub(crate) enum Cmd {
     Merge(merge::MergeArgs),
     /// Embedded responder + a short sweep on loopback: no setup.
     Demo(demo::DemoArgs),
+    /// Static file sets with a SHA-256 manifest: generate, verify.
+    Files(files::FilesArgs),
     /// AF_XDP small-packet transmit.
     Pps(pps::PpsArgs),
     /// AF_XDP / XDP receive and count.
@@ -154,6 +157,7 @@ fn main() -> ExitCode {
         Some(Cmd::Serve(a)) => serve::main_serve(&a, install_sigint()),
         Some(Cmd::Merge(a)) => merge::main_merge(&a),
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),
+        Some(Cmd::Files(a)) => files::main_files(&a),
         Some(Cmd::Pps(a)) => Ok(pps::main_pps(&a, install_sigint())),
         Some(Cmd::PpsRx(a)) => Ok(pps::main_pps_rx(&a, install_sigint())),
         Some(Cmd::Lab(a)) => lab::main_lab(&a, install_sigint()),

@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use xload_engine::serve::{ServeConfig, Server};
 
+use xload_files::FileSet;
+
 use crate::args::parse_duration;
 use crate::Failure;
 
@@ -20,6 +22,11 @@ pub(crate) struct ServeArgs {
     /// Response body size in bytes.
     #[arg(long = "body-size", default_value_t = 0)]
     pub body_size: usize,
+
+    /// Serve the files under DIR (read once into memory at start): GET and HEAD
+    /// of their paths, 404 for the rest, /stats as always (see docs/xload.md).
+    #[arg(long = "files", conflicts_with = "body_size")]
+    pub files: Option<std::path::PathBuf>,
 
     /// Use and pin these CPUs, one worker each (default: one unpinned worker per allowed CPU).
     #[arg(long = "cpus", value_parser = crate::args::parse_cpus)]
@@ -78,6 +85,7 @@ pub(crate) struct ServeArgs {
 pub(crate) fn config(
     a: &ServeArgs,
     tls: Option<&crate::tls::ServerTls>,
+    files: Option<Arc<FileSet>>,
 ) -> Result<ServeConfig, Failure> {
     let cpus = match &a.cpus {
         Some(crate::args::CpuList(c)) => {
@@ -108,9 +116,31 @@ pub(crate) fn config(
         header_timeout: (!a.header_timeout.is_zero()).then_some(a.header_timeout),
         send_timeout: (!a.send_timeout.is_zero()).then_some(a.send_timeout),
         tls: tls.map(|t| Arc::clone(&t.config)),
+        files,
     };
     cfg.check().map_err(|e| Failure::Usage(e.to_string()))?;
     Ok(cfg)
+}
+
+/// Reads `--files DIR` and says what it holds.
+fn read_files(dir: &std::path::Path) -> Result<FileSet, Failure> {
+    let set = FileSet::read(dir).map_err(|e| match e.is_usage() {
+        true => Failure::Usage(format!("--files: {e}")),
+        false => Failure::Run(format!("--files: {e}")),
+    })?;
+    if set.files.is_empty() {
+        return Err(Failure::Usage(format!(
+            "--files: {} holds no regular file",
+            dir.display()
+        )));
+    }
+    crate::outln!(
+        "xload serve: --files {}: {} files, {} in memory",
+        dir.display(),
+        set.files.len(),
+        xload_sys::fmt::fmt_bytes(set.bytes() as f64)
+    );
+    Ok(set)
 }
 
 pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
@@ -118,7 +148,11 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         true => Some(crate::tls::server(a.cert.as_deref(), a.key.as_deref())?),
         false => None,
     };
-    let cfg = config(a, tls.as_ref())?;
+    let files = match &a.files {
+        Some(dir) => Some(Arc::new(read_files(dir)?)),
+        None => None,
+    };
+    let cfg = config(a, tls.as_ref(), files)?;
     crate::run::raise_fd_soft_limit();
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;

@@ -137,6 +137,11 @@ impl Answers {
         &one[..one.len() - self.body_size]
     }
 
+    /// The `Date` header line of the answers built on the spot.
+    pub(super) fn date_line(&self) -> &[u8] {
+        &self.date_line
+    }
+
     /// Appends the `/stats` answer with `body` to `out` (its head only for
     /// `head_only`); it says `Connection: close` for `close`.
     pub(super) fn stats(

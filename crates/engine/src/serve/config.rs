@@ -31,6 +31,9 @@ pub struct ServeConfig {
     pub send_timeout: Option<Duration>,
     /// Speak TLS with this configuration (`--tls`); None: plain HTTP.
     pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// `--files`: answer each path from this set (404 for the rest) instead
+    /// of `body_size` bytes.
+    pub files: Option<std::sync::Arc<xload_files::FileSet>>,
 }
 
 /// A configuration the responder refuses (see [`ServeConfig::check`]).
@@ -148,6 +151,7 @@ mod tests {
             header_timeout: None,
             send_timeout: None,
             tls: None,
+            files: None,
         }
     }
 

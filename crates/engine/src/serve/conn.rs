@@ -26,14 +26,27 @@ pub(super) enum Owed {
     Stats { head: bool, close: bool },
     /// 400, then close.
     Bad,
+    /// `--files`: the file numbered `file` of the set, or 404 for
+    /// [`NOT_FOUND`]; its head only for `head`; the last answer for `close`.
+    File {
+        file: u32,
+        ready: bool,
+        head: bool,
+        close: bool,
+    },
 }
+
+/// [`Owed::File`] of a path the set does not have.
+pub(super) const NOT_FOUND: u32 = u32::MAX;
 
 impl Owed {
     /// Answers of this entry still held (or queued) and not sendable.
     pub(super) fn held_answers(&self) -> u64 {
         match *self {
             Owed::Ok { n, ready } => u64::from(n - ready.min(n)),
-            Owed::OkClose { ready: false } | Owed::Head { ready: false, .. } => 1,
+            Owed::OkClose { ready: false }
+            | Owed::Head { ready: false, .. }
+            | Owed::File { ready: false, .. } => 1,
             _ => 0,
         }
     }
@@ -45,6 +58,7 @@ impl Owed {
             Owed::Ok { ready: 0, .. }
                 | Owed::OkClose { ready: false }
                 | Owed::Head { ready: false, .. }
+                | Owed::File { ready: false, .. }
         )
     }
 
@@ -57,7 +71,9 @@ impl Owed {
                     *ready += 1;
                     break;
                 }
-                Owed::OkClose { ready } | Owed::Head { ready, .. } if !*ready => {
+                Owed::OkClose { ready } | Owed::Head { ready, .. } | Owed::File { ready, .. }
+                    if !*ready =>
+                {
                     *ready = true;
                     break;
                 }
@@ -104,6 +120,39 @@ pub(super) struct SConn {
     pub send_len: u32,
     /// `--tls`: the session between the socket's bytes and the scanner.
     pub tls: Option<Box<Tls>>,
+    /// `--files`: the vector send of a head and a file's body (made at the
+    /// first such answer, reused; boxed so the kernel's pointers stay put).
+    pub vectored: Option<Box<Vectored>>,
+}
+
+/// A `sendmsg` of two pieces: a head in the connection's own buffer and a
+/// body in the file set, which outlives every connection.
+pub(super) struct Vectored {
+    pub iov: [libc::iovec; 2],
+    pub msg: libc::msghdr,
+}
+
+impl Vectored {
+    pub(super) fn new() -> Box<Vectored> {
+        // SAFETY: all-zero is a valid iovec and msghdr (null pointers, zero lengths).
+        let mut v: Box<Vectored> = Box::new(unsafe { std::mem::zeroed() });
+        v.msg.msg_iov = v.iov.as_mut_ptr();
+        v.msg.msg_iovlen = 2;
+        v
+    }
+
+    /// Points the pieces at `head` and `body`; the message to send.
+    pub(super) fn set(&mut self, head: &[u8], body: &[u8]) -> *const libc::msghdr {
+        self.iov[0] = libc::iovec {
+            iov_base: head.as_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        };
+        self.iov[1] = libc::iovec {
+            iov_base: body.as_ptr() as *mut libc::c_void,
+            iov_len: body.len(),
+        };
+        &self.msg
+    }
 }
 
 /// Why the timeout sweep closes a connection with nothing owed to it.
@@ -141,8 +190,13 @@ impl SendLook {
 }
 
 impl SConn {
-    /// A slot not in use yet.
-    pub(super) fn new() -> SConn {
+    /// A slot not in use yet; with `files`, requests' paths are looked up in it.
+    pub(super) fn new(files: Option<&std::sync::Arc<xload_files::FileSet>>) -> SConn {
+        // `/stats` answers the responder's own counters.
+        let mut scanner = RequestScanner::new(b"/stats");
+        if let Some(f) = files {
+            scanner = scanner.with_paths(f.clone());
+        }
         SConn {
             fd: -1,
             gen: 0,
@@ -150,8 +204,7 @@ impl SConn {
             recv_armed: false,
             sending: false,
             closing: false,
-            // `/stats` answers the responder's own counters.
-            scanner: RequestScanner::new(b"/stats"),
+            scanner,
             owed: VecDeque::with_capacity(8),
             out: Vec::new(),
             sending_ok: 0,
@@ -165,6 +218,7 @@ impl SConn {
             send_acked: None,
             send_len: 0,
             tls: None,
+            vectored: None,
         }
     }
 
@@ -336,7 +390,7 @@ mod tests {
     #[test]
     fn idle_and_header_timeouts_spare_a_connection_that_is_owed() {
         let t = timeouts(Some(100), Some(50), None);
-        let mut c = SConn::new();
+        let mut c = SConn::new(None);
         c.accept(7, 1_000, false);
         assert_eq!(c.expired(1_099, &t), None);
         assert_eq!(c.expired(1_100, &t), Some(Expired::Idle));
@@ -362,7 +416,7 @@ mod tests {
     #[test]
     fn a_send_is_overdue_once_after_the_send_timeout() {
         let t = timeouts(None, None, Some(100));
-        let mut c = SConn::new();
+        let mut c = SConn::new(None);
         c.accept(7, 0, false);
         c.sending = true;
         c.send_since = 500;
@@ -375,7 +429,7 @@ mod tests {
 
     #[test]
     fn accept_starts_a_clean_connection() {
-        let mut c = SConn::new();
+        let mut c = SConn::new(None);
         c.accept(3, 10, true);
         c.owed.push_back(Owed::Bad);
         c.closing = true;

@@ -21,6 +21,8 @@ pub struct WorkerCounters {
     pub header_timeouts: AtomicU64,
     /// Connections closed by the send timeout.
     pub send_timeouts: AtomicU64,
+    /// `--files`: 404 answers (counted in `requests` too).
+    pub not_found: AtomicU64,
 }
 
 /// The responder's counters, readable from any thread.
@@ -71,10 +73,14 @@ impl ServeStats {
     pub fn send_timeouts(&self) -> u64 {
         self.total(|w| &w.send_timeouts)
     }
+    /// `--files`: answers that were 404.
+    pub fn not_found(&self) -> u64 {
+        self.total(|w| &w.not_found)
+    }
     /// The `/stats` document.
     pub fn json(&self) -> String {
         format!(
-            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"header_timeouts\":{},\"send_timeouts\":{},\"workers\":{}}}",
+            "{{\"requests\":{},\"in_flight\":{},\"connections\":{},\"bad_requests\":{},\"abandoned\":{},\"idle_closed\":{},\"header_timeouts\":{},\"send_timeouts\":{},\"not_found\":{},\"workers\":{}}}",
             self.requests(),
             self.in_flight(),
             self.connections(),
@@ -83,6 +89,7 @@ impl ServeStats {
             self.idle_closed(),
             self.header_timeouts(),
             self.send_timeouts(),
+            self.not_found(),
             self.workers.len()
         )
     }
@@ -116,6 +123,7 @@ mod tests {
             add(&w.idle_closed, 3 * k);
             add(&w.header_timeouts, 4 * k);
             add(&w.send_timeouts, 5 * k);
+            add(&w.not_found, 6 * k);
         }
         assert_eq!(stats.requests(), 6);
         assert_eq!(stats.connections(), 60);
@@ -129,7 +137,7 @@ mod tests {
             stats.json(),
             "{\"requests\":6,\"in_flight\":6,\"connections\":60,\"bad_requests\":600,\
              \"abandoned\":12,\"idle_closed\":18,\"header_timeouts\":24,\
-             \"send_timeouts\":30,\"workers\":3}"
+             \"send_timeouts\":30,\"not_found\":36,\"workers\":3}"
         );
     }
 

@@ -72,6 +72,7 @@ impl Server {
             let stop = Arc::clone(&stop);
             let wcfg = cfg.worker(w);
             let tls = cfg.tls.clone();
+            let files = cfg.files.clone();
             let mode_tx = mode_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("xload-serve{w}"))
@@ -79,7 +80,7 @@ impl Server {
                     if let Some(c) = cpu {
                         pin::pin_current_thread(c).map_err(|e| format!("pin to cpu {c}: {e}"))?;
                     }
-                    let mut r = Responder::new(listener, w, stats, wcfg, tls)?;
+                    let mut r = Responder::new(listener, w, stats, wcfg, tls, files)?;
                     let _ = mode_tx.send((r.mode, !r.slots.is_empty()));
                     r.run(&stop);
                     Ok(())

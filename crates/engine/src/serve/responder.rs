@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use super::answers::Answers;
+use super::answers::{self, Answers};
 use super::config::{Timeouts, WorkerConfig};
-use super::conn::{bytes_acked, Expired, Owed, SConn, SendLook};
+use super::conn::{bytes_acked, Expired, Owed, SConn, SendLook, Vectored, NOT_FOUND};
 use super::counters::{add, ServeStats, WorkerCounters};
 use super::date;
 use super::hold::Holds;
@@ -78,7 +78,14 @@ pub(super) struct Responder {
     tls: Option<Arc<rustls::ServerConfig>>,
     /// Plaintext opened from a TLS connection's records, before the scanner.
     plain: Vec<u8>,
+    /// `--files`: the set answered from (shared by the workers, read only).
+    files: Option<Arc<xload_files::FileSet>>,
 }
+
+/// The 404 of `--files`, after the status line: its fields and body.
+const NOT_FOUND_START: &[u8] = b"HTTP/1.1 404 Not Found\r\nServer: xload\r\n";
+const NOT_FOUND_FIELDS: &[u8] = b"Content-Type: text/plain\r\nContent-Length: 10\r\n";
+const NOT_FOUND_BODY: &[u8] = b"not found\n";
 
 impl Responder {
     pub(super) fn new(
@@ -87,6 +94,7 @@ impl Responder {
         stats: Arc<ServeStats>,
         cfg: WorkerConfig,
         tls: Option<Arc<rustls::ServerConfig>>,
+        files: Option<Arc<xload_files::FileSet>>,
     ) -> Result<Responder, String> {
         let (ring, mode) = build_ring(4096, 16384).map_err(|e| format!("io_uring_setup: {e}"))?;
         // 128 buffers at first, doubled whenever a receive found none.
@@ -124,6 +132,7 @@ impl Responder {
             slots,
             tls,
             plain: Vec::new(),
+            files,
         })
     }
 
@@ -384,7 +393,7 @@ impl Responder {
         let i = match self.free.pop() {
             Some(i) => i as usize,
             None => {
-                self.conns.push(SConn::new());
+                self.conns.push(SConn::new(self.files.as_ref()));
                 self.conns.len() - 1
             }
         };
@@ -420,6 +429,7 @@ impl Responder {
 
     fn on_data(&mut self, i: usize, bid: u16, len: usize) {
         let delayed = self.delayed;
+        let files = self.files.is_some();
         let mut plain = std::mem::take(&mut self.plain);
         let data = match self.conns[i].tls.as_mut() {
             None => self.bufs.buffer(bid, len),
@@ -464,7 +474,14 @@ impl Responder {
             if delayed {
                 new_held += 1;
             }
-            if r.head {
+            if files {
+                owed.push_back(Owed::File {
+                    file: r.found.unwrap_or(NOT_FOUND),
+                    ready: !delayed,
+                    head: r.head,
+                    close: !r.keep_alive,
+                });
+            } else if r.head {
                 owed.push_back(Owed::Head {
                     ready: !delayed,
                     close: !r.keep_alive,
@@ -624,6 +641,15 @@ impl Responder {
                     c.owed.pop_front();
                 }
             }
+            Some(&Owed::File {
+                file,
+                ready: true,
+                head,
+                close,
+            }) => {
+                self.send_file(i, file, head, close);
+                return;
+            }
             Some(Owed::Bad) => {
                 c.out.extend_from_slice(&self.answers.bad);
                 c.owed.clear();
@@ -644,6 +670,52 @@ impl Responder {
         // SAFETY: `out` is not touched while `sending` is set, and the slot is not
         // reused before the send completes (see try_finish).
         unsafe { self.queue_send(i, buf, n) };
+    }
+
+    /// Sends the answer of `--files` for file number `file` (404 for
+    /// [`NOT_FOUND`]): its head built in the connection's buffer, then the
+    /// body from the set, unchanged for the responder's life, by pointer.
+    fn send_file(&mut self, i: usize, file: u32, head_only: bool, close: bool) {
+        let Some(set) = self.files.as_deref() else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        let found = set.files.get(file as usize);
+        let (start, fields) = match found {
+            Some(f) => (answers::OK_START.as_bytes(), &f.fields[..]),
+            None => (NOT_FOUND_START, NOT_FOUND_FIELDS),
+        };
+        c.out.extend_from_slice(start);
+        c.out.extend_from_slice(self.answers.date_line());
+        c.out.extend_from_slice(fields);
+        c.out.extend_from_slice(match (close, c.says_keep_alive) {
+            (true, _) => b"Connection: close\r\n\r\n",
+            (false, true) => b"Connection: keep-alive\r\n\r\n",
+            (false, false) => b"\r\n",
+        });
+        let body: &[u8] = match found {
+            _ if head_only => &[],
+            Some(f) => &f.body,
+            None => {
+                c.out.extend_from_slice(NOT_FOUND_BODY);
+                &[]
+            }
+        };
+        if found.is_none() {
+            add(&self.stats.workers[self.worker].not_found, 1);
+        }
+        if close {
+            c.owed.clear();
+            c.closing = true;
+        } else {
+            c.owed.pop_front();
+        }
+        c.sending = true;
+        c.sending_ok = 1;
+        let (body, body_len) = (body.as_ptr(), body.len());
+        // SAFETY: `out` is not touched while `sending` is set; the body
+        // belongs to the set, which outlives the responder's sends.
+        unsafe { self.queue_file_send(i, body, body_len) };
     }
 
     /// Closes a connection that is done reading once nothing is being sent.
@@ -693,6 +765,43 @@ impl Responder {
         unsafe { self.push(&slot_update(fd, i as u32, OP_FILES)) };
     }
 
+    /// Queues the send of connection `i`'s `out` (a head) and `body_len`
+    /// bytes at `body`: one `sendmsg` of both (or one send of their records
+    /// over TLS).
+    ///
+    /// # Safety
+    /// `out` and the body must stay valid and unchanged until the send completes.
+    unsafe fn queue_file_send(&mut self, i: usize, body: *const u8, body_len: usize) {
+        let c = &mut self.conns[i];
+        if body_len == 0 {
+            let (buf, n) = (c.out.as_ptr(), c.out.len() as u32);
+            // SAFETY: passed on from the caller.
+            return unsafe { self.queue_send(i, buf, n) };
+        }
+        // SAFETY: the caller's `body_len` bytes at `body` are valid now.
+        let body = unsafe { std::slice::from_raw_parts(body, body_len) };
+        let last = c.closing && c.owed.is_empty();
+        let e = if let Some(t) = c.tls.as_mut() {
+            t.seal(&[&c.out, body], last);
+            let (buf, n) = (t.out.as_ptr(), t.out.len() as u32);
+            on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build())
+        } else {
+            let msg = c.vectored.get_or_insert_with(Vectored::new).set(&c.out, body);
+            on_socket!(c.slot(i), c.fd, |s| opcode::SendMsg::new(s, msg)
+                .flags((libc::MSG_NOSIGNAL | libc::MSG_WAITALL) as u32)
+                .build())
+        };
+        let n = match c.tls.as_ref() {
+            Some(t) => t.out.len(),
+            None => c.out.len() + body_len,
+        };
+        // SAFETY: passed on from the caller; TLS records stay in `t.out`,
+        // the message in the connection's boxed `vectored`.
+        unsafe { self.push_send(i, e, n as u32) };
+    }
+
     /// Queues one send of `n` bytes at `buf` on connection `i`'s socket.
     ///
     /// # Safety
@@ -709,26 +818,36 @@ impl Responder {
                     unsafe { std::slice::from_raw_parts(buf, n as usize) }
                 };
                 // The last answer of a closing connection ends with close_notify.
-                t.seal(plain, c.closing && c.owed.is_empty());
+                t.seal(&[plain], c.closing && c.owed.is_empty());
                 // `out` stays untouched until this send completes.
                 (t.out.as_ptr(), t.out.len() as u32)
             }
         };
-        self.conns[i].send_since = self.now;
-        self.conns[i].send_acked = None;
-        self.conns[i].send_len = n;
         let c = &self.conns[i];
+        let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build());
+        // SAFETY: passed on from the caller.
+        unsafe { self.push_send(i, e, n) };
+    }
+
+    /// Queues send `e` of `n` bytes on connection `i`, and notes it for the
+    /// send timeout and the completion.
+    ///
+    /// # Safety
+    /// What `e` reads must stay valid and unchanged until it completes.
+    unsafe fn push_send(&mut self, i: usize, e: squeue::Entry, n: u32) {
+        let c = &mut self.conns[i];
+        c.send_since = self.now;
+        c.send_acked = None;
+        c.send_len = n;
         let tok = Token {
             kind: OP_SEND,
             gen: c.gen,
             index: i as u32,
         };
-        let e = on_socket!(c.slot(i), c.fd, |s| opcode::Send::new(s, buf, n)
-            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build())
-        .user_data(tok.encode());
         // SAFETY: passed on from the caller.
-        unsafe { self.push(&e) };
+        unsafe { self.push(&e.user_data(tok.encode())) };
     }
 
     /// At the stop: sends that completed since the last reap count (the

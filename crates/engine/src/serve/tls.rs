@@ -70,12 +70,12 @@ impl Tls {
         self.conn.wants_write()
     }
 
-    /// Seals `plain` (and close_notify after it when `last`) into
-    /// [`Tls::out`], after whatever records were already pending.
-    pub(super) fn seal(&mut self, plain: &[u8], last: bool) {
-        if !plain.is_empty() {
+    /// Seals the pieces of `plain` (and close_notify after them when `last`)
+    /// into [`Tls::out`], after whatever records were already pending.
+    pub(super) fn seal(&mut self, plain: &[&[u8]], last: bool) {
+        for piece in plain.iter().filter(|p| !p.is_empty()) {
             // No buffer limit: the whole slice is taken.
-            let _ = self.conn.writer().write_all(plain);
+            let _ = self.conn.writer().write_all(piece);
         }
         if last && !self.said_bye && !self.conn.is_handshaking() {
             self.said_bye = true;
