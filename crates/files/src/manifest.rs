@@ -53,8 +53,8 @@ impl Manifest {
             let (size, path) = rest
                 .split_once(char::is_whitespace)
                 .ok_or_else(|| err("expected SHA256-HEX SIZE PATH".into()))?;
-            let sha256 = parse_sha256(hex)
-                .ok_or_else(|| err("expected 64 hex digits of SHA-256".into()))?;
+            let sha256 =
+                parse_sha256(hex).ok_or_else(|| err("expected 64 hex digits of SHA-256".into()))?;
             let size = size
                 .parse()
                 .map_err(|_| err(format!("expected the size in bytes, not {size:?}")))?;
@@ -105,7 +105,12 @@ impl Manifest {
             s.push('\n');
         }
         for e in &self.entries {
-            s.push_str(&format!("{} {} {}\n", sha256_hex(&e.sha256), e.size, e.path));
+            s.push_str(&format!(
+                "{} {} {}\n",
+                sha256_hex(&e.sha256),
+                e.size,
+                e.path
+            ));
         }
         s
     }
@@ -162,9 +167,18 @@ mod tests {
             bad(format!("{hex} 1 a\nzz 1 b\n")),
             "M:2: expected 64 hex digits of SHA-256"
         );
-        assert_eq!(bad(format!("{hex} 1 a\n{hex} 2 a\n")), "M:2: \"a\" listed twice");
-        assert_eq!(bad(format!("{hex} x a\n")), "M:1: expected the size in bytes, not \"x\"");
-        assert_eq!(bad(format!("{hex} 1\n")), "M:1: expected SHA256-HEX SIZE PATH");
+        assert_eq!(
+            bad(format!("{hex} 1 a\n{hex} 2 a\n")),
+            "M:2: \"a\" listed twice"
+        );
+        assert_eq!(
+            bad(format!("{hex} x a\n")),
+            "M:1: expected the size in bytes, not \"x\""
+        );
+        assert_eq!(
+            bad(format!("{hex} 1\n")),
+            "M:1: expected SHA256-HEX SIZE PATH"
+        );
         assert!(bad(format!("{hex} 1 a/../../etc/passwd\n")).contains("not a relative path"));
     }
 

@@ -91,7 +91,12 @@ impl FileSet {
 
 impl std::fmt::Debug for FileSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FileSet({} files, {} bytes)", self.files.len(), self.bytes())
+        write!(
+            f,
+            "FileSet({} files, {} bytes)",
+            self.files.len(),
+            self.bytes()
+        )
     }
 }
 
@@ -105,7 +110,9 @@ impl xload_http::PathTable for FileSet {
 fn is_plain(rel: &[u8]) -> bool {
     !rel.is_empty()
         && !rel.contains(&b'%')
-        && rel.split(|&c| c == b'/').all(|s| !matches!(s, b"" | b"." | b".."))
+        && rel
+            .split(|&c| c == b'/')
+            .all(|s| !matches!(s, b"" | b"." | b".."))
 }
 
 /// Percent-decodes `rel` and resolves its segments into `out`: its length,
@@ -231,7 +238,10 @@ mod tests {
     #[test]
     fn paths_are_normalised_and_never_escape() {
         let s = set();
-        let name = |p: &str| s.find(p.as_bytes()).map(|i| s.files[i as usize].path.as_str());
+        let name = |p: &str| {
+            s.find(p.as_bytes())
+                .map(|i| s.files[i as usize].path.as_str())
+        };
         assert_eq!(name("/a/b.bin"), Some("a/b.bin"));
         assert_eq!(name("//a///b.bin"), Some("a/b.bin"));
         assert_eq!(name("/a/./x/../b.bin"), Some("a/b.bin"));
@@ -257,7 +267,10 @@ mod tests {
     fn fields_say_the_type_and_length() {
         let s = set();
         let f = &s.files[s.find(b"/c%20d.txt").unwrap() as usize];
-        assert_eq!(&*f.fields, b"Content-Type: text/plain\r\nContent-Length: 7\r\n");
+        assert_eq!(
+            &*f.fields,
+            b"Content-Type: text/plain\r\nContent-Length: 7\r\n"
+        );
         assert_eq!(content_type("x/y.BIN"), "application/octet-stream");
         assert_eq!(content_type("x.html"), "text/html");
         assert_eq!(s.bytes(), 7 + 10 + 12 + 7);

@@ -128,7 +128,9 @@ mod tests {
         let d = SizeDist::parse("fixed:2k").unwrap();
         assert_eq!(d.sample(&mut rng), 2048);
         let d = SizeDist::parse("uniform:10..20").unwrap();
-        assert!((0..1000).map(|_| d.sample(&mut rng)).all(|s| (10..=20).contains(&s)));
+        assert!((0..1000)
+            .map(|_| d.sample(&mut rng))
+            .all(|s| (10..=20).contains(&s)));
         let d = SizeDist::parse("list:1k:1,1m:0").unwrap();
         assert!((0..100).all(|_| d.sample(&mut rng) == 1024));
         let d = SizeDist::parse("specweb").unwrap();

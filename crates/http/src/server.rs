@@ -311,7 +311,8 @@ impl RequestScanner {
         self.head.extend_from_slice(&rest[..take]);
         match head_end(&self.head, old.saturating_sub(3)) {
             Some(end) => {
-                let (req, body) = parse_head(&self.head[..end], self.special, self.paths.as_deref())?;
+                let (req, body) =
+                    parse_head(&self.head[..end], self.special, self.paths.as_deref())?;
                 self.head.clear();
                 self.start(req, body, on);
                 Ok(end - old)

@@ -96,10 +96,16 @@ fn generate(a: &GenerateArgs) -> Result<i32, Failure> {
 const MAX_LISTED: usize = 20;
 
 fn verify(a: &VerifyArgs) -> Result<i32, Failure> {
-    let path = a.manifest.clone().unwrap_or_else(|| a.dir.join(MANIFEST_NAME));
+    let path = a
+        .manifest
+        .clone()
+        .unwrap_or_else(|| a.dir.join(MANIFEST_NAME));
     let m = Manifest::load(&path).map_err(failure)?;
     if m.entries.is_empty() {
-        return Err(Failure::Usage(format!("{}: lists no files", path.display())));
+        return Err(Failure::Usage(format!(
+            "{}: lists no files",
+            path.display()
+        )));
     }
     let v = xload_files::verify(&a.dir, &m).map_err(failure)?;
     for p in v.problems.iter().take(MAX_LISTED) {

@@ -788,7 +788,10 @@ impl Responder {
                 .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
                 .build())
         } else {
-            let msg = c.vectored.get_or_insert_with(Vectored::new).set(&c.out, body);
+            let msg = c
+                .vectored
+                .get_or_insert_with(Vectored::new)
+                .set(&c.out, body);
             on_socket!(c.slot(i), c.fd, |s| opcode::SendMsg::new(s, msg)
                 .flags((libc::MSG_NOSIGNAL | libc::MSG_WAITALL) as u32)
                 .build())

@@ -35,6 +35,9 @@ pub(crate) struct NginxOptions {
     pub worker_connections: usize,
     /// `keepalive_requests`: requests per keep-alive connection before nginx closes it.
     pub keepalive_requests: u64,
+    /// Serve the files under this directory (`root`) instead of 404 for the
+    /// paths no other location takes.
+    pub root: Option<PathBuf>,
 }
 
 impl Default for NginxOptions {
@@ -43,6 +46,7 @@ impl Default for NginxOptions {
             cpu: None,
             worker_connections: 4096,
             keepalive_requests: 1_000_000_000,
+            root: None,
         }
     }
 }
@@ -129,7 +133,7 @@ http {{
         location = / {{ return 200 ""; }}
         location = /small {{ return 200 "{small}"; }}
         location /stub {{ stub_status; }}
-        location / {{ return 404; }}
+        location / {{ {fallback} }}
     }}
 }}
 "#,
@@ -137,6 +141,10 @@ http {{
         conns = options.worker_connections,
         keepalive = options.keepalive_requests,
         small = SMALL_BODY.replace('\n', "\\n"),
+        fallback = match &options.root {
+            Some(root) => format!("root {};", root.display()),
+            None => "return 404;".to_string(),
+        },
     )
 }
 
