@@ -2,7 +2,7 @@
 //!
 //! - `specweb`: SPECweb99's four classes (also the shape of SPECweb2009's
 //!   static sets): k × 102 B, k × 1 KiB, k × 10 KiB, k × 100 KiB for k = 1..9,
-//!   the classes drawn 35 %, 50 %, 14 %, 1 % (mean about 15 KiB);
+//!   the classes drawn 35 %, 50 %, 14 %, 1 % (mean about 15 KB);
 //! - `fixed:SIZE`;
 //! - `uniform:MIN..MAX` (both included);
 //! - `list:SIZE:WEIGHT,SIZE:WEIGHT,...` (e.g. `list:1k:40,10k:30,100k:20,1m:10`).
