@@ -41,5 +41,6 @@ pub mod rate;
 pub mod report;
 pub mod rx;
 pub mod seq;
+pub mod tcp;
 pub mod tx;
 pub mod xsk;

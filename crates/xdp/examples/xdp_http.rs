@@ -1,25 +1,29 @@
-//! smoltcp over AF_XDP: an HTTP/1.1 keep-alive client prototype, to decide
-//! with a measurement whether a well-kept user-space TCP stack can carry
-//! `--engine xdp` (issue 23) or a purpose-built one is needed.
+//! HTTP/1.1 keep-alive over AF_XDP with two user-space TCP stacks, side by
+//! side: smoltcp (`--stack smoltcp`) and the purpose-built client stack of
+//! `xload_xdp::tcp` (`--stack own`), to decide with a measurement whether a
+//! well-kept stack can carry `--engine xdp` (issue 23).
 //!
 //! It builds a [`ServerLab`] (nginx, one process, on the server CPU inside a
 //! namespace), claims the lab's spare address on the generator end with the
 //! claim XDP program (IPv4 and ARP for it go to an AF_XDP socket, the rest
-//! to the kernel), and runs smoltcp on that socket pinned to the client CPU:
-//! smoltcp answers ARP for the address and resolves the server's MAC.
+//! to the kernel), and runs the stack on that socket pinned to the client
+//! CPU: the stack answers ARP for the address and learns the server's MAC.
 //! For each connection count it opens the connections, then for `--duration`
 //! keeps one request in flight on each, then stops sending, drains, and
 //! reconciles its count of responses with nginx's stub_status exactly.
+//! With `--stack both` (the default) the two alternate per connection count.
 //! It reports requests/s, the client CPU's whole busy time per request
 //! (/proc/stat user+nice+system+irq+softirq: the AF_XDP copy runs in softirq
-//! or a NAPI thread, not always in this process), this process's own
-//! CPU per request, and the time spent in `Interface::poll` per request,
-//! which grows with the number of sockets (smoltcp looks up the socket of
-//! each received segment by walking all sockets, and every poll walks all
-//! of them for egress).
+//! or a NAPI thread, not always in this process), this process's own CPU per
+//! request, and the time spent in the stack per request: `Interface::poll`
+//! for smoltcp, which grows with the number of sockets (smoltcp finds the
+//! socket of each received segment by walking all sockets, and every poll
+//! walks all of them for egress); for the own stack its receive and transmit
+//! passes, HTTP parsing included, which visit only the connections that
+//! frames are for.
 //!
 //! ```sh
-//! cargo run --release -p xload-xdp --example smoltcp_http -- --conns 10,100,1000 --duration 5
+//! cargo run --release -p xload-xdp --example xdp_http -- --conns 10,100,1000 --duration 5
 //! ```
 //! Needs root; traffic stays on the lab's veth pair.
 
@@ -30,17 +34,20 @@ use std::time::{Duration, Instant};
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium};
-use smoltcp::socket::tcp;
+use smoltcp::socket::tcp as stcp;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 use xload_xdp::claim::ClaimProgram;
 use xload_xdp::lab::{ServerLab, ServerLabOptions};
 use xload_xdp::netdev;
+use xload_xdp::tcp::{self, Client, Event};
 use xload_xdp::xsk::{BindMode, XdpDesc, XskConfig, XskSocket};
 
 const FRAME_SIZE: u32 = 2048;
 const FRAME_COUNT: u32 = 8192;
 const RING: u32 = 2048;
 const BATCH: u32 = 64;
+/// Busy share of the client CPU under which a phase may start.
+const QUIET_PCT: f64 = 10.0;
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n";
 
 // ---------------------------------------------------------------------------
@@ -146,6 +153,49 @@ impl XskDevice {
         }
         let tx = self.xsk.tx.as_mut().expect("TX ring");
         !self.free.is_empty() && tx.free(self.tx_written + 1) > self.tx_written
+    }
+
+    /// Hands each received frame to `f` straight from the UMEM (the own
+    /// stack needs no copy); returns how many there were.
+    fn rx_each(&mut self, mut f: impl FnMut(&[u8])) -> u32 {
+        let rx = self.xsk.rx.as_mut().expect("RX ring");
+        let n = rx.ready(BATCH);
+        for i in 0..n {
+            let Some(d) = rx.read(i) else { break };
+            if let Some(frame) = self.xsk.umem.frame(d.addr, d.len as usize) {
+                f(frame);
+            }
+            self.recycle.push(d.addr - d.addr % u64::from(FRAME_SIZE));
+        }
+        rx.release(n);
+        self.rx_frames += u64::from(n);
+        n
+    }
+
+    /// Lets `f` write one frame into a free TX frame; false when none is
+    /// free or `f` had nothing to send.
+    fn tx_one(&mut self, f: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
+        if !self.tx_room() {
+            return false;
+        }
+        let Some(&addr) = self.free.last() else {
+            return false;
+        };
+        let Some(buf) = self.xsk.umem.frame_mut(addr, FRAME_SIZE as usize) else {
+            return false;
+        };
+        let Some(len) = f(buf) else { return false };
+        self.free.pop();
+        let desc = XdpDesc {
+            addr,
+            len: len as u32,
+            options: 0,
+        };
+        let tx = self.xsk.tx.as_mut().expect("TX ring");
+        tx.write(self.tx_written, desc);
+        self.tx_written += 1;
+        self.tx_frames += 1;
+        true
     }
 
     /// Publishes TX descriptors (and kicks the kernel: in copy mode the
@@ -333,7 +383,7 @@ fn drive_http(
 ) -> bool {
     let mut busy = false;
     for (h, c) in handles.iter().zip(conns.iter_mut()) {
-        let s = sockets.get_mut::<tcp::Socket>(*h);
+        let s = sockets.get_mut::<stcp::Socket>(*h);
         if s.can_recv() {
             let _ = s.recv(|buf| {
                 let n = c.feed(buf);
@@ -356,6 +406,7 @@ fn drive_http(
 
 /// One phase's figures.
 struct Phase {
+    stack: &'static str,
     conns: usize,
     window_s: f64,
     responses: u64,
@@ -366,6 +417,11 @@ struct Phase {
     polls: u64,
     total_responses: u64,
     nginx_requests: u64,
+    /// The client CPU's busy share in the second before the phase: other
+    /// load on a shared machine, which the busy figure includes.
+    background_pct: f64,
+    /// Kernel backlog drops during the phase (any traffic on the machine).
+    drops: u64,
 }
 
 fn cpu_busy_s(cpu: usize) -> f64 {
@@ -387,6 +443,16 @@ fn cpu_busy_s(cpu: usize) -> f64 {
                 / hz
         })
         .unwrap_or(0.0)
+}
+
+/// Frames the kernel dropped for a full per-CPU backlog (all CPUs):
+/// /proc/net/softnet_stat's second column.
+fn backlog_drops() -> u64 {
+    let text = std::fs::read_to_string("/proc/net/softnet_stat").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|h| u64::from_str_radix(h, 16).ok())
+        .sum()
 }
 
 fn clock_ticks() -> f64 {
@@ -453,6 +519,20 @@ impl Stack {
     }
 }
 
+/// Waits (up to a minute) for a second in which the client CPU is quiet:
+/// on a shared machine other load lands in the busy figure. Returns the
+/// last second's busy share, %.
+fn wait_quiet(client_cpu: usize) -> f64 {
+    let mut background_pct = 100.0;
+    let quiet_deadline = Instant::now() + Duration::from_secs(60);
+    while background_pct > QUIET_PCT && Instant::now() < quiet_deadline && !stopped() {
+        let quiet0 = cpu_busy_s(client_cpu);
+        std::thread::sleep(Duration::from_secs(1));
+        background_pct = (cpu_busy_s(client_cpu) - quiet0) * 100.0;
+    }
+    background_pct
+}
+
 fn run_phase(
     stack: &mut Stack,
     lab: &ServerLab,
@@ -462,13 +542,15 @@ fn run_phase(
     client_cpu: usize,
 ) -> Result<Phase, String> {
     let stub = SocketAddr::from((lab.ip_srv, 80));
+    let background_pct = wait_quiet(client_cpu);
     let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+    let drops0 = backlog_drops();
     let mut sockets = SocketSet::new(Vec::with_capacity(conns_n));
     let mut handles = Vec::with_capacity(conns_n);
     for i in 0..conns_n {
-        let mut s = tcp::Socket::new(
-            tcp::SocketBuffer::new(vec![0; 4096]),
-            tcp::SocketBuffer::new(vec![0; 1024]),
+        let mut s = stcp::Socket::new(
+            stcp::SocketBuffer::new(vec![0; 4096]),
+            stcp::SocketBuffer::new(vec![0; 1024]),
         );
         s.set_nagle_enabled(false);
         let local = port_base + i as u16;
@@ -488,7 +570,7 @@ fn run_phase(
         stack.poll(&mut sockets, &mut poll_ns);
         let up = handles
             .iter()
-            .filter(|h| sockets.get::<tcp::Socket>(**h).state() == tcp::State::Established)
+            .filter(|h| sockets.get::<stcp::Socket>(**h).state() == stcp::State::Established)
             .count();
         if up == conns_n {
             break;
@@ -502,7 +584,7 @@ fn run_phase(
     let (busy0, proc0, start) = (cpu_busy_s(client_cpu), process_cpu_s(), Instant::now());
     let (mut poll_ns, mut app_ns, mut polls) = (0u64, 0u64, 0u64);
     let counted0: u64 = conns.iter().map(|c| c.responses).sum();
-    while start.elapsed() < duration {
+    while start.elapsed() < duration && !stopped() {
         stack.poll(&mut sockets, &mut poll_ns);
         let t = Instant::now();
         let busy = drive_http(&mut sockets, &handles, &mut conns, true);
@@ -527,6 +609,7 @@ fn run_phase(
     close_all(stack, &mut sockets, &handles);
     let after = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
     Ok(Phase {
+        stack: "smoltcp",
         conns: conns_n,
         window_s: window,
         responses,
@@ -538,13 +621,149 @@ fn run_phase(
         total_responses: conns.iter().map(|c| c.responses).sum(),
         // The second stub request counts itself.
         nginx_requests: after - before - 1,
+        background_pct,
+        drops: backlog_drops() - drops0,
+    })
+}
+
+/// One pass of the own stack: every received frame through the client
+/// (each response answered at once by the next request, which carries the
+/// ACK), then every owed frame out. Returns the frames received.
+fn pump_own(
+    dev: &mut XskDevice,
+    client: &mut Client,
+    conns: &mut [Conn],
+    send: bool,
+    now_ns: u64,
+) -> u32 {
+    let n = dev.rx_each(|frame| match client.receive(frame, now_ns) {
+        Event::Data(id, bytes) => {
+            let c = &mut conns[id as usize];
+            c.feed(bytes);
+            if send && !c.waiting && client.send(id, REQUEST) {
+                c.waiting = true;
+            }
+        }
+        Event::Failed(id, why) => eprintln!("connection {id} failed: {why:?}"),
+        _ => {}
+    });
+    while dev.tx_one(|buf| client.transmit(buf, now_ns)) {}
+    dev.flush();
+    n
+}
+
+fn run_phase_own(
+    stack: &mut Stack,
+    lab: &ServerLab,
+    conns_n: usize,
+    port_base: u16,
+    duration: Duration,
+    client_cpu: usize,
+) -> Result<Phase, String> {
+    let stub = SocketAddr::from((lab.ip_srv, 80));
+    let background_pct = wait_quiet(client_cpu);
+    let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+    let drops0 = backlog_drops();
+    let seed = u64::from(std::process::id()) << 20 | u64::from(port_base);
+    let (ip, mac) = (lab.ip_user, lab.mac_gen.0);
+    let mut client = Client::new(mac, ip, lab.ip_srv, 80, port_base, conns_n as u32, seed);
+    let mut conns: Vec<Conn> = (0..conns_n).map(|_| Conn::default()).collect();
+    for i in 0..conns_n as u32 {
+        client.connect(i);
+    }
+    let started = stack.started;
+    let now = || started.elapsed().as_nanos() as u64;
+    let dev = &mut stack.dev;
+    let mut last_timer = now();
+    let mut timers = |client: &mut Client| {
+        let t = now();
+        if t - last_timer >= 2_000_000 {
+            last_timer = t;
+            for (id, why) in client.on_timer(t) {
+                eprintln!("connection {id} failed: {why:?}");
+            }
+        }
+    };
+    let all = |client: &Client, want: &[tcp::State]| {
+        (0..conns_n as u32).all(|i| want.contains(&client.state(i)))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !all(&client, &[tcp::State::Established]) {
+        if Instant::now() > deadline {
+            return Err("own stack: connections not established in 10 s".into());
+        }
+        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+            let _ = dev.xsk.poll_rx(1);
+        }
+        timers(&mut client);
+    }
+    // The measured window: one request in flight per connection.
+    let (busy0, proc0, start) = (cpu_busy_s(client_cpu), process_cpu_s(), Instant::now());
+    for (i, c) in conns.iter_mut().enumerate() {
+        c.waiting = client.send(i as u32, REQUEST);
+    }
+    let (mut stack_ns, mut polls) = (0u64, 0u64);
+    while start.elapsed() < duration && !stopped() {
+        let t = Instant::now();
+        let got = pump_own(dev, &mut client, &mut conns, true, now());
+        stack_ns += t.elapsed().as_nanos() as u64;
+        polls += 1;
+        timers(&mut client);
+        if got == 0 {
+            let _ = dev.xsk.poll_rx(1);
+        }
+    }
+    let window = start.elapsed().as_secs_f64();
+    let responses: u64 = conns.iter().map(|c| c.responses).sum();
+    let (busy_s, process_s) = (cpu_busy_s(client_cpu) - busy0, process_cpu_s() - proc0);
+    // Drain, then close every connection (FIN both ways), bounded.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while conns.iter().any(|c| c.waiting) && Instant::now() < deadline {
+        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+            let _ = dev.xsk.poll_rx(1);
+        }
+        timers(&mut client);
+    }
+    for i in 0..conns_n as u32 {
+        client.close(i);
+    }
+    let done = [tcp::State::Done, tcp::State::Failed, tcp::State::Closed];
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !all(&client, &done) && Instant::now() < deadline {
+        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+            let _ = dev.xsk.poll_rx(1);
+        }
+        timers(&mut client);
+    }
+    let after = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+    if client.counters.retransmits + client.counters.out_of_order > 0 {
+        eprintln!(
+            "own stack: {:?}; socket: {:?}",
+            client.counters,
+            dev.xsk.statistics()
+        );
+    }
+    Ok(Phase {
+        stack: "own",
+        conns: conns_n,
+        window_s: window,
+        responses,
+        busy_s,
+        process_s,
+        poll_s: stack_ns as f64 * 1e-9,
+        app_s: 0.0,
+        polls,
+        total_responses: conns.iter().map(|c| c.responses).sum(),
+        nginx_requests: after - before - 1,
+        background_pct,
+        drops: backlog_drops() - drops0,
     })
 }
 
 /// Closes every connection (FIN) and polls until they are closed or 3 s passed.
 fn close_all(stack: &mut Stack, sockets: &mut SocketSet<'_>, handles: &[SocketHandle]) {
     for h in handles {
-        sockets.get_mut::<tcp::Socket>(*h).close();
+        sockets.get_mut::<stcp::Socket>(*h).close();
     }
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut ns = 0;
@@ -554,8 +773,8 @@ fn close_all(stack: &mut Stack, sockets: &mut SocketSet<'_>, handles: &[SocketHa
             .iter()
             .filter(|h| {
                 !matches!(
-                    sockets.get::<tcp::Socket>(**h).state(),
-                    tcp::State::Closed | tcp::State::TimeWait
+                    sockets.get::<stcp::Socket>(**h).state(),
+                    stcp::State::Closed | stcp::State::TimeWait
                 )
             })
             .count();
@@ -565,7 +784,7 @@ fn close_all(stack: &mut Stack, sockets: &mut SocketSet<'_>, handles: &[SocketHa
         stack.wait(sockets);
     }
     for h in handles {
-        sockets.get_mut::<tcp::Socket>(*h).abort();
+        sockets.get_mut::<stcp::Socket>(*h).abort();
     }
     stack.poll(sockets, &mut ns);
 }
@@ -575,6 +794,7 @@ fn close_all(stack: &mut Stack, sockets: &mut SocketSet<'_>, handles: &[SocketHa
 // ---------------------------------------------------------------------------
 
 struct Args {
+    stacks: Vec<&'static str>,
     conns: Vec<usize>,
     duration: Duration,
     client_cpu: usize,
@@ -584,6 +804,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
+        stacks: vec!["smoltcp", "own"],
         conns: vec![10, 100, 1000],
         duration: Duration::from_secs(5),
         client_cpu: 0,
@@ -608,6 +829,14 @@ fn parse_args() -> Result<Args, String> {
             "--client-cpu" => a.client_cpu = value()?.parse().map_err(|e| format!("{e}"))?,
             "--server-cpu" => a.server_cpu = value()?.parse().map_err(|e| format!("{e}"))?,
             "--napi-anywhere" => a.napi_on_client = false,
+            "--stack" => {
+                a.stacks = match value()?.as_str() {
+                    "smoltcp" => vec!["smoltcp"],
+                    "own" => vec!["own"],
+                    "both" => vec!["smoltcp", "own"],
+                    other => return Err(format!("--stack {other}: smoltcp, own or both")),
+                }
+            }
             _ => return Err(format!("unknown argument {flag}")),
         }
     }
@@ -632,10 +861,17 @@ fn napi_to_client(dev: &str, cpu: usize) -> Result<usize, String> {
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
         if comm.trim().starts_with(&format!("napi/{dev}-")) {
             let pid = entry.file_name().to_string_lossy().into_owned();
+            // SCHED_FIFO: the thread preempts the busy-polling generator as
+            // a NIC's interrupt and softirq would; otherwise it waits for
+            // the scheduler while the veth's 256-frame ring overflows.
             let ok = std::process::Command::new("taskset")
                 .args(["-pc", &cpu.to_string(), &pid])
                 .output()
-                .is_ok_and(|o| o.status.success());
+                .is_ok_and(|o| o.status.success())
+                && std::process::Command::new("chrt")
+                    .args(["-f", "-p", "1", &pid])
+                    .output()
+                    .is_ok_and(|o| o.status.success());
             pinned += usize::from(ok);
         }
     }
@@ -651,7 +887,17 @@ fn nginx_path() -> Result<std::path::PathBuf, String> {
     Err("nginx not found".into())
 }
 
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+/// Ctrl-C or SIGTERM came: phases end early and the lab is removed.
+fn stopped() -> bool {
+    STOP.get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+}
+
 fn main() {
+    let _ = STOP.set(xload_sys::signal::stop_flag());
     if let Err(e) = run() {
         eprintln!("smoltcp_http: {e}");
         std::process::exit(1);
@@ -695,7 +941,7 @@ fn run() -> Result<(), String> {
     };
     xload_sys::cpu::pin_current_thread(args.client_cpu).map_err(|e| e.to_string())?;
     eprintln!(
-        "lab {}: smoltcp claims {} on {} (XDP {:?}, {} copy, {napi} NAPI thread(s) on CPU {}), nginx at {}:80 on CPU {}",
+        "lab {}: the stacks claim {} on {} (XDP {:?}, {} copy, {napi} NAPI thread(s) on CPU {}), nginx at {}:80 on CPU {}",
         lab.ns,
         lab.ip_user,
         lab.dev_gen,
@@ -718,24 +964,42 @@ fn run() -> Result<(), String> {
         iface,
         started,
     };
-    println!("| connections | requests/s | generator CPU busy µs/req | process CPU µs/req | Interface::poll µs/req | app walk µs/req | polls/s | responses = nginx requests |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("| stack | connections | requests/s | generator CPU busy µs/req | process CPU µs/req | stack µs/req | app walk µs/req | polls/s | responses = nginx requests | client CPU busy before % | backlog drops |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
     let mut port_base = 20_000u16;
     for &n in &args.conns {
-        let p = run_phase(
-            &mut stack,
-            &lab,
-            n,
-            port_base,
-            args.duration,
-            args.client_cpu,
-        )?;
-        port_base = port_base.wrapping_add(n as u16 + 7).max(20_000);
-        print_phase(&p);
+        for &which in &args.stacks {
+            if stopped() {
+                return Err("interrupted".into());
+            }
+            let run = if which == "own" {
+                run_phase_own
+            } else {
+                run_phase
+            };
+            let p = run(
+                &mut stack,
+                &lab,
+                n,
+                port_base,
+                args.duration,
+                args.client_cpu,
+            )?;
+            port_base = port_base.wrapping_add(n as u16 + 7).max(20_000);
+            print_phase(&p);
+        }
     }
+    let dropped = lab
+        .in_ns(&[
+            "cat",
+            &format!("/sys/class/net/{}/statistics/tx_dropped", lab.dev_srv),
+        ])
+        .unwrap_or_default();
     eprintln!(
-        "frames: {} received, {} sent",
-        stack.dev.rx_frames, stack.dev.tx_frames
+        "frames: {} received, {} sent; the server end dropped {} (the generator end's XDP ring was full)",
+        stack.dev.rx_frames,
+        stack.dev.tx_frames,
+        dropped.trim()
     );
     drop(attached);
     Ok(())
@@ -744,7 +1008,8 @@ fn run() -> Result<(), String> {
 fn print_phase(p: &Phase) {
     let per = |s: f64| s * 1e6 / p.responses.max(1) as f64;
     println!(
-        "| {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {} = {} {} |",
+        "| {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {} = {} {} | {:.0} | {} |",
+        p.stack,
         p.conns,
         p.responses as f64 / p.window_s,
         per(p.busy_s),
@@ -758,6 +1023,8 @@ fn print_phase(p: &Phase) {
             "✓"
         } else {
             "MISMATCH"
-        }
+        },
+        p.background_pct,
+        p.drops
     );
 }
