@@ -628,14 +628,17 @@ fn run_phase(
 
 /// One pass of the own stack: every received frame through the client
 /// (each response answered at once by the next request, which carries the
-/// ACK), then every owed frame out. Returns the frames received.
+/// ACK), then every owed frame out. Returns the frames received and the
+/// nanoseconds spent in the stack (receive and transmit passes, HTTP
+/// included; not the ring flush and its `sendto`, as for smoltcp's poll).
 fn pump_own(
     dev: &mut XskDevice,
     client: &mut Client,
     conns: &mut [Conn],
     send: bool,
     now_ns: u64,
-) -> u32 {
+) -> (u32, u64) {
+    let t = Instant::now();
     let n = dev.rx_each(|frame| match client.receive(frame, now_ns) {
         Event::Data(id, bytes) => {
             let c = &mut conns[id as usize];
@@ -648,8 +651,9 @@ fn pump_own(
         _ => {}
     });
     while dev.tx_one(|buf| client.transmit(buf, now_ns)) {}
+    let ns = t.elapsed().as_nanos() as u64;
     dev.flush();
-    n
+    (n, ns)
 }
 
 fn run_phase_own(
@@ -692,7 +696,7 @@ fn run_phase_own(
         if Instant::now() > deadline {
             return Err("own stack: connections not established in 10 s".into());
         }
-        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
             let _ = dev.xsk.poll_rx(1);
         }
         timers(&mut client);
@@ -704,9 +708,8 @@ fn run_phase_own(
     }
     let (mut stack_ns, mut polls) = (0u64, 0u64);
     while start.elapsed() < duration && !stopped() {
-        let t = Instant::now();
-        let got = pump_own(dev, &mut client, &mut conns, true, now());
-        stack_ns += t.elapsed().as_nanos() as u64;
+        let (got, ns) = pump_own(dev, &mut client, &mut conns, true, now());
+        stack_ns += ns;
         polls += 1;
         timers(&mut client);
         if got == 0 {
@@ -719,7 +722,7 @@ fn run_phase_own(
     // Drain, then close every connection (FIN both ways), bounded.
     let deadline = Instant::now() + Duration::from_secs(5);
     while conns.iter().any(|c| c.waiting) && Instant::now() < deadline {
-        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
             let _ = dev.xsk.poll_rx(1);
         }
         timers(&mut client);
@@ -730,7 +733,7 @@ fn run_phase_own(
     let done = [tcp::State::Done, tcp::State::Failed, tcp::State::Closed];
     let deadline = Instant::now() + Duration::from_secs(3);
     while !all(&client, &done) && Instant::now() < deadline {
-        if pump_own(dev, &mut client, &mut conns, false, now()) == 0 {
+        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
             let _ = dev.xsk.poll_rx(1);
         }
         timers(&mut client);

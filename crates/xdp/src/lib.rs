@@ -28,7 +28,10 @@
 //! - [`pps`]: whole runs, the local receiver in a peer namespace, the
 //!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict.
 //!   The command line (`xload pps`, `xload pps-rx`) is the xload binary's.
-//! - [`lab`]: two namespaces and a veth pair for tests and benchmarks.
+//! - [`tcp`]: a sans-IO TCP/IPv4 client stack (many connections from one
+//!   owned address) for HTTP over AF_XDP; [`claim`] steers its frames.
+//! - [`lab`]: veth labs for tests and benchmarks (two namespaces, or a
+//!   server namespace with the generator end here).
 pub mod bpf;
 pub mod claim;
 pub mod clock;
