@@ -47,7 +47,7 @@ pub fn parse(src: &str, file: &str, dir: &Path) -> Result<Workload, Error> {
     let manifest = match root.get("manifest") {
         Some(node) => {
             let name = node.str()?;
-            let m = Manifest::load(&dir.join(name), name).map_err(|e| node.error(e.to_string()))?;
+            let m = Manifest::load(&dir.join(name)).map_err(|e| node.error(e.to_string()))?;
             if m.entries.is_empty() {
                 return Err(node.error(format!("manifest {name:?} lists no files")));
             }
