@@ -505,3 +505,64 @@ fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
         "{stdout}"
     );
 }
+
+/// Issue 21: the shipped static workload against `xload serve --files` on a
+/// generated set of 1,000 files of mixed sizes: every response checked
+/// against the manifest (size and SHA-256), none fails; the missing paths
+/// are 404s as the workload expects.
+#[test]
+fn shipped_static_workload_against_serve_files_has_no_consistency_error() {
+    let dir = TempDir::new("workload-static");
+    let site = dir.join_str("site");
+    let out = run(&["files", "generate", &site, "--count", "1000"]);
+    assert_eq!(out.0, 0, "{}\n{}", out.1, out.2);
+    dir.mkdir("workloads");
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../workloads/static.toml"
+    ))
+    .unwrap();
+    let w = dir.file("workloads/static.toml", &shipped);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _serve = spawn_xload([
+        "serve", "--listen", &listen, "--files", &site, "--for", "20s",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "xload serve --files did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let json = dir.join_str("r.json");
+    let url = format!("http://{listen}/");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &url,
+        "-n",
+        "4000",
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+        &json,
+        "--fail-if",
+        "consistency>0",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let r = read_json(&json);
+    assert_eq!(r["requests"], 4000);
+    assert_eq!(r["errors_total"], 0, "{stdout}");
+    let (file, missing) = (&r["classes"][0], &r["classes"][1]);
+    assert_eq!(file["consistency_errors"], 0);
+    assert_eq!(missing["consistency_errors"], 0);
+    let n = |c: &serde_json::Value| c["requests"].as_u64().unwrap();
+    assert_eq!(n(file) + n(missing), 4000);
+    assert!(n(missing) > 50 && n(missing) < 400, "{stdout}");
+    assert_eq!(r["status"]["404"].as_u64().unwrap(), n(missing));
+}
