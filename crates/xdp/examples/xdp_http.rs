@@ -39,13 +39,13 @@ use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 use xload_xdp::claim::ClaimProgram;
 use xload_xdp::lab::{ServerLab, ServerLabOptions};
 use xload_xdp::netdev;
+use xload_xdp::port::FramePort;
 use xload_xdp::tcp::{self, Client, Event};
-use xload_xdp::xsk::{BindMode, XdpDesc, XskConfig, XskSocket};
+use xload_xdp::xsk::{BindMode, XskConfig, XskSocket};
 
 const FRAME_SIZE: u32 = 2048;
 const FRAME_COUNT: u32 = 8192;
 const RING: u32 = 2048;
-const BATCH: u32 = 64;
 /// Busy share of the client CPU under which a phase may start.
 const QUIET_PCT: f64 = 10.0;
 const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n";
@@ -54,23 +54,12 @@ const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: lab\r\n\r\n";
 // The AF_XDP socket as a smoltcp Device.
 // ---------------------------------------------------------------------------
 
-/// One AF_XDP socket; half the UMEM feeds the fill ring, half is for TX.
+/// The lab's AF_XDP socket as a smoltcp device: frames through the
+/// library's [`FramePort`]; a received frame is copied out of the UMEM
+/// (smoltcp's receive hands out a transmit token that borrows the port).
 struct XskDevice {
-    xsk: XskSocket,
-    /// UMEM frames free for TX.
-    free: Vec<u64>,
-    /// RX frames read and due back to the fill ring.
-    recycle: Vec<u64>,
-    /// RX entries of the current batch: ready, and taken so far.
-    rx_ready: u32,
-    rx_taken: u32,
-    /// TX descriptors written but not yet published.
-    tx_written: u32,
-    /// The received frame, copied out of the UMEM (the TX token of the same
-    /// call borrows the socket mutably).
+    port: FramePort,
     rx_buf: Vec<u8>,
-    rx_frames: u64,
-    tx_frames: u64,
 }
 
 struct XskRx<'a> {
@@ -78,10 +67,7 @@ struct XskRx<'a> {
 }
 
 struct XskTx<'a> {
-    xsk: &'a mut XskSocket,
-    free: &'a mut Vec<u64>,
-    written: &'a mut u32,
-    sent: &'a mut u64,
+    port: &'a mut FramePort,
 }
 
 impl smoltcp::phy::RxToken for XskRx<'_> {
@@ -92,152 +78,23 @@ impl smoltcp::phy::RxToken for XskRx<'_> {
 
 impl smoltcp::phy::TxToken for XskTx<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        // `transmit`/`receive` only hand out a token when a frame and a ring
-        // slot are free.
-        let addr = self.free.pop().expect("a free TX frame was reserved");
-        let frame = self
-            .xsk
-            .umem
-            .frame_mut(addr, len)
-            .expect("frame inside the UMEM");
-        let r = f(frame);
-        let desc = XdpDesc {
-            addr,
-            len: len as u32,
-            options: 0,
-        };
-        let tx = self.xsk.tx.as_mut().expect("TX ring");
-        assert!(tx.write(*self.written, desc), "a TX slot was reserved");
-        *self.written += 1;
-        *self.sent += 1;
-        r
+        let mut out = None;
+        // A token is only handed out when a frame and a ring slot are free.
+        let sent = self.port.tx_one(|buf| {
+            out = Some(f(&mut buf[..len]));
+            Some(len)
+        });
+        assert!(sent, "a TX frame was reserved");
+        out.expect("the frame was written")
     }
 }
 
 impl XskDevice {
-    fn new(mut xsk: XskSocket) -> XskDevice {
-        let half = FRAME_COUNT / 2;
-        let fill = &mut xsk.fill;
-        let n = fill.free(half).min(half);
-        for i in 0..n {
-            fill.write(i, u64::from(i) * u64::from(FRAME_SIZE));
-        }
-        fill.submit(n);
-        let free = (n..FRAME_COUNT)
-            .map(|i| u64::from(i) * u64::from(FRAME_SIZE))
-            .collect();
+    fn new(xsk: XskSocket) -> XskDevice {
         XskDevice {
-            xsk,
-            free,
-            recycle: Vec::with_capacity(FRAME_COUNT as usize),
-            rx_ready: 0,
-            rx_taken: 0,
-            tx_written: 0,
+            port: FramePort::new(xsk),
             rx_buf: vec![0; FRAME_SIZE as usize],
-            rx_frames: 0,
-            tx_frames: 0,
         }
-    }
-
-    /// Whether a TX token can be used: a free frame and a free ring slot.
-    fn tx_room(&mut self) -> bool {
-        if self.free.is_empty() {
-            let comp = &mut self.xsk.comp;
-            let n = comp.ready(RING);
-            for i in 0..n {
-                if let Some(addr) = comp.read(i) {
-                    self.free.push(addr);
-                }
-            }
-            comp.release(n);
-        }
-        let tx = self.xsk.tx.as_mut().expect("TX ring");
-        !self.free.is_empty() && tx.free(self.tx_written + 1) > self.tx_written
-    }
-
-    /// Hands each received frame to `f` straight from the UMEM (the own
-    /// stack needs no copy); returns how many there were.
-    fn rx_each(&mut self, mut f: impl FnMut(&[u8])) -> u32 {
-        let rx = self.xsk.rx.as_mut().expect("RX ring");
-        let n = rx.ready(BATCH);
-        for i in 0..n {
-            let Some(d) = rx.read(i) else { break };
-            if let Some(frame) = self.xsk.umem.frame(d.addr, d.len as usize) {
-                f(frame);
-            }
-            self.recycle.push(d.addr - d.addr % u64::from(FRAME_SIZE));
-        }
-        rx.release(n);
-        self.rx_frames += u64::from(n);
-        n
-    }
-
-    /// Lets `f` write one frame into a free TX frame; false when none is
-    /// free or `f` had nothing to send.
-    fn tx_one(&mut self, f: impl FnOnce(&mut [u8]) -> Option<usize>) -> bool {
-        if !self.tx_room() {
-            return false;
-        }
-        let Some(&addr) = self.free.last() else {
-            return false;
-        };
-        let Some(buf) = self.xsk.umem.frame_mut(addr, FRAME_SIZE as usize) else {
-            return false;
-        };
-        let Some(len) = f(buf) else { return false };
-        self.free.pop();
-        let desc = XdpDesc {
-            addr,
-            len: len as u32,
-            options: 0,
-        };
-        let tx = self.xsk.tx.as_mut().expect("TX ring");
-        tx.write(self.tx_written, desc);
-        self.tx_written += 1;
-        self.tx_frames += 1;
-        true
-    }
-
-    /// Publishes TX descriptors (and kicks the kernel: in copy mode the
-    /// `sendto` does the sending) and gives read RX frames back.
-    fn flush(&mut self) {
-        if self.rx_taken > 0 {
-            self.xsk
-                .rx
-                .as_mut()
-                .expect("RX ring")
-                .release(self.rx_taken);
-            self.rx_ready -= self.rx_taken;
-            self.rx_taken = 0;
-        }
-        if !self.recycle.is_empty() {
-            let fill = &mut self.xsk.fill;
-            let n = fill
-                .free(self.recycle.len() as u32)
-                .min(self.recycle.len() as u32);
-            for i in 0..n {
-                fill.write(i, self.recycle[i as usize]);
-            }
-            fill.submit(n);
-            self.recycle.drain(..n as usize);
-        }
-        if self.tx_written > 0 {
-            let tx = self.xsk.tx.as_mut().expect("TX ring");
-            tx.submit(self.tx_written);
-            self.tx_written = 0;
-            if tx.needs_wakeup() {
-                let _ = self.xsk.kick_tx();
-            }
-        }
-        // Completions back to the free list, so they never run dry.
-        let comp = &mut self.xsk.comp;
-        let n = comp.ready(RING);
-        for i in 0..n {
-            if let Some(addr) = comp.read(i) {
-                self.free.push(addr);
-            }
-        }
-        comp.release(n);
     }
 }
 
@@ -249,48 +106,34 @@ impl Device for XskDevice {
         &mut self,
         _now: smoltcp::time::Instant,
     ) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
-        if !self.tx_room() {
+        if !self.port.tx_room() {
             return None;
         }
-        let rx = self.xsk.rx.as_mut().expect("RX ring");
-        if self.rx_taken == self.rx_ready {
-            rx.release(self.rx_taken);
-            self.rx_taken = 0;
-            self.rx_ready = rx.ready(BATCH);
-            if self.rx_ready == 0 {
-                return None;
-            }
+        let buf = &mut self.rx_buf;
+        let mut len = 0;
+        let got = self.port.rx_one(|frame| {
+            len = frame.len().min(buf.len());
+            buf[..len].copy_from_slice(&frame[..len]);
+        });
+        if !got {
+            return None;
         }
-        let desc = rx.read(self.rx_taken)?;
-        self.rx_taken += 1;
-        let len = desc.len as usize;
-        let frame = self.xsk.umem.frame(desc.addr, len)?;
-        self.rx_buf[..len].copy_from_slice(frame);
-        self.recycle
-            .push(desc.addr - desc.addr % u64::from(FRAME_SIZE));
-        self.rx_frames += 1;
         Some((
             XskRx {
                 frame: &self.rx_buf[..len],
             },
             XskTx {
-                xsk: &mut self.xsk,
-                free: &mut self.free,
-                written: &mut self.tx_written,
-                sent: &mut self.tx_frames,
+                port: &mut self.port,
             },
         ))
     }
 
     fn transmit(&mut self, _now: smoltcp::time::Instant) -> Option<Self::TxToken<'_>> {
-        if !self.tx_room() {
+        if !self.port.tx_room() {
             return None;
         }
         Some(XskTx {
-            xsk: &mut self.xsk,
-            free: &mut self.free,
-            written: &mut self.tx_written,
-            sent: &mut self.tx_frames,
+            port: &mut self.port,
         })
     }
 
@@ -298,7 +141,7 @@ impl Device for XskDevice {
         let mut caps = DeviceCapabilities::default();
         caps.medium = Medium::Ethernet;
         caps.max_transmission_unit = 1514;
-        caps.max_burst_size = Some(BATCH as usize);
+        caps.max_burst_size = Some(64);
         caps
     }
 }
@@ -509,7 +352,7 @@ impl Stack {
         let now = self.now();
         self.iface.poll(now, &mut self.dev, sockets);
         *poll_ns += cpu_ns() - t;
-        self.dev.flush();
+        self.dev.port.flush();
     }
 
     /// Sleeps on the socket until a frame comes or smoltcp's next timer.
@@ -520,7 +363,7 @@ impl Stack {
             .poll_delay(now, sockets)
             .map_or(10, |d| d.total_millis().min(10) as i32);
         if ms > 0 {
-            let _ = self.dev.xsk.poll_rx(ms);
+            self.dev.port.wait(ms);
         }
     }
 }
@@ -645,20 +488,22 @@ fn pump_own(
     now_ns: u64,
 ) -> (u32, u64) {
     let t = cpu_ns();
-    let n = dev.rx_each(|frame| match client.receive(frame, now_ns) {
-        Event::Data(id, bytes) => {
-            let c = &mut conns[id as usize];
-            c.feed(bytes);
-            if send && !c.waiting && client.send(id, REQUEST) {
-                c.waiting = true;
+    let n = dev
+        .port
+        .rx_each(|frame| match client.receive(frame, now_ns) {
+            Event::Data(id, bytes) => {
+                let c = &mut conns[id as usize];
+                c.feed(bytes);
+                if send && !c.waiting && client.send(id, REQUEST) {
+                    c.waiting = true;
+                }
             }
-        }
-        Event::Failed(id, why) => eprintln!("connection {id} failed: {why:?}"),
-        _ => {}
-    });
-    while dev.tx_one(|buf| client.transmit(buf, now_ns)) {}
+            Event::Failed(id, why) => eprintln!("connection {id} failed: {why:?}"),
+            _ => {}
+        });
+    while dev.port.tx_one(|buf| client.transmit(buf, now_ns)) {}
     let ns = cpu_ns() - t;
-    dev.flush();
+    dev.port.flush();
     (n, ns)
 }
 
@@ -703,7 +548,7 @@ fn run_phase_own(
             return Err("own stack: connections not established in 10 s".into());
         }
         if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            let _ = dev.xsk.poll_rx(1);
+            dev.port.wait(1);
         }
         timers(&mut client);
     }
@@ -719,7 +564,7 @@ fn run_phase_own(
         polls += 1;
         timers(&mut client);
         if got == 0 {
-            let _ = dev.xsk.poll_rx(1);
+            dev.port.wait(1);
         }
     }
     let window = start.elapsed().as_secs_f64();
@@ -729,7 +574,7 @@ fn run_phase_own(
     let deadline = Instant::now() + Duration::from_secs(5);
     while conns.iter().any(|c| c.waiting) && Instant::now() < deadline {
         if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            let _ = dev.xsk.poll_rx(1);
+            dev.port.wait(1);
         }
         timers(&mut client);
     }
@@ -740,7 +585,7 @@ fn run_phase_own(
     let deadline = Instant::now() + Duration::from_secs(3);
     while !all(&client, &done) && Instant::now() < deadline {
         if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            let _ = dev.xsk.poll_rx(1);
+            dev.port.wait(1);
         }
         timers(&mut client);
     }
@@ -749,7 +594,7 @@ fn run_phase_own(
         eprintln!(
             "own stack: {:?}; socket: {:?}",
             client.counters,
-            dev.xsk.statistics()
+            dev.port.statistics()
         );
     }
     Ok(Phase {
@@ -1006,8 +851,8 @@ fn run() -> Result<(), String> {
         .unwrap_or_default();
     eprintln!(
         "frames: {} received, {} sent; the server end dropped {} (the generator end's XDP ring was full)",
-        stack.dev.rx_frames,
-        stack.dev.tx_frames,
+        stack.dev.port.rx_frames,
+        stack.dev.port.tx_frames,
         dropped.trim()
     );
     drop(attached);

@@ -28,6 +28,7 @@
 //! - [`pps`]: whole runs, the local receiver in a peer namespace, the
 //!   RFC 2544-style zero-loss search; [`report`]: reports and the verdict.
 //!   The command line (`xload pps`, `xload pps-rx`) is the xload binary's.
+//! - [`port`]: one AF_XDP socket's frames for a user-space stack.
 //! - [`tcp`]: a sans-IO TCP/IPv4 client stack (many connections from one
 //!   owned address) for HTTP over AF_XDP; [`claim`] steers its frames.
 //! - [`lab`]: veth labs for tests and benchmarks (two namespaces, or a
@@ -38,6 +39,7 @@ pub mod clock;
 pub mod frame;
 pub mod lab;
 pub mod netdev;
+pub mod port;
 pub mod pps;
 pub mod program;
 pub mod rate;

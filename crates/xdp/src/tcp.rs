@@ -537,6 +537,9 @@ impl Client {
         let mut failed = Vec::new();
         for id in 0..self.conns.len() as u32 {
             let c = &mut self.conns[id as usize];
+            if matches!(c.state, State::Closed | State::Done | State::Failed) {
+                continue;
+            }
             if c.ack_owed && !c.dirty {
                 self.mark(id);
                 continue;

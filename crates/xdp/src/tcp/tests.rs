@@ -344,3 +344,21 @@ fn an_ack_of_the_original_after_a_timeout_resend_is_taken() {
         (1, seq + 7, 4)
     );
 }
+
+#[test]
+fn a_refused_connection_has_no_timer_left() {
+    let mut c = client(1);
+    c.receive(&arp(2, CLIENT_IP), 0);
+    c.connect(0);
+    let syn = drain(&mut c, 0);
+    let rst = from_server(0, 0, syn[0].seq + 1, RST | ACK, &[]);
+    c.receive(&rst, MS);
+    for k in 1..=20 {
+        assert!(
+            c.on_timer(k * RTO_MAX_NS).is_empty(),
+            "no TimedOut after Refused"
+        );
+    }
+    assert!(drain(&mut c, 21 * RTO_MAX_NS).is_empty());
+    assert_eq!(c.counters.retransmits, 0);
+}
