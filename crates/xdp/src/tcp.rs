@@ -9,10 +9,11 @@
 //! ACK), the peer's window respected, cumulative ACKs piggybacked on the
 //! next request and otherwise sent at the next [`Client::on_timer`] (a
 //! delayed ACK), retransmission on an RTO (go-back-N from the oldest unacked
-//! byte, the RTO doubling) and on three duplicate ACKs, FIN and RST both
-//! ways, ARP answered for the owned address and the server's MAC learned
-//! from its ARP traffic. Not yet: RTT estimation (the RTO is fixed until
-//! backoff), SACK, window scaling, out-of-order queueing, IPv6.
+//! byte, the RTO doubling; RFC 6298 estimators with Karn's rule, floored
+//! at Linux's 200 ms) and on three duplicate ACKs, FIN and RST both ways,
+//! ARP answered for the owned address and the server's MAC learned from
+//! its ARP traffic. Not yet: SACK, window scaling, out-of-order queueing,
+//! IPv6.
 
 use std::net::Ipv4Addr;
 
@@ -54,9 +55,12 @@ const ACK: u8 = 0x10;
 pub const OUR_MSS: u16 = 1460;
 /// Receive window we advertise: data is handed over at once.
 const OUR_WINDOW: u16 = 65_535;
-/// Initial RTO (RFC 6298 says 1 s; a LAN lab wants less) and its ceiling.
+/// Initial RTO (RFC 6298 says 1 s; a LAN lab wants less), its floor
+/// (Linux's) and ceiling, and the clock granularity G of RFC 6298.
 const RTO_INITIAL_NS: u64 = 200_000_000;
+const RTO_MIN_NS: u64 = 200_000_000;
 const RTO_MAX_NS: u64 = 60_000_000_000;
+const CLOCK_G_NS: u64 = 1_000_000;
 /// Retransmissions of one segment before the connection is given up.
 const MAX_RETRIES: u32 = 8;
 /// Largest frame [`Client::transmit`] writes.
@@ -135,6 +139,13 @@ struct Conn {
     /// When the oldest unacked segment times out (0: no timer).
     rto_at_ns: u64,
     rto_ns: u64,
+    /// RFC 6298 estimators (0 before the first sample), and the segment
+    /// being timed: the sequence number whose ACK ends it, and when it left
+    /// (one at a time; never a retransmitted one, per Karn).
+    srtt_ns: u64,
+    rttvar_ns: u64,
+    rtt_seq: Option<u32>,
+    rtt_sent_ns: u64,
     retries: u32,
     /// In the dirty list.
     dirty: bool,
@@ -161,6 +172,10 @@ impl Conn {
             dup_acks: 0,
             rto_at_ns: 0,
             rto_ns: RTO_INITIAL_NS,
+            srtt_ns: 0,
+            rttvar_ns: 0,
+            rtt_seq: None,
+            rtt_sent_ns: 0,
             retries: 0,
             dirty: false,
         }
@@ -170,6 +185,27 @@ impl Conn {
     /// FIN count one each).
     fn in_flight(&self) -> u32 {
         self.snd_nxt.wrapping_sub(self.snd_una)
+    }
+
+    /// Takes an RTT sample (RFC 6298 2.2 and 2.3) and sets the RTO from it.
+    fn rtt_sample(&mut self, r_ns: u64) {
+        if self.srtt_ns == 0 {
+            self.srtt_ns = r_ns.max(1);
+            self.rttvar_ns = r_ns / 2;
+        } else {
+            let delta = self.srtt_ns.abs_diff(r_ns);
+            self.rttvar_ns = (3 * self.rttvar_ns + delta) / 4;
+            self.srtt_ns = (7 * self.srtt_ns + r_ns) / 8;
+        }
+        self.rto_ns = self.base_rto();
+    }
+
+    /// The RTO the estimators give (the initial one before a sample).
+    fn base_rto(&self) -> u64 {
+        if self.srtt_ns == 0 {
+            return RTO_INITIAL_NS;
+        }
+        (self.srtt_ns + CLOCK_G_NS.max(4 * self.rttvar_ns)).clamp(RTO_MIN_NS, RTO_MAX_NS)
     }
 
     /// Sequence space ever sent and not yet acknowledged.
@@ -412,7 +448,7 @@ impl Client {
         let c = &mut self.conns[id as usize];
         match c.state {
             State::Closed | State::Failed => return Event::None,
-            State::SynSent => return self.syn_sent(id, s),
+            State::SynSent => return self.syn_sent(id, s, now_ns),
             _ => {}
         }
         if s.flags & RST != 0 {
@@ -461,7 +497,7 @@ impl Client {
         Event::Data(id, payload)
     }
 
-    fn syn_sent<'f>(&mut self, id: u32, s: Segment) -> Event<'f> {
+    fn syn_sent<'f>(&mut self, id: u32, s: Segment, now_ns: u64) -> Event<'f> {
         let c = &mut self.conns[id as usize];
         let acks_syn = s.flags & ACK != 0 && s.ack == c.iss.wrapping_add(1);
         if s.flags & RST != 0 {
@@ -481,7 +517,10 @@ impl Client {
         c.peer_window = s.window;
         c.peer_mss = s.mss.unwrap_or(536).min(OUR_MSS);
         c.rto_at_ns = 0;
-        c.rto_ns = RTO_INITIAL_NS;
+        if c.retries == 0 && c.rtt_seq.is_some() {
+            c.rtt_sample(now_ns.saturating_sub(c.rtt_sent_ns));
+        }
+        c.rtt_seq = None;
         c.retries = 0;
         c.ack_owed = true;
         self.mark(id);
@@ -498,6 +537,7 @@ impl Client {
                 if c.dup_acks == 3 {
                     self.counters.fast_retransmits += 1;
                     c.snd_nxt = c.snd_una;
+                    c.rtt_seq = None; // Karn: no sample from a resent segment
                     self.mark(id);
                 }
             }
@@ -515,8 +555,15 @@ impl Client {
             c.snd_nxt = c.snd_una;
         }
         c.dup_acks = 0;
+        if let Some(seq) = c.rtt_seq {
+            if s.ack.wrapping_sub(seq) as i32 >= 0 {
+                c.rtt_sample(now_ns.saturating_sub(c.rtt_sent_ns));
+                c.rtt_seq = None;
+            }
+        }
         c.retries = 0;
-        c.rto_ns = RTO_INITIAL_NS;
+        // New data acknowledged: the backed-off RTO returns to the estimate.
+        c.rto_ns = c.base_rto();
         c.rto_at_ns = if c.outstanding() > 0 {
             now_ns + c.rto_ns
         } else {
@@ -559,6 +606,7 @@ impl Client {
             c.rto_ns = (c.rto_ns * 2).min(RTO_MAX_NS);
             c.rto_at_ns = 0;
             c.snd_nxt = c.snd_una;
+            c.rtt_seq = None; // Karn: no sample from a resent segment
             if self.server_mac.is_none() {
                 self.arp_request = true;
             }
@@ -616,9 +664,15 @@ impl Client {
         };
         let consumes = payload.len() as u32 + u32::from(flags & (SYN | FIN) != 0);
         if consumes > 0 && c.snd_nxt == seq {
+            let new = c.snd_nxt.wrapping_add(consumes).wrapping_sub(c.snd_max) as i32 > 0;
             c.snd_nxt = c.snd_nxt.wrapping_add(consumes);
-            if c.snd_nxt.wrapping_sub(c.snd_max) as i32 > 0 {
+            if new {
                 c.snd_max = c.snd_nxt;
+                // Time this segment unless one is being timed (never a resend).
+                if c.rtt_seq.is_none() && c.retries == 0 {
+                    c.rtt_seq = Some(c.snd_nxt);
+                    c.rtt_sent_ns = now_ns;
+                }
             }
             if c.rto_at_ns == 0 {
                 c.rto_at_ns = now_ns + c.rto_ns;

@@ -362,3 +362,64 @@ fn a_refused_connection_has_no_timer_left() {
     assert!(drain(&mut c, 21 * RTO_MAX_NS).is_empty());
     assert_eq!(c.counters.retransmits, 0);
 }
+
+/// Connection 0 established with the SYN-ACK `rtt` after the SYN, at time
+/// `rtt`: returns (client, client seq, server seq).
+fn established_after(rtt: u64) -> (Client, u32, u32) {
+    let mut c = client(1);
+    c.receive(&arp(2, CLIENT_IP), 0);
+    c.connect(0);
+    let syn = drain(&mut c, 0);
+    let synack = from_server(0, 9000, syn[0].seq + 1, SYN | ACK, &[]);
+    assert_eq!(c.receive(&synack, rtt), Event::Connected(0));
+    drain(&mut c, rtt);
+    (c, syn[0].seq + 1, 9001)
+}
+
+#[test]
+fn the_rto_follows_the_measured_round_trip() {
+    // RTT 300 ms: SRTT 300, RTTVAR 150, RTO = 300 + 4 * 150 = 900 ms.
+    let rtt = 300 * MS;
+    let (mut c, seq, _) = established_after(rtt);
+    c.send(0, b"request");
+    let t = rtt + MS;
+    drain(&mut c, t);
+    c.on_timer(t + 899 * MS);
+    assert!(drain(&mut c, t + 899 * MS).is_empty(), "not before 900 ms");
+    c.on_timer(t + 900 * MS);
+    let again = drain(&mut c, t + 900 * MS);
+    assert_eq!((again.len(), again[0].seq), (1, seq));
+}
+
+#[test]
+fn a_short_round_trip_keeps_the_200_ms_floor() {
+    let (mut c, _, _) = established_after(MS);
+    c.send(0, b"request");
+    drain(&mut c, 2 * MS);
+    c.on_timer(2 * MS + RTO_MIN_NS - 1);
+    assert!(drain(&mut c, 2 * MS + RTO_MIN_NS - 1).is_empty());
+    c.on_timer(2 * MS + RTO_MIN_NS);
+    assert_eq!(drain(&mut c, 2 * MS + RTO_MIN_NS).len(), 1);
+}
+
+#[test]
+fn an_ack_of_a_resent_segment_gives_no_sample() {
+    // Karn: the late ACK of a resent request would read 1 s; the RTO stays
+    // at the 900 ms the handshake's 300 ms gave, after the backoff ends.
+    let rtt = 300 * MS;
+    let (mut c, seq, sseq) = established_after(rtt);
+    c.send(0, b"request");
+    let t = rtt + MS;
+    drain(&mut c, t);
+    c.on_timer(t + 900 * MS);
+    assert_eq!(drain(&mut c, t + 900 * MS).len(), 1, "resent");
+    let resp = from_server(0, sseq, seq + 7, ACK | PSH, b"ok");
+    c.receive(&resp, t + 1000 * MS);
+    c.send(0, b"next");
+    let t2 = t + 1001 * MS;
+    drain(&mut c, t2);
+    c.on_timer(t2 + 899 * MS);
+    assert!(drain(&mut c, t2 + 899 * MS).is_empty());
+    c.on_timer(t2 + 900 * MS);
+    assert_eq!(drain(&mut c, t2 + 900 * MS).len(), 1, "RTO back at 900 ms");
+}
