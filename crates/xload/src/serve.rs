@@ -182,11 +182,15 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;
     crate::outln!(
-        "xload serve: {} requests on {} connection{} ({} bad, {} abandoned, {} closed idle, {} header and {} send timeouts) in {:.1}s",
+        "xload serve: {} requests on {} connection{} ({} bad, {}{} abandoned, {} closed idle, {} header and {} send timeouts) in {:.1}s",
         stats.requests(),
         stats.connections(),
         if stats.connections() == 1 { "" } else { "s" },
         stats.bad_requests(),
+        match a.files {
+            Some(_) => format!("{} not found, ", stats.not_found()),
+            None => String::new(),
+        },
         stats.abandoned(),
         stats.idle_closed(),
         stats.header_timeouts(),

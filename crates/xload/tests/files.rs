@@ -393,6 +393,7 @@ fn serve_files_answers_get_head_and_404_with_the_sets_bytes() {
         "{out}"
     );
     assert!(out.contains(&format!("{requests} requests")), "{out}");
+    assert!(out.contains("(0 bad, 3 not found, 0 abandoned"), "{out}");
 }
 
 #[test]
