@@ -638,6 +638,7 @@ mod tests {
             connect_rate_per_s: None,
             start_at_ns: None,
             workload: None,
+            tls: None,
         }
     }
 

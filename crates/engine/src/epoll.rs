@@ -20,11 +20,20 @@ use crate::lowat::{Lowat, RoundTrip};
 use crate::ramp::Ramp;
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, Addr, Sources};
+use crate::tls::{record_failure, Session};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    Closed { until_ns: u64 },
-    Connecting { since_ns: u64 },
+    Closed {
+        until_ns: u64,
+    },
+    Connecting {
+        since_ns: u64,
+    },
+    /// https: connected, the TLS handshake is under way.
+    Handshaking {
+        since_ns: u64,
+    },
     Open,
 }
 
@@ -33,12 +42,15 @@ struct Conn {
     gen: u32,
     state: State,
     backoff: Backoff,
-    /// Bytes of `batch[..unsent_end]` from `unsent_off` not yet written.
+    /// Bytes of `batch[..unsent_end]` (https: of `tls.out`) from
+    /// `unsent_off` not yet written.
     unsent_off: usize,
     unsent_end: usize,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
     rcvlowat: u32,
     ex: Exchange,
+    /// https: the TLS session (kept, with its buffers, across reconnects).
+    tls: Option<Box<Session>>,
 }
 
 struct Driver<'c, 'p> {
@@ -97,6 +109,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
                 unsent_end: 0,
                 rcvlowat: 1,
                 ex: Exchange::new(plan.head, pipeline),
+                tls: None,
             })
             .collect(),
         batch: batch.into_boxed_slice(),
@@ -158,6 +171,10 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     /// Writes straight away; what the socket does not take waits for EPOLLOUT.
     fn transmit(&mut self, i: usize, n: usize, now: u64) {
         let c = &mut self.conns[i];
+        if let Some(t) = c.tls.as_mut() {
+            t.seal(c.ex.outgoing(&self.batch[..n * self.req_len]));
+            return self.flush(i, now);
+        }
         c.unsent_off = 0;
         c.unsent_end = c.ex.outgoing(&self.batch[..n * self.req_len]).len();
         self.flush(i, now);
@@ -288,20 +305,22 @@ impl Driver<'_, '_> {
                     self.connect_failed(i, err, now);
                     return;
                 }
+                self.ctx.rec.record_connect();
+                if self.ctx.plan.tls.is_some() {
+                    return self.start_tls(i, now);
+                }
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 c.backoff.reset();
-                self.ctx.rec.record_connect();
                 self.ready(i, now);
                 self.set_lowat(i);
             }
-            State::Open => {
-                if events & libc::EPOLLOUT as u32 != 0
-                    && self.conns[i].unsent_off < self.conns[i].unsent_end
-                {
+            State::Open | State::Handshaking { .. } => {
+                let gen = self.conns[i].gen;
+                if events & libc::EPOLLOUT as u32 != 0 && self.has_unsent(i) {
                     self.flush(i, now);
                 }
-                if self.conns[i].state == State::Open
+                if self.conns[i].gen == gen
                     && events
                         & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR)
                             as u32
@@ -321,12 +340,18 @@ impl Driver<'_, '_> {
             // SAFETY: `buf` is ours and valid for its length.
             let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
             if n > 0 {
-                let (_, fed) =
-                    self.conns[i]
-                        .ex
-                        .feed(&self.buf[..n as usize], now, &mut self.ctx.rec, timing);
-                self.after_feed(i, fed, now);
-                if self.conns[i].gen != gen || self.conns[i].state != State::Open {
+                if self.conns[i].tls.is_some() {
+                    self.on_records(i, n as usize, now);
+                } else {
+                    let (_, fed) = self.conns[i].ex.feed(
+                        &self.buf[..n as usize],
+                        now,
+                        &mut self.ctx.rec,
+                        timing,
+                    );
+                    self.after_feed(i, fed, now);
+                }
+                if self.conns[i].gen != gen || matches!(self.conns[i].state, State::Closed { .. }) {
                     return; // replaced: the new socket has its own events
                 }
                 // A request sent just now (stamped `now`) can be answered
@@ -334,49 +359,167 @@ impl Driver<'_, '_> {
                 // (a thread preempted in between read the same `now`: 0 µs).
                 now = now_ns();
             } else if n == 0 {
+                if self.handshaking(i) {
+                    return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
+                }
                 return self.on_eof(i, now);
             } else {
                 match errno() {
                     libc::EAGAIN => return self.set_lowat(i),
                     libc::EINTR => continue,
-                    e => {
-                        record_errno(&mut self.ctx.rec, Phase::Exchange, e);
-                        return self.replace(i, now, true);
-                    }
+                    e => return self.socket_failed(i, e, now),
                 }
             }
         }
     }
 
+    fn handshaking(&self, i: usize) -> bool {
+        matches!(self.conns[i].state, State::Handshaking { .. })
+    }
+
+    /// Bytes queued for connection `i` that the socket has not taken yet.
+    fn has_unsent(&self, i: usize) -> bool {
+        let c = &self.conns[i];
+        match c.tls.as_deref() {
+            Some(t) => t.sent < t.out.len(),
+            None => c.unsent_off < c.unsent_end,
+        }
+    }
+
+    /// A send or receive on connection `i` failed with `errno`. During the
+    /// handshake a reset is the peer closing it, and the replacement waits
+    /// a back-off (nothing was ever served on it); later it is replaced at once.
+    fn socket_failed(&mut self, i: usize, errno: i32, now: u64) {
+        if self.handshaking(i) {
+            if matches!(errno, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) {
+                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
+            }
+            record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
+            return self.back_off(i, now);
+        }
+        record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
+        self.replace(i, now, true);
+    }
+
+    /// https: connection `i` connected; its handshake starts (ClientHello out).
+    fn start_tls(&mut self, i: usize, now: u64) {
+        let plan = self.ctx.plan;
+        let Some(tc) = plan.tls.as_ref() else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        let State::Connecting { since_ns } = c.state else {
+            return;
+        };
+        let started = match c.tls.as_mut() {
+            Some(t) => t.restart(tc, since_ns, now),
+            None => Session::new(tc, since_ns, now).map(|t| c.tls = Some(t)),
+        };
+        if let Err(kind) = started {
+            return self.handshake_failed(i, kind, now);
+        }
+        c.state = State::Handshaking { since_ns: now };
+        self.flush(i, now);
+    }
+
+    /// https: opens `n` received bytes of connection `i`, sends what the
+    /// handshake needs, and feeds the plaintext to the codec.
+    fn on_records(&mut self, i: usize, n: usize, now: u64) {
+        let gen = self.conns[i].gen;
+        let Some(t) = self.conns[i].tls.as_mut() else {
+            return;
+        };
+        let opened = match t.open(&self.buf[..n]) {
+            Ok(o) => o,
+            Err(kind) if self.handshaking(i) => return self.handshake_failed(i, kind, now),
+            Err(kind) => {
+                record_failure(&mut self.ctx.rec, kind);
+                return self.replace(i, now, true);
+            }
+        };
+        if self.has_unsent(i) {
+            self.flush(i, now);
+            if self.conns[i].gen != gen {
+                return;
+            }
+        }
+        if opened.established {
+            let c = &mut self.conns[i];
+            c.state = State::Open;
+            c.backoff.reset();
+            if let Some(t) = c.tls.as_deref() {
+                t.record_established(&mut self.ctx.rec, now);
+            }
+            self.ready(i, now);
+            if self.conns[i].gen != gen {
+                return;
+            }
+        }
+        let timing = self.ctx.timing();
+        let c = &mut self.conns[i];
+        if let Some(t) = c.tls.as_deref().filter(|t| !t.plain.is_empty()) {
+            let (_, fed) = c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing);
+            self.after_feed(i, fed, now);
+            if self.conns[i].gen != gen {
+                return;
+            }
+        }
+        if opened.closed {
+            self.on_eof(i, now);
+        }
+    }
+
+    /// https: the handshake of connection `i` failed (`kind` is counted);
+    /// the next attempt waits a back-off, as after a failed connect.
+    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
+        record_failure(&mut self.ctx.rec, kind);
+        self.back_off(i, now);
+    }
+
+    /// Closes connection `i` and reopens it after a back-off.
+    fn back_off(&mut self, i: usize, now: u64) {
+        self.close(i);
+        let c = &mut self.conns[i];
+        c.state = State::Closed {
+            until_ns: c.backoff.fail(now),
+        };
+    }
+
     /// Sets connection `i`'s receive low-water mark for what it waits for.
     fn set_lowat(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        if c.state == State::Open {
+        // https: records are opened whole, a low-water mark has no use.
+        if c.state == State::Open && c.tls.is_none() {
             self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
         }
     }
 
+    /// Writes what connection `i` has queued: requests from `batch`, or
+    /// (https) sealed records from its session.
     fn flush(&mut self, i: usize, now: u64) {
         loop {
             let c = &mut self.conns[i];
-            if c.unsent_off >= c.unsent_end {
+            let chunk = match c.tls.as_deref() {
+                Some(t) => &t.out[t.sent..],
+                None => &c.ex.outgoing(&self.batch)[c.unsent_off..c.unsent_end],
+            };
+            if chunk.is_empty() {
                 return;
             }
-            let chunk = &c.ex.outgoing(&self.batch)[c.unsent_off..c.unsent_end];
-            // SAFETY: chunk is a valid slice of our batch buffer (or of the workload's request).
+            // SAFETY: chunk is a valid slice of our buffer (batch, the workload's request or records).
             let n =
                 unsafe { libc::send(c.fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
             if n >= 0 {
-                c.unsent_off += n as usize;
+                match c.tls.as_deref_mut() {
+                    Some(t) => t.sent += n as usize,
+                    None => c.unsent_off += n as usize,
+                }
                 self.ctx.rec.add_bytes_sent(n as u64);
             } else {
                 match errno() {
                     libc::EAGAIN => return, // EPOLLOUT (edge) will call us again
                     libc::EINTR => continue,
-                    e => {
-                        record_errno(&mut self.ctx.rec, Phase::Exchange, e);
-                        return self.replace(i, now, true);
-                    }
+                    e => return self.socket_failed(i, e, now),
                 }
             }
         }
@@ -463,7 +606,7 @@ impl Driver<'_, '_> {
         for i in 0..self.conns.len() {
             match self.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns }
+                State::Connecting { since_ns } | State::Handshaking { since_ns }
                     if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
                 {
                     self.connect_failed(i, libc::ETIMEDOUT, now);

@@ -34,11 +34,13 @@ pub mod ring;
 mod sched;
 pub mod serve;
 mod sock;
+mod tls;
 mod uring;
 mod worker;
 
 pub use ctx::Tick;
 pub use mix::Workload;
-pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan};
+pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan, TlsClient};
 pub use sock::check_source;
+pub use tls::ktls_unavailable;
 pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

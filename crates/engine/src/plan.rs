@@ -1,6 +1,7 @@
 //! The checked description of a run that the workers execute.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which driver the user asked for.
@@ -54,6 +55,15 @@ pub struct OpenLoop {
     pub queue_cap: usize,
 }
 
+/// https: how connections speak TLS.
+#[derive(Clone, Debug)]
+pub struct TlsClient {
+    /// Versions, roots (or no verification), ALPN, session cache.
+    pub config: Arc<rustls::ClientConfig>,
+    /// The name sent as SNI and checked against the certificate.
+    pub server_name: rustls::pki_types::ServerName<'static>,
+}
+
 /// Everything a run needs, resolved and validated once by the caller.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -97,6 +107,8 @@ pub struct Plan {
     /// worker's schedule instead of `request`; one request in flight per
     /// connection (`pipeline` 1).
     pub workload: Option<crate::mix::Workload>,
+    /// https: each connection handshakes before its first request.
+    pub tls: Option<TlsClient>,
 }
 
 impl Plan {
@@ -164,6 +176,7 @@ pub(crate) mod tests {
             connect_rate_per_s: Some(1000.0),
             start_at_ns: None,
             workload: None,
+            tls: None,
         }
     }
 

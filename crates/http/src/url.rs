@@ -1,19 +1,21 @@
-//! `http://host[:port]/path?query` target URLs, parsed once per run.
+//! `http://` and `https://host[:port]/path?query` target URLs, parsed once per run.
 //!
 //! Only what a load generator needs: a host to resolve, a port to connect
-//! to, the request-target to send and the `Host` header value. Anything the
-//! request could not faithfully carry (userinfo, fragments, https, spaces in
-//! the path) is refused with an error that names it, instead of being
+//! to, whether to speak TLS, the request-target to send and the `Host`
+//! header value. Anything the request could not faithfully carry (userinfo,
+//! fragments, spaces in the path) is refused with an error that names it, instead of being
 //! silently dropped or rewritten.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-/// A parsed `http://` URL.
+/// A parsed `http://` or `https://` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
+    /// `https://`: the connection speaks TLS (SNI from `host`).
+    pub tls: bool,
     /// Host name or IP literal, without the brackets of an IPv6 literal.
     pub host: String,
-    /// TCP port (80 when the URL gives none).
+    /// TCP port (80 for http, 443 for https when the URL gives none).
     pub port: u16,
     /// Request-target: path and query as sent on the request line; `/` when empty.
     pub path_and_query: String,
@@ -28,11 +30,8 @@ pub enum UrlError {
     /// The URL is empty (or only whitespace).
     #[error("empty URL")]
     Empty,
-    /// `https://` was given; TLS is not implemented.
-    #[error("https is not supported yet (xload speaks plain http:// only)")]
-    HttpsUnsupported,
-    /// A scheme other than http.
-    #[error("unsupported URL scheme {0:?}: only http:// is supported")]
+    /// A scheme other than http and https.
+    #[error("unsupported URL scheme {0:?}: only http:// and https:// are supported")]
     UnsupportedScheme(String),
     /// No host between `http://` and the port or path.
     #[error("URL has an empty host")]
@@ -57,27 +56,27 @@ pub enum UrlError {
     BadPathChar(char),
 }
 
-/// Parses `http://host[:port][/path][?query]`; a missing scheme means http.
+/// Parses `http[s]://host[:port][/path][?query]`; a missing scheme means http.
 ///
 /// IPv6 literals are written in brackets (`http://[::1]:8080/`). The port
-/// defaults to 80 and is then left out of [`Url::authority`].
+/// defaults to 80 (443 for https) and is then left out of [`Url::authority`].
 pub fn parse_url(s: &str) -> Result<Url, UrlError> {
     let s = s.trim();
     if s.is_empty() {
         return Err(UrlError::Empty);
     }
-    let rest = match s.find("://") {
+    let (tls, rest) = match s.find("://") {
         Some(i) => {
             let scheme = &s[..i];
             if scheme.eq_ignore_ascii_case("http") {
-                &s[i + 3..]
+                (false, &s[i + 3..])
             } else if scheme.eq_ignore_ascii_case("https") {
-                return Err(UrlError::HttpsUnsupported);
+                (true, &s[i + 3..])
             } else {
                 return Err(UrlError::UnsupportedScheme(scheme.to_string()));
             }
         }
-        None => s,
+        None => (false, s),
     };
     if let Some(i) = rest.find('#') {
         return Err(UrlError::Fragment(rest[i..].to_string()));
@@ -89,6 +88,7 @@ pub fn parse_url(s: &str) -> Result<Url, UrlError> {
     }
     let (host, port_str) = split_host_port(auth)?;
     let port = match port_str {
+        None | Some("") if tls => 443,
         None | Some("") => 80,
         Some(p) => parse_port(p)?,
     };
@@ -110,6 +110,7 @@ pub fn parse_url(s: &str) -> Result<Url, UrlError> {
         target.to_string()
     };
     Ok(Url {
+        tls,
         host: host.to_string(),
         port,
         path_and_query,
@@ -234,8 +235,6 @@ mod tests {
         let table: &[(&str, UrlError)] = &[
             ("", Empty),
             ("   ", Empty),
-            ("https://example/", HttpsUnsupported),
-            ("HTTPS://example/", HttpsUnsupported),
             ("ftp://example/", UnsupportedScheme("ftp".into())),
             ("http://", EmptyHost),
             ("http:///path", EmptyHost),
@@ -266,8 +265,12 @@ mod tests {
     }
 
     #[test]
-    fn https_error_message_says_not_supported() {
-        let msg = parse_url("https://x/").unwrap_err().to_string();
-        assert!(msg.contains("https is not supported"), "{msg}");
+    fn https_speaks_tls_on_port_443_by_default() {
+        let u = parse_url("HTTPS://example/x").unwrap();
+        assert!(u.tls);
+        assert_eq!((u.port, u.authority.as_str()), (443, "example"));
+        let u = parse_url("https://[::1]:8443").unwrap();
+        assert_eq!((u.port, u.authority.as_str()), (8443, "[::1]:8443"));
+        assert!(!parse_url("http://example/").unwrap().tls);
     }
 }

@@ -29,13 +29,24 @@ pub enum ErrorKind {
     /// A response failed a workload check (status set, size, SHA-256, byte
     /// strings): the server answered, but not correctly.
     Consistency,
+    /// https: the server's certificate did not verify (unknown issuer, wrong
+    /// name, expired): see `--cacert` and `--insecure`.
+    TlsUntrusted,
+    /// https: the TLS handshake failed: the peer sent an alert (no common
+    /// version or cipher) or broke the protocol.
+    TlsHandshake,
+    /// https: the peer closed (FIN or RST) before the handshake completed.
+    TlsClosedInHandshake,
+    /// https: the server answered with something that is not TLS (a plain
+    /// HTTP server on an https:// URL).
+    NotTls,
     /// Anything else; counted per errno by [`crate::Recorder::record_errno`].
     Other,
 }
 
 impl ErrorKind {
     /// Number of kinds (the size of a per-kind counter array).
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 15;
 
     /// Every kind, in the order reports print them.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
@@ -49,6 +60,10 @@ impl ErrorKind {
         ErrorKind::FdLimit,
         ErrorKind::NoEphemeralPort,
         ErrorKind::Consistency,
+        ErrorKind::TlsUntrusted,
+        ErrorKind::TlsHandshake,
+        ErrorKind::TlsClosedInHandshake,
+        ErrorKind::NotTls,
         ErrorKind::Other,
     ];
 
@@ -65,6 +80,10 @@ impl ErrorKind {
             ErrorKind::FdLimit => "fd_limit",
             ErrorKind::NoEphemeralPort => "no_ephemeral_port",
             ErrorKind::Consistency => "consistency",
+            ErrorKind::TlsUntrusted => "tls_untrusted_certificate",
+            ErrorKind::TlsHandshake => "tls_handshake_failed",
+            ErrorKind::TlsClosedInHandshake => "tls_closed_in_handshake",
+            ErrorKind::NotTls => "not_tls",
             ErrorKind::Other => "other",
         }
     }

@@ -27,7 +27,8 @@
 //! `histogram_uncorrected`, `schedule_lag_us`, `histogram_schedule_lag`,
 //! `sends`, `late_sends`, `late_waiting_for_connection`, `dropped`; io_uring
 //! closed loop: `batching` (`waits`,
-//! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); then
+//! `completions`, `completions_per_wait`, `cap_min`, `cap_max`); https:
+//! `tls` ([`TlsReport`]); then
 //! `client` (opaque, from the probe) and
 //! `timeseries` (rows of `second`, `requests`, `rps`, `p50_us`, `p99_us`,
 //! `errors`) and `timeseries_histograms` (each row's histogram); a workload
@@ -48,6 +49,7 @@ mod merge;
 mod recorder;
 mod report;
 mod text;
+mod tls;
 pub mod walltime;
 
 pub use check::{MergeCheck, Note, Refusal, Windows};
@@ -62,6 +64,7 @@ pub use hist::{
 pub use recorder::{Censor, Interval, Recorder, Unanswered};
 pub use report::{Batching, IntervalRow, OpenLoop, Report, RunInfo, RunMeta, SecondHistogram};
 pub use text::{TextOptions, TABLE_PERCENTILES};
+pub use tls::TlsReport;
 
 /// The value of the `schema` key.
 pub const SCHEMA: &str = "xload/1";

@@ -10,6 +10,7 @@ use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySumm
 use crate::report::{
     histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo, SecondHistogram,
 };
+use crate::tls::TlsReport;
 use crate::walltime::{format_rfc3339_us, UnixMicros};
 use crate::SCHEMA;
 
@@ -169,6 +170,7 @@ impl<'a> Sum<'a> {
         }
         out.unanswered_at_end.add(&r.unanswered_at_end);
         out.batching = Batching::merge(out.batching, r.batching);
+        out.tls = TlsReport::merge(out.tls.take(), r.tls.as_ref(), 0.0)?;
         out.interrupted |= r.interrupted;
         for (k, v) in &r.extra {
             out.extra.entry(k.clone()).or_insert_with(|| v.clone());
@@ -239,6 +241,10 @@ impl<'a> Sum<'a> {
         out.engine = self.engines.join("+");
         out.engine_reason = (!self.reasons.is_empty()).then(|| self.reasons.join("; "));
         out.rps = per_second(out.requests, out.duration_s);
+        if let Some(t) = &mut out.tls {
+            t.handshakes_per_s =
+                per_second(t.handshakes_full + t.handshakes_resumed, out.duration_s);
+        }
         let latency = self.latency.unwrap_or_else(new_latency_histogram);
         out.latency_us = LatencySummary::from_histogram(&latency);
         out.histogram = histogram_string(&latency);

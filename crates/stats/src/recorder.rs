@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use crate::classes::{merge_stats, ClassStats};
 use crate::error_kind::ErrorKind;
 use crate::hist::{add_into, new_latency_histogram};
+use crate::tls::TlsState;
 
 /// Status codes 0..=999 each have a counter; anything larger (not a valid
 /// HTTP status) is counted in slot 0, reported as `"other"`.
@@ -34,6 +35,8 @@ pub struct Recorder {
     /// `Parse` errors per cause, in order of first occurrence.
     parse_causes: Vec<(&'static str, u64)>,
     open_loop: Option<Box<OpenLoopState>>,
+    /// https: handshakes (created by the first one).
+    tls: Option<Box<TlsState>>,
     unanswered: Unanswered,
     mark: IntervalMark,
     /// Workload runs: per-class figures, indexed by class (empty otherwise).
@@ -183,6 +186,7 @@ impl Recorder {
             errno_counts: Vec::new(),
             parse_causes: Vec::new(),
             open_loop: None,
+            tls: None,
             unanswered: Unanswered::default(),
             mark: IntervalMark::default(),
             classes: Vec::new(),
@@ -403,6 +407,41 @@ impl Recorder {
         self.unanswered
     }
 
+    /// https: a TLS handshake completed, `connect_us` after its TCP connect
+    /// began and `handshake_us` after it connected; `version` and `cipher`
+    /// are what it negotiated (kept from the first). Once per connection;
+    /// the first call allocates the TLS state.
+    pub fn record_tls_handshake(
+        &mut self,
+        connect_us: u64,
+        handshake_us: u64,
+        resumed: bool,
+        version: &'static str,
+        cipher: &'static str,
+    ) {
+        let t = self.tls.get_or_insert_with(|| Box::new(TlsState::new()));
+        t.connect_us.saturating_record(connect_us);
+        t.handshake_us.saturating_record(handshake_us);
+        if resumed {
+            t.resumed += 1;
+        } else {
+            t.full += 1;
+        }
+        if t.version.is_empty() {
+            t.version = version;
+            t.cipher = cipher;
+        }
+    }
+
+    /// https: full and resumed handshakes completed (0, 0 for plain http).
+    pub fn tls_handshakes(&self) -> (u64, u64) {
+        self.tls.as_ref().map_or((0, 0), |t| (t.full, t.resumed))
+    }
+
+    pub(crate) fn tls(&self) -> Option<&TlsState> {
+        self.tls.as_deref()
+    }
+
     /// A connection was opened (connections per second without keep-alive).
     #[inline]
     pub fn record_connect(&mut self) {
@@ -522,6 +561,9 @@ impl Recorder {
         self.parse_causes.clear();
         self.unanswered = Unanswered::default();
         self.classes.iter_mut().for_each(ClassStats::reset);
+        if let Some(t) = self.tls.as_mut() {
+            t.reset();
+        }
         if let Some(ol) = self.open_loop.as_mut() {
             ol.latency_uncorrected_us.reset();
             ol.schedule_lag_us.reset();
@@ -565,6 +607,11 @@ impl Recorder {
         }
         self.unanswered.add(&other.unanswered);
         merge_stats(&mut self.classes, &other.classes);
+        if let Some(theirs) = other.tls.as_ref() {
+            self.tls
+                .get_or_insert_with(|| Box::new(TlsState::new()))
+                .merge(theirs);
+        }
         if let Some(theirs) = other.open_loop.as_ref() {
             let mine = self.open_loop_mut();
             add_into(

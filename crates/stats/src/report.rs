@@ -11,6 +11,7 @@ use crate::error::ReportError;
 use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
 use crate::recorder::{Interval, Recorder, Unanswered};
+use crate::tls::TlsReport;
 use crate::walltime::{parse_rfc3339, UnixMicros};
 use crate::SCHEMA;
 
@@ -322,6 +323,10 @@ pub struct Report {
     /// caller from the engine's workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batching: Option<Batching>,
+    /// https: handshakes, their timing and the TLS mode (mode, library and
+    /// kTLS reason filled by the caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsReport>,
     /// The run was stopped early (Ctrl-C, SIGTERM): the measured window is
     /// shorter than the one asked for. Filled by the caller.
     #[serde(default)]
@@ -421,6 +426,7 @@ impl Report {
             open_loop: OpenLoop::build(meta.rate_target, rec),
             unanswered_at_end: rec.unanswered(),
             batching: None,
+            tls: rec.tls().map(|t| TlsReport::build(t, meta.duration_s)),
             interrupted: false,
             client: None,
             timeseries: Vec::new(),

@@ -34,6 +34,7 @@ impl Report {
     pub fn render_text(&self, opts: &TextOptions) -> String {
         let mut out = String::new();
         self.render_setup(&mut out);
+        self.render_tls(&mut out);
         self.render_latency(&mut out);
         self.render_throughput(&mut out);
         if let Some(o) = &self.open_loop {
@@ -130,6 +131,41 @@ impl Report {
                 ),
             );
         }
+    }
+
+    /// https: the TLS mode, why not kTLS, the handshakes and their timing.
+    fn render_tls(&self, out: &mut String) {
+        let Some(t) = &self.tls else {
+            return;
+        };
+        let mut mode = format!("{} ({}", t.mode, t.library);
+        for part in [&t.version, &t.cipher] {
+            if !part.is_empty() {
+                mode.push_str(", ");
+                mode.push_str(part);
+            }
+        }
+        mode.push(')');
+        if let Some(why) = &t.ktls_unavailable {
+            mode.push_str(&format!("; kTLS not available: {why}"));
+        }
+        line(out, "TLS", &mode);
+        let mut hs = format!(
+            "{} full, {} resumed ({}/s)",
+            fmt_count(t.handshakes_full),
+            fmt_count(t.handshakes_resumed),
+            fmt_rate(t.handshakes_per_s)
+        );
+        if t.handshakes_full + t.handshakes_resumed > 0 {
+            hs.push_str(&format!(
+                "  connect p50 {} p99 {}  handshake p50 {} p99 {}",
+                fmt_duration_us(t.connect_us.p50 as f64),
+                fmt_duration_us(t.connect_us.p99 as f64),
+                fmt_duration_us(t.handshake_us.p50 as f64),
+                fmt_duration_us(t.handshake_us.p99 as f64),
+            ));
+        }
+        line(out, "Handshakes", &hs);
     }
 
     /// Latency, corrected and (open loop) uncorrected.

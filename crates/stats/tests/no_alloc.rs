@@ -63,7 +63,7 @@ fn record_path_does_not_allocate_after_first_occurrence_of_each_cause() {
         closed.add_bytes_sent(60);
         if i % 97 == 0 {
             for r in [&mut closed, &mut open] {
-                r.record_error(ErrorKind::ALL[(i % 10) as usize]);
+                r.record_error(ErrorKind::ALL[(i % ErrorKind::COUNT as u64) as usize]);
                 r.record_parse_error(if i % 2 == 0 {
                     "bad_chunk_size"
                 } else {

@@ -175,6 +175,10 @@ fn error_kind_names_are_the_json_keys_and_unique() {
             "fd_limit",
             "no_ephemeral_port",
             "consistency",
+            "tls_untrusted_certificate",
+            "tls_handshake_failed",
+            "tls_closed_in_handshake",
+            "not_tls",
             "other"
         ]
     );

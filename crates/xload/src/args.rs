@@ -150,6 +150,78 @@ pub(crate) struct CommonArgs {
     /// Write the per-class summary of a workload run as CSV ('-' = stdout).
     #[arg(long = "class-csv")]
     pub class_csv: Option<std::path::PathBuf>,
+
+    #[command(flatten)]
+    pub tls: Box<TlsArgs>,
+}
+
+/// https:// (and `--resolve`, which plain http uses too).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct TlsArgs {
+    /// https: do not verify the server's certificate (self-signed test servers).
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+
+    /// https: trust the CA certificates of this PEM file instead of the system's.
+    #[arg(long = "cacert", conflicts_with = "insecure")]
+    pub cacert: Option<std::path::PathBuf>,
+
+    /// https: present this client certificate chain (PEM; with --key).
+    #[arg(long = "cert", requires = "key")]
+    pub cert: Option<std::path::PathBuf>,
+
+    /// https: the client certificate's private key (PEM; with --cert).
+    #[arg(long = "key", requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
+
+    /// https: speak only this TLS version (default: 1.2 and 1.3).
+    #[arg(long = "tls-version", value_enum)]
+    pub tls_version: Option<TlsVersionArg>,
+
+    /// https: resume sessions (tickets / PSK) on new connections instead of full handshakes.
+    #[arg(long = "tls-resume")]
+    pub tls_resume: bool,
+
+    /// Connect to ADDR for HOST:PORT, as curl's --resolve: the URL (Host header, SNI,
+    /// certificate name) is unchanged (repeatable).
+    #[arg(long = "resolve", value_parser = parse_resolve)]
+    pub resolve: Vec<Resolve>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TlsVersionArg {
+    #[value(name = "1.2")]
+    V12,
+    #[value(name = "1.3")]
+    V13,
+}
+
+/// `--resolve HOST:PORT:ADDR`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolve {
+    pub host: String,
+    pub port: u16,
+    pub addr: IpAddr,
+}
+
+/// Parses `HOST:PORT:ADDR`; ADDR may be an IPv6 literal, bracketed or not.
+pub(crate) fn parse_resolve(s: &str) -> Result<Resolve, String> {
+    let bad = || format!("{s:?} is not HOST:PORT:ADDR (e.g. example.com:443:127.0.0.1)");
+    let mut parts = s.splitn(3, ':');
+    let (Some(host), Some(port), Some(addr)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    let port: u16 = port.parse().ok().filter(|p| *p > 0).ok_or_else(bad)?;
+    let addr = addr.trim_start_matches('[').trim_end_matches(']');
+    let addr: IpAddr = addr.parse().map_err(|_| bad())?;
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok(Resolve {
+        host: host.to_string(),
+        port,
+        addr,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -321,6 +393,24 @@ pub(crate) fn parse_cpus(s: &str) -> Result<CpuList, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolve_is_host_port_addr() {
+        let r = parse_resolve("example.com:443:127.0.0.1").unwrap();
+        assert_eq!((r.host.as_str(), r.port), ("example.com", 443));
+        assert_eq!(r.addr, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(parse_resolve("h:80:[::1]").unwrap().addr.to_string(), "::1");
+        assert_eq!(parse_resolve("h:80:::1").unwrap().addr.to_string(), "::1");
+        for bad in [
+            "h:80",
+            "h:0:127.0.0.1",
+            ":80:127.0.0.1",
+            "h:80:nowhere",
+            "h:x:1.2.3.4",
+        ] {
+            assert!(parse_resolve(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_parse_with_units() {

@@ -70,7 +70,10 @@ pub(crate) fn prepare_with(
         ));
     }
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
-    let mut addrs = resolve(&url)?;
+    let mut addrs = resolve(&url, &a.tls.resolve)?;
+    let tls = (url.tls)
+        .then(|| crate::tls::client(&a.tls, &url.host))
+        .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
     let addr = addrs[0];
@@ -149,8 +152,10 @@ pub(crate) fn prepare_with(
         connect_rate_per_s: a.connect_rate.0,
         start_at_ns: None,
         workload: None,
+        tls,
     };
-    let target = format!("http://{}{}", url.authority, url.path_and_query);
+    let scheme = if url.tls { "https" } else { "http" };
+    let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
     let (plan, class_limits) = match crate::workload::resolve(a, &url)? {
         Some(w) => (
             Plan {
@@ -193,8 +198,17 @@ fn check_pipeline(pipeline: usize, rate: Option<f64>, closes: bool) -> Result<()
     Ok(())
 }
 
-/// Every address of the host, IPv4 first (as curl and wrk effectively do).
-fn resolve(url: &Url) -> Result<Vec<SocketAddr>, Failure> {
+/// Every address of the host, IPv4 first (as curl and wrk effectively do),
+/// or the ones `--resolve` gives for its host and port.
+fn resolve(url: &Url, given: &[crate::args::Resolve]) -> Result<Vec<SocketAddr>, Failure> {
+    let pinned: Vec<SocketAddr> = given
+        .iter()
+        .filter(|r| r.host.eq_ignore_ascii_case(&url.host) && r.port == url.port)
+        .map(|r| SocketAddr::new(r.addr, url.port))
+        .collect();
+    if !pinned.is_empty() {
+        return Ok(pinned);
+    }
     let mut addrs: Vec<SocketAddr> = (url.host.as_str(), url.port)
         .to_socket_addrs()
         .map_err(|e| Failure::Run(format!("cannot resolve host {:?}: {e}", url.host)))?
@@ -344,8 +358,11 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
             }
         };
         match result {
-            Ok(_) => {
+            Ok(stream) => {
                 p.plan.addr = addr;
+                if let Some(t) = &p.plan.tls {
+                    crate::tls::check_trusted(t, stream, timeout, &p.target)?;
+                }
                 return Ok(());
             }
             Err(e) => last = Some((addr, e)),
@@ -499,6 +516,13 @@ fn build_report(
     };
     let mut report = Report::build(&meta, &outcome.recorder);
     crate::workload::judge(&mut report, &p.class_limits);
+    if p.plan.tls.is_some() {
+        let mut t = report.tls.take().unwrap_or_default();
+        t.mode = "user-space".into();
+        t.library = "rustls".into();
+        t.ktls_unavailable = Some(xload_engine::ktls_unavailable());
+        report.tls = Some(t);
+    }
     report.timeseries = rows;
     report.batching = outcome
         .workers

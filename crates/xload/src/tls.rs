@@ -1,14 +1,22 @@
 //! TLS configuration from the command line: the server's certificate for
-//! `xload serve --tls` (given as PEM files, or self-signed at start).
+//! `xload serve --tls` (given as PEM files, or self-signed at start), and
+//! the client's for https:// URLs (roots, versions, resumption, and a check
+//! before the run that the server's certificate is trusted).
 
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
 use rustls::crypto::ring as provider;
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use rustls::ServerConfig;
+use rustls::pki_types::{ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
+use xload_engine::TlsClient;
 
+use crate::args::{TlsArgs, TlsVersionArg};
 use crate::Failure;
 
 /// A server configuration and its certificate's SHA-256 fingerprint.
@@ -88,6 +96,173 @@ pub(crate) fn server(cert: Option<&Path>, key: Option<&Path>) -> Result<ServerTl
         fingerprint,
         self_signed,
     })
+}
+
+/// Where the system's CA bundle usually is (`SSL_CERT_FILE` first).
+const SYSTEM_ROOTS: [&str; 3] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// The trusted roots: `--cacert`, else the system's bundle (none if absent:
+/// every certificate is then untrusted and the message says what to pass).
+fn roots(cacert: Option<&Path>) -> Result<RootCertStore, Failure> {
+    let mut store = RootCertStore::empty();
+    let path = match cacert {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let env = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from);
+            match env
+                .into_iter()
+                .chain(SYSTEM_ROOTS.iter().map(std::path::PathBuf::from))
+                .find(|p| p.is_file())
+            {
+                Some(p) => p,
+                None => return Ok(store),
+            }
+        }
+    };
+    let certs = CertificateDer::pem_file_iter(&path)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| Failure::Usage(format!("--cacert {}: {e}", path.display())))?;
+    let (added, _) = store.add_parsable_certificates(certs);
+    if added == 0 && cacert.is_some() {
+        return Err(Failure::Usage(format!(
+            "--cacert {}: no usable certificate in the file",
+            path.display()
+        )));
+    }
+    Ok(store)
+}
+
+/// `--insecure`: every certificate is accepted; signatures are still checked
+/// (the handshake costs what a verified one does, less the chain).
+#[derive(Debug)]
+struct NoVerify(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The client side of an https:// URL: ring, TLS 1.2 and 1.3 (or the one
+/// `--tls-version` names), ALPN http/1.1, SNI `host`, resumption only with
+/// `--tls-resume` (so that every new connection costs a full handshake).
+pub(crate) fn client(a: &TlsArgs, host: &str) -> Result<TlsClient, Failure> {
+    let provider = Arc::new(provider::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = match a.tls_version {
+        None => rustls::DEFAULT_VERSIONS,
+        Some(TlsVersionArg::V12) => &[&rustls::version::TLS12],
+        Some(TlsVersionArg::V13) => &[&rustls::version::TLS13],
+    };
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(versions)
+        .map_err(|e| Failure::Run(format!("https: {e}")))?;
+    let builder = if a.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+    } else {
+        builder.with_root_certificates(roots(a.cacert.as_deref())?)
+    };
+    let mut config = match (&a.cert, &a.key) {
+        (Some(c), Some(k)) => {
+            let (certs, key) = from_pem(c, k)?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| Failure::Usage(format!("--cert/--key: {e}")))?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = if a.tls_resume {
+        Resumption::default()
+    } else {
+        Resumption::disabled()
+    };
+    let server_name = ServerName::try_from(host.to_string())
+        .map_err(|e| Failure::Usage(format!("https: {host:?} is no name to verify: {e}")))?;
+    Ok(TlsClient {
+        config: Arc::new(config),
+        server_name,
+    })
+}
+
+/// Before the run: one handshake on `stream` (already connected). An
+/// untrusted certificate ends the run here with what to do about it; other
+/// failures are left for the run to count under their category.
+pub(crate) fn check_trusted(
+    t: &TlsClient,
+    mut stream: std::net::TcpStream,
+    timeout: std::time::Duration,
+    target: &str,
+) -> Result<(), Failure> {
+    let Ok(mut conn) = rustls::ClientConnection::new(Arc::clone(&t.config), t.server_name.clone())
+    else {
+        return Ok(());
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    while conn.is_handshaking() {
+        match conn.complete_io(&mut stream) {
+            Ok(_) => {}
+            Err(e) => {
+                let cert = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                    .filter(|r| matches!(r, rustls::Error::InvalidCertificate(_)));
+                if let Some(r) = cert {
+                    return Err(Failure::Run(format!(
+                        "{target}: the server's certificate is not trusted ({r}): pass the CA that \
+                         signed it with --cacert FILE, or skip verification with --insecure"
+                    )));
+                }
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
