@@ -641,3 +641,41 @@ fn the_unanswered_line_shows_only_a_stall() {
     let merged = Report::merge(&[back.clone(), back]).unwrap();
     assert_eq!(merged.unanswered_at_end.in_flight, 4);
 }
+
+#[test]
+fn tls_handshakes_report_and_merge_exactly() {
+    let mut a = Recorder::new();
+    let mut b = Recorder::new();
+    for i in 0..10 {
+        a.record_tls_handshake(
+            100 + i,
+            2_000 + i,
+            false,
+            "TLS1.3",
+            "TLS13_AES_128_GCM_SHA256",
+        );
+    }
+    a.reset();
+    a.record_tls_handshake(100, 2_000, false, "TLS1.3", "TLS13_AES_128_GCM_SHA256");
+    b.record_tls_handshake(300, 8_000, true, "TLS1.3", "TLS13_AES_128_GCM_SHA256");
+    assert_eq!(a.tls_handshakes(), (1, 0), "reset forgets the warm-up's");
+    let ra = Report::build(&meta("https://h/", 1, 1, 1.0), &a);
+    let rb = Report::build(&meta("https://h/", 1, 1, 1.0), &b);
+    let t = ra.tls.as_ref().expect("tls");
+    assert_eq!((t.handshakes_full, t.handshakes_resumed), (1, 0));
+    assert_eq!(t.version, "TLS1.3");
+    assert_eq!(t.handshake_us.p50, 2_000);
+    let json: Value = serde_json::from_str(&ra.to_json()).unwrap();
+    assert_eq!(json["tls"]["connect_us"]["max"], 100);
+    let m = Report::merge(&[ra, rb]).unwrap();
+    let t = m.tls.expect("merged tls");
+    assert_eq!((t.handshakes_full, t.handshakes_resumed), (1, 1));
+    assert_eq!(
+        t.handshake_us.max,
+        decode_histogram(&t.histogram_handshake).unwrap().max()
+    );
+    assert!(t.handshake_us.max >= 7_990, "{:?}", t.handshake_us);
+    // A plain run has no tls object.
+    let plain = Report::build(&meta("http://h/", 1, 1, 1.0), &Recorder::new());
+    assert!(!plain.to_json().contains("\"tls\""));
+}

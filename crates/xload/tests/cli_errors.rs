@@ -128,15 +128,18 @@ fn invalid_urls_exit_2_with_a_one_line_error() {
 }
 
 #[test]
-fn https_url_is_refused_with_a_clear_message() {
-    let out = xload(&["https://127.0.0.1/", "-n", "1"]);
+fn other_schemes_and_bad_resolve_are_refused_with_a_clear_message() {
+    let out = xload(&["ftp://127.0.0.1/", "-n", "1"]);
     assert_eq!(out.code, 2, "{}", out.show());
     out.assert_one_line_error();
     assert!(
-        out.stderr.contains("https") && out.stderr.contains("not supported"),
+        out.stderr.contains("http:// and https://"),
         "{}",
         out.show()
     );
+    let out = xload(&["https://127.0.0.1/", "--resolve", "x:1", "-n", "1"]);
+    assert_eq!(out.code, 2, "{}", out.show());
+    assert!(out.stderr.contains("HOST:PORT:ADDR"), "{}", out.show());
 }
 
 #[test]

@@ -274,3 +274,248 @@ fn serve_refuses_a_cert_without_a_key() {
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("--cert and --key go together"), "{err}");
 }
+
+// ---------------------------------------------------------------------------
+// The client: `xload https://…`.
+
+/// `xload ARGS --json PATH`: exit code, report, stdout and stderr.
+fn client_run(args: &[&str]) -> (i32, serde_json::Value, String, String) {
+    let dir = TempDir::new("xload-https");
+    let json = dir.join("out.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-t", "1", "--json", json.to_str().unwrap()]);
+    let (status, out, err, _) = support::run::run_xload(&all);
+    let report = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (support::run::exit_code(status), report, out, err)
+}
+
+fn has_tls_ulp() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_ulp")
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|u| u == "tls")
+}
+
+#[test]
+fn https_against_serve_tls_reconciles_with_its_stats() {
+    const N: u64 = 2000;
+    let srv = Serve::start(&[]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let n = N.to_string();
+    let (code, r, out, err) = client_run(&[&url, "--insecure", "-n", &n, "-c", "8"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(r["requests"], N, "{out}");
+    assert_eq!(r["errors_total"], 0, "{out}");
+    let t = &r["tls"];
+    assert_eq!(t["mode"], "user-space", "{t}");
+    assert!(t["version"] == "TLS1.3", "{t}");
+    assert_eq!(t["handshakes_full"], r["connects"], "{t}");
+    assert_eq!(t["handshakes_resumed"], 0, "{t}");
+    assert!(t["handshake_us"]["p50"].as_u64().unwrap() > 0, "{t}");
+    assert!(out.contains("user-space (rustls, TLS1.3"), "{out}");
+    if !has_tls_ulp() {
+        assert!(
+            out.contains("kTLS not available: no tls ULP in this kernel"),
+            "{out}"
+        );
+        assert_eq!(t["ktls_unavailable"], "no tls ULP in this kernel");
+    }
+    let st = stats(
+        &srv,
+        &client(
+            rustls::DEFAULT_VERSIONS,
+            Arc::new(AnyCert(Default::default())),
+        ),
+    );
+    assert_eq!(st["requests"], N, "{st}\n{out}");
+    assert_eq!(st["bad_requests"], 0, "{st}");
+    // The start's readiness probe, xload's certificate check, its
+    // connections and this /stats request.
+    let connects = r["connects"].as_u64().unwrap();
+    assert_eq!(st["connections"], connects + 3, "{st}\n{out}");
+}
+
+#[test]
+fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
+    let srv = Serve::start(&[]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, _, out, err) = client_run(&[&url, "-d", "2s", "-c", "2"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("certificate is not trusted"), "{err}");
+    assert!(
+        err.contains("--cacert") && err.contains("--insecure"),
+        "{err}"
+    );
+}
+
+#[test]
+fn https_trusts_cacert_and_reaches_a_name_through_resolve() {
+    let dir = TempDir::new("xload-tls");
+    let ck = rcgen::generate_simple_self_signed(vec!["xload.test".to_string()]).unwrap();
+    std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let srv = Serve::start(&[
+        "--cert",
+        cert.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    let url = format!("https://xload.test:{}/", srv.port);
+    let resolve = format!("xload.test:{}:127.0.0.1", srv.port);
+    let cacert = cert.to_str().unwrap();
+    let args = [
+        "--resolve",
+        &resolve,
+        "--cacert",
+        cacert,
+        "-n",
+        "300",
+        "-c",
+        "2",
+    ];
+    let (code, r, out, err) = client_run(&[&[url.as_str()][..], &args].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(r["requests"], 300, "{out}");
+    assert_eq!(r["target"], url.as_str());
+    // TLS 1.2 only, the same way.
+    let (code, r, out, err) =
+        client_run(&[&[url.as_str(), "--tls-version", "1.2"][..], &args].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(r["tls"]["version"], "TLS1.2", "{out}");
+}
+
+/// A loopback server that accepts, answers `reply` to the first bytes it
+/// reads (with `Some`) and closes; until dropped (at most 30 s).
+struct Closer {
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Closer {
+    fn start(reply: Option<&'static [u8]>) -> Closer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(30);
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                if let Some(reply) = reply {
+                    let _ = s.set_nonblocking(false);
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                    let mut buf = [0u8; 4096];
+                    if s.read(&mut buf).is_ok_and(|n| n > 0) {
+                        let _ = s.write_all(reply);
+                    }
+                }
+            }
+        });
+        Closer {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn https_to_a_plain_http_server_is_not_tls() {
+    // What nginx and most servers answer to a ClientHello on a plain port.
+    let srv = Closer::start(Some(
+        b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    ));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(&[&url, "--insecure", "-d", "500ms", "-c", "2"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        r["errors"]["not_tls"].as_u64().unwrap_or(0) > 0,
+        "{out}{err}"
+    );
+    assert!(err.contains("not_tls"), "{err}");
+}
+
+#[test]
+fn https_to_a_server_that_closes_during_the_handshake_is_named() {
+    let srv = Closer::start(None);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(&[&url, "--insecure", "-d", "500ms", "-c", "2"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        r["errors"]["tls_closed_in_handshake"].as_u64().unwrap_or(0) > 0,
+        "{out}{err}"
+    );
+}
+
+fn nginx_tls(protocols: &str) -> Option<support::nginx::Nginx> {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    support::nginx::Nginx::start(support::nginx::NginxOptions {
+        tls: Some(support::nginx::NginxTls {
+            cert_pem: ck.cert.pem(),
+            key_pem: ck.key_pair.serialize_pem(),
+            protocols: protocols.to_string(),
+        }),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn https_against_nginx_reconciles_with_stub_status() {
+    const N: u64 = 1500;
+    let Some(nginx) = nginx_tls("TLSv1.2 TLSv1.3") else {
+        return;
+    };
+    let n = N.to_string();
+    let (code, r, out, err) = client_run(&[&nginx.url("/"), "--insecure", "-n", &n, "-c", "4"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", nginx.logs());
+    assert_eq!(r["requests"], N, "{out}");
+    assert_eq!(r["errors_total"], 0, "{out}");
+    assert_eq!(nginx.requests(), N, "nginx stub_status\n{out}");
+    // Its connections and the certificate check before the run.
+    assert_eq!(
+        nginx.accepted(),
+        r["connects"].as_u64().unwrap() + 1,
+        "{out}"
+    );
+}
+
+#[test]
+fn https_version_mismatch_is_a_handshake_failure() {
+    let Some(nginx) = nginx_tls("TLSv1.2") else {
+        return;
+    };
+    let (code, r, out, err) = client_run(&[
+        &nginx.url("/"),
+        "--insecure",
+        "--tls-version",
+        "1.3",
+        "-d",
+        "500ms",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        r["errors"]["tls_handshake_failed"].as_u64().unwrap_or(0) > 0,
+        "{out}{err}"
+    );
+    assert_eq!(nginx.requests(), 0);
+}

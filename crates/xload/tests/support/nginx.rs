@@ -38,6 +38,17 @@ pub(crate) struct NginxOptions {
     /// Serve the files under this directory (`root`) instead of 404 for the
     /// paths no other location takes.
     pub root: Option<PathBuf>,
+    /// Serve HTTPS on the port (stub_status then moves to a plain port of its own).
+    pub tls: Option<NginxTls>,
+}
+
+/// `ssl_certificate`, `ssl_certificate_key` (PEM text) and `ssl_protocols`.
+#[derive(Debug, Clone)]
+pub(crate) struct NginxTls {
+    pub cert_pem: String,
+    pub key_pem: String,
+    /// e.g. "TLSv1.2 TLSv1.3".
+    pub protocols: String,
 }
 
 impl Default for NginxOptions {
@@ -47,6 +58,7 @@ impl Default for NginxOptions {
             worker_connections: 4096,
             keepalive_requests: 1_000_000_000,
             root: None,
+            tls: None,
         }
     }
 }
@@ -104,8 +116,29 @@ pub(crate) fn nginx_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// The config [`Nginx::start`] writes, for a given prefix dir and port.
-pub(crate) fn render_config(dir: &Path, port: u16, options: &NginxOptions) -> String {
+/// The config [`Nginx::start`] writes, for a given prefix dir and port
+/// (`stub_port`: stub_status's plain port when `options.tls` is set).
+pub(crate) fn render_config(
+    dir: &Path,
+    port: u16,
+    stub_port: u16,
+    options: &NginxOptions,
+) -> String {
+    let (listen, stub_server) = match &options.tls {
+        None => (format!("listen 127.0.0.1:{port};"), String::new()),
+        Some(t) => (
+            format!(
+                "listen 127.0.0.1:{port} ssl;\n        ssl_certificate {d}/cert.pem;\n        \
+                 ssl_certificate_key {d}/key.pem;\n        ssl_protocols {p};",
+                d = dir.display(),
+                p = t.protocols
+            ),
+            format!(
+                "    server {{\n        listen 127.0.0.1:{stub_port};\n        \
+                 location /stub {{ stub_status; }}\n    }}\n"
+            ),
+        ),
+    };
     let dir = dir.display();
     format!(
         r#"daemon off;
@@ -128,14 +161,14 @@ http {{
     keepalive_requests {keepalive};
     keepalive_timeout 75s;
     server {{
-        listen 127.0.0.1:{port};
+        {listen}
         server_name localhost;
         location = / {{ return 200 ""; }}
         location = /small {{ return 200 "{small}"; }}
         location /stub {{ stub_status; }}
         location / {{ {fallback} }}
     }}
-}}
+{stub_server}}}
 "#,
         nofile = options.worker_connections * 2,
         conns = options.worker_connections,
@@ -152,6 +185,9 @@ http {{
 pub(crate) struct Nginx {
     child: Child,
     port: u16,
+    /// Where stub_status answers (plain HTTP; `port` unless it speaks TLS).
+    stub_port: u16,
+    tls: bool,
     dir: TempDir,
     /// Connections and completed requests the harness itself made to `/stub`.
     own_connections: AtomicU64,
@@ -181,9 +217,20 @@ impl Nginx {
     fn start_once(binary: &Path, options: &NginxOptions) -> Result<Nginx, String> {
         let dir = TempDir::new("nginx");
         let port = free_port();
+        let stub_port = match &options.tls {
+            None => port,
+            Some(t) => {
+                std::fs::write(dir.join("cert.pem"), &t.cert_pem).map_err(|e| e.to_string())?;
+                std::fs::write(dir.join("key.pem"), &t.key_pem).map_err(|e| e.to_string())?;
+                free_port()
+            }
+        };
         let config_path = dir.join("nginx.conf");
-        std::fs::write(&config_path, render_config(dir.path(), port, options))
-            .map_err(|e| format!("write {}: {e}", config_path.display()))?;
+        std::fs::write(
+            &config_path,
+            render_config(dir.path(), port, stub_port, options),
+        )
+        .map_err(|e| format!("write {}: {e}", config_path.display()))?;
         let stderr_log = std::fs::File::create(dir.join("stderr.log"))
             .map_err(|e| format!("stderr.log: {e}"))?;
         let mut command = Command::new(binary);
@@ -219,6 +266,8 @@ impl Nginx {
         let mut nginx = Nginx {
             child,
             port,
+            stub_port,
+            tls: options.tls.is_some(),
             dir,
             own_connections: AtomicU64::new(0),
             own_requests: AtomicU64::new(0),
@@ -252,9 +301,11 @@ impl Nginx {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
-    /// `http://127.0.0.1:PORT` followed by `path` (`/` empty body, `/small`, `/stub`).
+    /// `http://127.0.0.1:PORT` (`https://` with TLS) followed by `path`
+    /// (`/` empty body, `/small`, `/stub`).
     pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 
     pub(crate) fn pid(&self) -> u32 {
@@ -277,7 +328,8 @@ impl Nginx {
     }
 
     fn try_stub_status(&self) -> Result<StubStatus, String> {
-        let mut stream = TcpStream::connect_timeout(&self.addr(), Duration::from_secs(2))
+        let stub = SocketAddr::from(([127, 0, 0, 1], self.stub_port));
+        let mut stream = TcpStream::connect_timeout(&stub, Duration::from_secs(2))
             .map_err(|e| format!("connect: {e}"))?;
         // From here on nginx has counted an accepted connection.
         self.own_connections.fetch_add(1, Ordering::SeqCst);
