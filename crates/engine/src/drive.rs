@@ -13,6 +13,7 @@ use crate::conn::{record_fed_error, Exchange, Fed, Sent};
 use crate::ctx::{Ctx, Late};
 use crate::mix::ConnMix;
 use crate::ramp::Ramp;
+use crate::tls::{record_failure, Opened};
 
 /// A send that left later than this after its intended time counts as late.
 pub(crate) const LATE_NS: u64 = 1_000_000;
@@ -34,6 +35,20 @@ pub(crate) trait Transport<'p> {
     fn close(&mut self, i: usize);
     /// Tells connection `i`'s codec that the peer closed; returns the error to count.
     fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind>;
+
+    /// The generation of connection `i` (changes when it is replaced).
+    fn gen(&self, i: usize) -> u32;
+    /// https: sends the records queued in connection `i`'s session.
+    fn send_records(&mut self, i: usize, now: u64);
+    /// https: connection `i`'s handshake completed: it is open, and the
+    /// handshake is recorded.
+    fn established(&mut self, i: usize, now: u64);
+    /// https: connection `i`'s handshake failed (`kind` counted): it is
+    /// closed and retried after a back-off, as after a failed connect.
+    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64);
+    /// https: feeds the plaintext connection `i`'s session opened to the
+    /// codec (None: there was none).
+    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed>;
 
     /// Connections of this worker.
     fn conns(&self) -> usize;
@@ -235,6 +250,48 @@ pub(crate) trait Transport<'p> {
                 record_fed_error(&mut self.ctx().rec, &fed);
                 self.replace(i, now, true);
             }
+        }
+    }
+
+    /// https: what connection `i` does once received records were opened
+    /// (`handshaking`: they arrived during its handshake): send what the
+    /// handshake needs, open the connection when it completes, feed the
+    /// plaintext, end at close_notify.
+    fn after_open(
+        &mut self,
+        i: usize,
+        opened: Result<Opened, ErrorKind>,
+        handshaking: bool,
+        now: u64,
+    ) {
+        let gen = self.gen(i);
+        let opened = match opened {
+            Ok(o) => o,
+            Err(kind) if handshaking => return self.handshake_failed(i, kind, now),
+            Err(kind) => {
+                record_failure(&mut self.ctx().rec, kind);
+                return self.replace(i, now, true);
+            }
+        };
+        self.send_records(i, now);
+        if self.gen(i) != gen {
+            return;
+        }
+        if opened.established {
+            self.established(i, now);
+            self.ready(i, now);
+            if self.gen(i) != gen {
+                return;
+            }
+        }
+        if let Some(fed) = self.feed_plain(i, now) {
+            self.after_feed(i, fed, now);
+            if self.gen(i) != gen {
+                return;
+            }
+        }
+        if opened.closed {
+            self.on_eof(i, now);
         }
     }
 

@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Fed, Phase};
 use crate::ctx::Ctx;
 use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
@@ -184,6 +184,32 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
     fn close(&mut self, i: usize) {
         self.close_socket(i);
+    }
+    fn gen(&self, i: usize) -> u32 {
+        self.conns[i].gen
+    }
+    fn send_records(&mut self, i: usize, now: u64) {
+        if self.has_unsent(i) {
+            self.flush(i, now);
+        }
+    }
+    fn established(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.state = State::Open;
+        c.backoff.reset();
+        if let Some(t) = c.tls.as_deref() {
+            t.record_established(&mut self.ctx.rec, now);
+        }
+    }
+    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
+        record_failure(&mut self.ctx.rec, kind);
+        self.back_off(i, now);
+    }
+    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed> {
+        let timing = self.ctx.timing();
+        let c = &mut self.conns[i];
+        let t = c.tls.as_deref().filter(|t| !t.plain.is_empty())?;
+        Some(c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing).1)
     }
     fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
         let timing = self.ctx.timing();
@@ -422,58 +448,14 @@ impl Driver<'_, '_> {
         self.flush(i, now);
     }
 
-    /// https: opens `n` received bytes of connection `i`, sends what the
-    /// handshake needs, and feeds the plaintext to the codec.
+    /// https: opens `n` received bytes of connection `i` and acts on them.
     fn on_records(&mut self, i: usize, n: usize, now: u64) {
-        let gen = self.conns[i].gen;
+        let handshaking = self.handshaking(i);
         let Some(t) = self.conns[i].tls.as_mut() else {
             return;
         };
-        let opened = match t.open(&self.buf[..n]) {
-            Ok(o) => o,
-            Err(kind) if self.handshaking(i) => return self.handshake_failed(i, kind, now),
-            Err(kind) => {
-                record_failure(&mut self.ctx.rec, kind);
-                return self.replace(i, now, true);
-            }
-        };
-        if self.has_unsent(i) {
-            self.flush(i, now);
-            if self.conns[i].gen != gen {
-                return;
-            }
-        }
-        if opened.established {
-            let c = &mut self.conns[i];
-            c.state = State::Open;
-            c.backoff.reset();
-            if let Some(t) = c.tls.as_deref() {
-                t.record_established(&mut self.ctx.rec, now);
-            }
-            self.ready(i, now);
-            if self.conns[i].gen != gen {
-                return;
-            }
-        }
-        let timing = self.ctx.timing();
-        let c = &mut self.conns[i];
-        if let Some(t) = c.tls.as_deref().filter(|t| !t.plain.is_empty()) {
-            let (_, fed) = c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing);
-            self.after_feed(i, fed, now);
-            if self.conns[i].gen != gen {
-                return;
-            }
-        }
-        if opened.closed {
-            self.on_eof(i, now);
-        }
-    }
-
-    /// https: the handshake of connection `i` failed (`kind` is counted);
-    /// the next attempt waits a back-off, as after a failed connect.
-    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
-        record_failure(&mut self.ctx.rec, kind);
-        self.back_off(i, now);
+        let opened = t.open(&self.buf[..n]);
+        self.after_open(i, opened, handshaking, now);
     }
 
     /// Closes connection `i` and reopens it after a back-off.

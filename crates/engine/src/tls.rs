@@ -25,6 +25,10 @@ pub(crate) struct Session {
     /// records are appended.
     pub out: Vec<u8>,
     pub sent: usize,
+    /// io_uring: the records of the send in flight (untouched until its
+    /// completion: the kernel reads them), and whether one is.
+    flight: Vec<u8>,
+    sending: bool,
     /// Plaintext opened by the last [`Session::open`].
     pub plain: Vec<u8>,
     /// A byte has arrived (the first tells TLS from plain HTTP).
@@ -56,6 +60,8 @@ impl Session {
             conn: client(t)?,
             out: Vec::with_capacity(4096),
             sent: 0,
+            flight: Vec::with_capacity(4096),
+            sending: false,
             plain: Vec::with_capacity(16 * 1024),
             heard: false,
             connect_ns,
@@ -81,6 +87,31 @@ impl Session {
         self.connected_ns = connected_ns;
         self.queue_records();
         Ok(())
+    }
+
+    /// io_uring: moves the queued records to the in-flight buffer and
+    /// returns it; None while a send is in flight or nothing is queued.
+    /// The buffer stays put until [`Session::send_done`] (a restart for a
+    /// new connection leaves it alone too).
+    pub(crate) fn take_flight(&mut self) -> Option<(*const u8, usize)> {
+        if self.sending || self.out.is_empty() {
+            return None;
+        }
+        std::mem::swap(&mut self.out, &mut self.flight);
+        self.out.clear();
+        self.sending = true;
+        Some((self.flight.as_ptr(), self.flight.len()))
+    }
+
+    /// io_uring: bytes of the send in flight.
+    pub(crate) fn flight_len(&self) -> usize {
+        self.flight.len()
+    }
+
+    /// io_uring: the send of the in-flight buffer completed.
+    pub(crate) fn send_done(&mut self) {
+        self.sending = false;
+        self.flight.clear();
     }
 
     /// Appends the records rustls has queued (handshake, alerts) to `out`.

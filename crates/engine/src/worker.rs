@@ -99,21 +99,7 @@ pub fn run_observed(
 ) -> Result<Outcome, String> {
     let gate = Arc::new(Gate::default());
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let (engine, engine_reason) = if plan.tls.is_some() {
-        // The io_uring driver does not speak TLS yet.
-        match plan.engine {
-            EngineChoice::Uring => {
-                return Err("--engine uring: https:// runs on the epoll engine for now".into())
-            }
-            EngineChoice::Epoll => (EngineKind::Epoll, "chosen with --engine epoll".into()),
-            EngineChoice::Auto => (
-                EngineKind::Epoll,
-                "https:// runs on epoll (the io_uring driver does not speak TLS yet)".into(),
-            ),
-        }
-    } else {
-        probe_engine(plan.engine)?
-    };
+    let (engine, engine_reason) = probe_engine(plan.engine)?;
     let window = Window::of(plan, now_ns());
     let plan = Arc::new(plan.clone());
     let mut handles = Vec::new();

@@ -15,6 +15,7 @@ use rustls::crypto::ring::default_provider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
 use support::run::{free_port, spawn_xload, TempDir, XloadChild};
+use xload_testkit::both_engines;
 
 /// A running `xload serve --tls` on a free loopback port.
 struct Serve {
@@ -279,11 +280,18 @@ fn serve_refuses_a_cert_without_a_key() {
 // The client: `xload https://…`.
 
 /// `xload ARGS --json PATH`: exit code, report, stdout and stderr.
-fn client_run(args: &[&str]) -> (i32, serde_json::Value, String, String) {
+fn client_run(engine: &str, args: &[&str]) -> (i32, serde_json::Value, String, String) {
     let dir = TempDir::new("xload-https");
     let json = dir.join("out.json");
     let mut all: Vec<&str> = args.to_vec();
-    all.extend(["-t", "1", "--json", json.to_str().unwrap()]);
+    all.extend([
+        "-t",
+        "1",
+        "--engine",
+        engine,
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     let (status, out, err, _) = support::run::run_xload(&all);
     let report = std::fs::read_to_string(&json)
         .ok()
@@ -299,16 +307,21 @@ fn has_tls_ulp() -> bool {
         .any(|u| u == "tls")
 }
 
-#[test]
-fn https_against_serve_tls_reconciles_with_its_stats() {
+fn https_against_serve_tls_reconciles_with_its_stats(engine: &str) {
     const N: u64 = 2000;
     let srv = Serve::start(&[]);
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let n = N.to_string();
-    let (code, r, out, err) = client_run(&[&url, "--insecure", "-n", &n, "-c", "8"]);
+    let (code, r, out, err) = client_run(engine, &[&url, "--insecure", "-n", &n, "-c", "8"]);
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(r["requests"], N, "{out}");
     assert_eq!(r["errors_total"], 0, "{out}");
+    let ran = if engine == "uring" {
+        "io_uring"
+    } else {
+        "epoll"
+    };
+    assert_eq!(r["engine"], ran, "{out}");
     let t = &r["tls"];
     assert_eq!(t["mode"], "user-space", "{t}");
     assert!(t["version"] == "TLS1.3", "{t}");
@@ -340,9 +353,10 @@ fn https_against_serve_tls_reconciles_with_its_stats() {
 
 #[test]
 fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
+    let engine = "auto";
     let srv = Serve::start(&[]);
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let (code, _, out, err) = client_run(&[&url, "-d", "2s", "-c", "2"]);
+    let (code, _, out, err) = client_run(engine, &[&url, "-d", "2s", "-c", "2"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("certificate is not trusted"), "{err}");
     assert!(
@@ -351,8 +365,7 @@ fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
     );
 }
 
-#[test]
-fn https_trusts_cacert_and_reaches_a_name_through_resolve() {
+fn https_trusts_cacert_and_reaches_a_name_through_resolve(engine: &str) {
     let dir = TempDir::new("xload-tls");
     let ck = rcgen::generate_simple_self_signed(vec!["xload.test".to_string()]).unwrap();
     std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
@@ -377,13 +390,15 @@ fn https_trusts_cacert_and_reaches_a_name_through_resolve() {
         "-c",
         "2",
     ];
-    let (code, r, out, err) = client_run(&[&[url.as_str()][..], &args].concat());
+    let (code, r, out, err) = client_run(engine, &[&[url.as_str()][..], &args].concat());
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(r["requests"], 300, "{out}");
     assert_eq!(r["target"], url.as_str());
     // TLS 1.2 only, the same way.
-    let (code, r, out, err) =
-        client_run(&[&[url.as_str(), "--tls-version", "1.2"][..], &args].concat());
+    let (code, r, out, err) = client_run(
+        engine,
+        &[&[url.as_str(), "--tls-version", "1.2"][..], &args].concat(),
+    );
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(r["tls"]["version"], "TLS1.2", "{out}");
 }
@@ -437,14 +452,13 @@ impl Drop for Closer {
     }
 }
 
-#[test]
-fn https_to_a_plain_http_server_is_not_tls() {
+fn https_to_a_plain_http_server_is_not_tls(engine: &str) {
     // What nginx and most servers answer to a ClientHello on a plain port.
     let srv = Closer::start(Some(
         b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
     ));
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let (code, r, out, err) = client_run(&[&url, "--insecure", "-d", "500ms", "-c", "2"]);
+    let (code, r, out, err) = client_run(engine, &[&url, "--insecure", "-d", "500ms", "-c", "2"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         r["errors"]["not_tls"].as_u64().unwrap_or(0) > 0,
@@ -453,11 +467,10 @@ fn https_to_a_plain_http_server_is_not_tls() {
     assert!(err.contains("not_tls"), "{err}");
 }
 
-#[test]
-fn https_to_a_server_that_closes_during_the_handshake_is_named() {
+fn https_to_a_server_that_closes_during_the_handshake_is_named(engine: &str) {
     let srv = Closer::start(None);
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let (code, r, out, err) = client_run(&[&url, "--insecure", "-d", "500ms", "-c", "2"]);
+    let (code, r, out, err) = client_run(engine, &[&url, "--insecure", "-d", "500ms", "-c", "2"]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         r["errors"]["tls_closed_in_handshake"].as_u64().unwrap_or(0) > 0,
@@ -477,14 +490,16 @@ fn nginx_tls(protocols: &str) -> Option<support::nginx::Nginx> {
     })
 }
 
-#[test]
-fn https_against_nginx_reconciles_with_stub_status() {
+fn https_against_nginx_reconciles_with_stub_status(engine: &str) {
     const N: u64 = 1500;
     let Some(nginx) = nginx_tls("TLSv1.2 TLSv1.3") else {
         return;
     };
     let n = N.to_string();
-    let (code, r, out, err) = client_run(&[&nginx.url("/"), "--insecure", "-n", &n, "-c", "4"]);
+    let (code, r, out, err) = client_run(
+        engine,
+        &[&nginx.url("/"), "--insecure", "-n", &n, "-c", "4"],
+    );
     assert_eq!(code, 0, "{out}{err}\n{}", nginx.logs());
     assert_eq!(r["requests"], N, "{out}");
     assert_eq!(r["errors_total"], 0, "{out}");
@@ -497,21 +512,23 @@ fn https_against_nginx_reconciles_with_stub_status() {
     );
 }
 
-#[test]
-fn https_version_mismatch_is_a_handshake_failure() {
+fn https_version_mismatch_is_a_handshake_failure(engine: &str) {
     let Some(nginx) = nginx_tls("TLSv1.2") else {
         return;
     };
-    let (code, r, out, err) = client_run(&[
-        &nginx.url("/"),
-        "--insecure",
-        "--tls-version",
-        "1.3",
-        "-d",
-        "500ms",
-        "-c",
-        "2",
-    ]);
+    let (code, r, out, err) = client_run(
+        engine,
+        &[
+            &nginx.url("/"),
+            "--insecure",
+            "--tls-version",
+            "1.3",
+            "-d",
+            "500ms",
+            "-c",
+            "2",
+        ],
+    );
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         r["errors"]["tls_handshake_failed"].as_u64().unwrap_or(0) > 0,
@@ -519,3 +536,77 @@ fn https_version_mismatch_is_a_handshake_failure() {
     );
     assert_eq!(nginx.requests(), 0);
 }
+
+/// Pipelined batches are sealed whole; a new connection per request costs
+/// a full handshake each, or a resumed one with --tls-resume.
+fn https_pipelines_and_handshakes_per_connection(engine: &str) {
+    let srv = Serve::start(&[]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(
+        engine,
+        &[
+            &url,
+            "--insecure",
+            "-n",
+            "4000",
+            "-c",
+            "4",
+            "--pipeline",
+            "16",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        (r["requests"].as_u64(), r["errors_total"].as_u64()),
+        (Some(4000), Some(0)),
+        "{out}"
+    );
+    let (code, r, out, err) = client_run(
+        engine,
+        &[&url, "--insecure", "-n", "150", "-c", "2", "--no-keepalive"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(r["requests"], 150, "{out}");
+    assert_eq!(r["tls"]["handshakes_full"], r["connects"], "{out}");
+    assert!(r["connects"].as_u64().unwrap() >= 150, "{out}");
+    assert_eq!(r["tls"]["handshakes_resumed"], 0, "{out}");
+    let (code, r, out, err) = client_run(
+        engine,
+        &[
+            &url,
+            "--insecure",
+            "-n",
+            "150",
+            "-c",
+            "2",
+            "--no-keepalive",
+            "--tls-resume",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (full, resumed) = (
+        r["tls"]["handshakes_full"].as_u64().unwrap(),
+        r["tls"]["handshakes_resumed"].as_u64().unwrap(),
+    );
+    assert_eq!(full + resumed, r["connects"].as_u64().unwrap(), "{out}");
+    // Only the first connections, with no session cached yet, are full.
+    assert!(resumed >= 140 && full >= 1, "{out}");
+    let st = stats(
+        &srv,
+        &client(
+            rustls::DEFAULT_VERSIONS,
+            Arc::new(AnyCert(Default::default())),
+        ),
+    );
+    assert_eq!(st["requests"], 4000 + 150 + 150, "{st}");
+}
+
+both_engines!(
+    https_pipelines_and_handshakes_per_connection,
+    https_against_serve_tls_reconciles_with_its_stats,
+    https_trusts_cacert_and_reaches_a_name_through_resolve,
+    https_to_a_plain_http_server_is_not_tls,
+    https_to_a_server_that_closes_during_the_handshake_is_named,
+    https_against_nginx_reconciles_with_stub_status,
+    https_version_mismatch_is_a_handshake_failure,
+);

@@ -24,7 +24,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::ErrorKind;
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Phase};
+use crate::conn::{record_errno, Backoff, Exchange, Fed, Phase};
 use crate::ctx::Ctx;
 use crate::drive::{DriverStats, Transport};
 use crate::lowat::{Lowat, RoundTrip};
@@ -33,6 +33,7 @@ use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
 };
 use crate::sock::{sockaddr, Addr, Sources};
+use crate::tls::{record_failure, Session};
 
 mod batch;
 mod probe;
@@ -47,6 +48,9 @@ const OP_SEND: u8 = 4;
 const OP_FILES: u8 = 5;
 const OP_TICK: u8 = 6;
 const OP_TICK_REMOVE: u8 = 7;
+/// https: a send of sealed records (posts its completion: the records'
+/// buffer is reused only after it).
+const OP_TLS_SEND: u8 = 8;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -58,6 +62,10 @@ enum State {
         until_ns: u64,
     },
     Connecting,
+    /// https: connected, the TLS handshake is under way.
+    Handshaking {
+        since_ns: u64,
+    },
     Open,
 }
 
@@ -70,6 +78,10 @@ struct Conn {
     rcvlowat: u32,
     backoff: Backoff,
     ex: Exchange,
+    /// When the current connect began (https: connect time), ns.
+    connect_ns: u64,
+    /// https: the TLS session (kept, with its buffers, across reconnects).
+    tls: Option<Box<Session>>,
 }
 
 struct Driver<'c, 'p> {
@@ -85,6 +97,7 @@ struct Driver<'c, 'p> {
     sources: Sources,
     ramp: Ramp,
     connect_timeout: Box<types::Timespec>,
+    connect_timeout_ns: u64,
     timeout_ns: u64,
     pipeline: usize,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
@@ -97,6 +110,8 @@ struct Driver<'c, 'p> {
     /// Receives armed and not yet finished (stale ones included).
     recvs_live: usize,
     connects_live: usize,
+    /// https: sends of sealed records not completed yet.
+    tls_sends_live: usize,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
     /// The connections' round trip: the batching tick and the marks follow it.
@@ -198,6 +213,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
                 rcvlowat: 1,
                 backoff: Backoff::default(),
                 ex: Exchange::new(plan.head, pipeline),
+                connect_ns: 0,
+                tls: None,
             })
             .collect(),
         batch: batch.into_boxed_slice(),
@@ -206,6 +223,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         sources: Sources::new(plan, _index),
         ramp: Ramp::new(nconns, plan.connect_rate_of(_index), now_ns()),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
+        connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         timeout_ns: plan.timeout.as_nanos() as u64,
         pipeline,
         rearm: Vec::with_capacity(nconns),
@@ -214,6 +232,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
         connects_live: 0,
+        tls_sends_live: 0,
         lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
         fixed,
@@ -269,7 +288,12 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
     /// One Send SQE for the `n` requests: posts no completion when it succeeds.
     #[inline]
-    fn transmit(&mut self, i: usize, n: usize, _now: u64) {
+    fn transmit(&mut self, i: usize, n: usize, now: u64) {
+        let c = &mut self.conns[i];
+        if let Some(t) = c.tls.as_mut() {
+            t.seal(c.ex.outgoing(&self.batch[..n * self.req_len]));
+            return self.send_records(i, now);
+        }
         // The run's request (repeated for the pipeline), or the workload's request in flight.
         let bytes = self.conns[i].ex.outgoing(&self.batch[..n * self.req_len]);
         let (buf, len) = (bytes.as_ptr(), bytes.len() as u32);
@@ -297,6 +321,51 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
     fn close(&mut self, i: usize) {
         self.close_socket(i);
+    }
+    fn gen(&self, i: usize) -> u32 {
+        self.conns[i].gen
+    }
+    /// One Send SQE for what the session queued, unless one is in flight
+    /// (its completion sends the rest).
+    fn send_records(&mut self, i: usize, _now: u64) {
+        let Some((buf, len)) = self.conns[i].tls.as_mut().and_then(|t| t.take_flight()) else {
+            return;
+        };
+        self.ctx.rec.add_bytes_sent(len as u64);
+        let tok = Token {
+            kind: OP_TLS_SEND,
+            gen: self.conns[i].gen,
+            index: i as u32,
+        }
+        .encode();
+        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
+            s, buf, len as u32
+        )
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build())
+        .user_data(tok);
+        self.tls_sends_live += 1;
+        // SAFETY: the in-flight buffer is boxed in the session and left
+        // untouched until this send's completion (`Session::send_done`).
+        unsafe { self.push(&e) };
+    }
+    fn established(&mut self, i: usize, now: u64) {
+        let c = &mut self.conns[i];
+        c.state = State::Open;
+        c.backoff.reset();
+        if let Some(t) = c.tls.as_deref() {
+            t.record_established(&mut self.ctx.rec, now);
+        }
+    }
+    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
+        record_failure(&mut self.ctx.rec, kind);
+        self.back_off(i, now);
+    }
+    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed> {
+        let timing = self.ctx.timing();
+        let c = &mut self.conns[i];
+        let t = c.tls.as_deref().filter(|t| !t.plain.is_empty())?;
+        Some(c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing).1)
     }
     fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
         let timing = self.ctx.timing();
@@ -353,7 +422,8 @@ impl Driver<'_, '_> {
     /// Sets connection `i`'s receive low-water mark for what it waits for.
     fn set_lowat(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        if c.state == State::Open {
+        // https: records are opened whole, a low-water mark has no use.
+        if c.state == State::Open && c.tls.is_none() {
             self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
         }
     }
@@ -463,6 +533,7 @@ impl Driver<'_, '_> {
             // descriptors from now on; operations already queued on the slot
             // fail and their connections are replaced.
             OP_FILES => self.fixed = false,
+            OP_TLS_SEND => self.on_tls_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
@@ -494,19 +565,21 @@ impl Driver<'_, '_> {
         if res > 0 {
             let Some(b) = bid else { return };
             self.on_data(i, b, res as usize, now);
-            if self.conns[i].state == State::Open && !self.conns[i].recv_armed {
+            if self.receiving(i) && !self.conns[i].recv_armed {
                 self.rearm.push(i as u32);
             }
         } else if res == 0 {
+            if self.handshaking(i) {
+                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
+            }
             self.on_eof(i, now);
         } else if res == -libc::ENOBUFS {
             self.short_of_bufs = true;
-            if self.conns[i].state == State::Open {
+            if self.receiving(i) {
                 self.rearm.push(i as u32);
             }
         } else {
-            record_errno(&mut self.ctx.rec, Phase::Exchange, -res);
-            self.replace(i, now, true);
+            self.socket_failed(i, -res, now);
         }
     }
 
@@ -518,10 +591,13 @@ impl Driver<'_, '_> {
             return;
         }
         if res == 0 {
+            self.ctx.rec.record_connect();
+            if self.ctx.plan.tls.is_some() {
+                return self.start_tls(i, now);
+            }
             let c = &mut self.conns[i];
             c.state = State::Open;
             c.backoff.reset();
-            self.ctx.rec.record_connect();
             self.arm_recv(i);
             self.ready(i, now);
             self.set_lowat(i);
@@ -560,8 +636,94 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// Connection `i` is up: its receive stays armed.
+    fn receiving(&self, i: usize) -> bool {
+        matches!(self.conns[i].state, State::Open | State::Handshaking { .. })
+    }
+
+    fn handshaking(&self, i: usize) -> bool {
+        matches!(self.conns[i].state, State::Handshaking { .. })
+    }
+
+    /// A receive or send on connection `i` failed with `errno`. During the
+    /// handshake a reset is the peer closing it, and the replacement waits
+    /// a back-off (nothing was ever served on it); later it is replaced at once.
+    fn socket_failed(&mut self, i: usize, errno: i32, now: u64) {
+        if self.handshaking(i) {
+            if matches!(errno, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) {
+                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
+            }
+            record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
+            return self.back_off(i, now);
+        }
+        record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
+        self.replace(i, now, true);
+    }
+
+    /// Closes connection `i` and reopens it after a back-off.
+    fn back_off(&mut self, i: usize, now: u64) {
+        self.close(i);
+        let c = &mut self.conns[i];
+        c.state = State::Closed {
+            until_ns: c.backoff.fail(now),
+        };
+    }
+
+    /// https: connection `i` connected; its handshake starts (ClientHello
+    /// out, the receive armed).
+    fn start_tls(&mut self, i: usize, now: u64) {
+        let plan = self.ctx.plan;
+        let Some(tc) = plan.tls.as_ref() else {
+            return;
+        };
+        let c = &mut self.conns[i];
+        let since = c.connect_ns;
+        let started = match c.tls.as_mut() {
+            Some(t) => t.restart(tc, since, now),
+            None => Session::new(tc, since, now).map(|t| c.tls = Some(t)),
+        };
+        if let Err(kind) = started {
+            return self.handshake_failed(i, kind, now);
+        }
+        c.state = State::Handshaking { since_ns: now };
+        self.arm_recv(i);
+        self.send_records(i, now);
+    }
+
+    /// https: a send of sealed records completed. Its buffer is free again
+    /// (whatever connection it was for); what was queued meanwhile goes.
+    fn on_tls_send(&mut self, tok: Token, res: i32, now: u64) {
+        self.tls_sends_live -= 1;
+        let i = tok.index as usize;
+        let len = self.conns[i].tls.as_ref().map_or(0, |t| t.flight_len());
+        if let Some(t) = self.conns[i].tls.as_mut() {
+            t.send_done();
+        }
+        if self.conns[i].gen != tok.gen {
+            // A replaced connection's: the current one may have records waiting.
+            if self.receiving(i) {
+                self.send_records(i, now);
+            }
+            return;
+        }
+        if res < 0 {
+            return self.socket_failed(i, -res, now);
+        }
+        if (res as usize) < len {
+            // MSG_WAITALL: short only when the connection broke.
+            return self.socket_failed(i, libc::ECONNRESET, now);
+        }
+        self.send_records(i, now);
+    }
+
     #[inline]
     fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
+        let handshaking = self.handshaking(i);
+        if let Some(t) = self.conns[i].tls.as_mut() {
+            let opened = t.open(self.bufs.buffer(bid, len));
+            self.bufs.recycle(bid);
+            return self.after_open(i, opened, handshaking, now);
+        }
         let timing = self.ctx.timing();
         let data = self.bufs.buffer(bid, len);
         let (_, fed) = self.conns[i].ex.feed(data, now, &mut self.ctx.rec, timing);
@@ -571,10 +733,10 @@ impl Driver<'_, '_> {
     }
 
     fn arm_recv(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if c.recv_armed || c.state != State::Open {
+        if self.conns[i].recv_armed || !self.receiving(i) {
             return;
         }
+        let c = &mut self.conns[i];
         c.recv_armed = true;
         let tok = Token {
             kind: OP_RECV,
@@ -614,6 +776,7 @@ impl Driver<'_, '_> {
         c.fd = fd;
         c.rcvlowat = 1;
         c.state = State::Connecting;
+        c.connect_ns = now;
         let tok = Token {
             kind: OP_CONNECT,
             gen: c.gen,
@@ -759,6 +922,13 @@ impl Driver<'_, '_> {
             match self.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Open => self.expire(i, now, self.timeout_ns),
+                State::Handshaking { since_ns }
+                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                {
+                    // --connect-timeout covers the handshake.
+                    self.ctx.rec.record_error(ErrorKind::ConnectTimeout);
+                    self.back_off(i, now);
+                }
                 _ => {}
             }
         }
@@ -781,7 +951,9 @@ impl Driver<'_, '_> {
             }
         }
         let deadline = now_ns() + 200_000_000;
-        while (self.recvs_live > 0 || self.connects_live > 0) && now_ns() < deadline {
+        while (self.recvs_live > 0 || self.connects_live > 0 || self.tls_sends_live > 0)
+            && now_ns() < deadline
+        {
             self.wait(10_000_000);
             let cqes: Vec<_> = self.ring.completion().collect();
             for cqe in cqes {
@@ -796,6 +968,7 @@ impl Driver<'_, '_> {
                         }
                     }
                     OP_CONNECT => self.connects_live -= 1,
+                    OP_TLS_SEND => self.tls_sends_live -= 1,
                     _ => {}
                 }
             }
@@ -808,6 +981,14 @@ impl Driver<'_, '_> {
         if self.recvs_live > 0 || self.connects_live > 0 || cancelled.is_err() {
             // The kernel may still write into a receive buffer: keep the memory.
             self.bufs.leak();
+        }
+        if self.tls_sends_live > 0 || cancelled.is_err() {
+            // ... or read a send's records.
+            for c in &mut self.conns {
+                if let Some(t) = c.tls.take() {
+                    std::mem::forget(t);
+                }
+            }
         }
         for c in &mut self.conns {
             if c.fd >= 0 {
