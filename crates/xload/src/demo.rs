@@ -25,6 +25,11 @@ pub(crate) struct DemoArgs {
     #[arg(long = "json")]
     pub json: Option<String>,
 
+    /// Over HTTPS: the responder speaks TLS with a self-signed certificate
+    /// (the generator skips verification).
+    #[arg(long = "tls")]
+    pub tls: bool,
+
     /// Measured seconds per step.
     #[arg(long = "step", default_value = "1200ms", value_parser = crate::args::parse_positive_duration)]
     pub step: Duration,
@@ -53,6 +58,10 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
     } else {
         (vec![None], None)
     };
+    let tls = match a.tls {
+        true => Some(crate::tls::server(None, None)?.config),
+        false => None,
+    };
     let server = Server::start(ServeConfig {
         listen: "127.0.0.1:0".parse().expect("static address"),
         body_size: 0,
@@ -62,11 +71,12 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         idle_timeout: None,
         header_timeout: None,
         send_timeout: None,
-        tls: None,
+        tls,
         files: None,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
-    let url = format!("http://{}/", server.addr);
+    let scheme = if a.tls { "https" } else { "http" };
+    let url = format!("{scheme}://{}/", server.addr);
     crate::outln!(
         "xload demo: embedded responder on {url} (cpu {}), generator on cpu {}",
         serve_cpus[0].map_or("any".to_string(), |c| c.to_string()),
@@ -85,6 +95,9 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         "--warmup".into(),
         "300ms".into(),
     ];
+    if a.tls {
+        argv.push("--insecure".into());
+    }
     if let Some(c) = &gen_cpus {
         argv.push("--cpus".into());
         argv.push(c.clone());

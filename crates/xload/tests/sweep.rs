@@ -586,3 +586,29 @@ fn a_step_stopped_in_its_warmup_is_left_out() {
         out.stdout
     );
 }
+
+/// `xload demo --tls`: the same sweep over HTTPS.
+#[test]
+fn demo_over_tls_sweeps_the_embedded_https_responder() {
+    let _serial = serial();
+    let dir = TempDir::new("demo-tls");
+    let json = dir.join("demo.json");
+    let (status, out, err, _) = run_xload([
+        "demo",
+        "--tls",
+        "--step",
+        "200ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(exit_code(status), 0, "{out}\n{err}");
+    assert!(out.contains("embedded responder on https://"), "{out}");
+    let doc = read_json(&json);
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 9, "{out}");
+    for s in steps {
+        assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+        assert_eq!(s["errors_total"], 0, "{s}");
+        assert_eq!(s["tls"]["mode"], "user-space", "{s}");
+    }
+}

@@ -567,8 +567,14 @@ fn https_pipelines_and_handshakes_per_connection(engine: &str) {
     );
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(r["requests"], 150, "{out}");
-    assert_eq!(r["tls"]["handshakes_full"], r["connects"], "{out}");
-    assert!(r["connects"].as_u64().unwrap() >= 150, "{out}");
+    // A connection that connected as the quota was met may end before its
+    // handshake: at most one per connection (-c 2).
+    let connects = r["connects"].as_u64().unwrap();
+    let full = r["tls"]["handshakes_full"].as_u64().unwrap();
+    assert!(
+        full >= 150 && full <= connects && connects - full <= 2,
+        "{out}"
+    );
     assert_eq!(r["tls"]["handshakes_resumed"], 0, "{out}");
     let (code, r, out, err) = client_run(
         engine,
@@ -588,7 +594,11 @@ fn https_pipelines_and_handshakes_per_connection(engine: &str) {
         r["tls"]["handshakes_full"].as_u64().unwrap(),
         r["tls"]["handshakes_resumed"].as_u64().unwrap(),
     );
-    assert_eq!(full + resumed, r["connects"].as_u64().unwrap(), "{out}");
+    let connects = r["connects"].as_u64().unwrap();
+    assert!(
+        full + resumed <= connects && connects - (full + resumed) <= 2,
+        "{out}"
+    );
     // Only the first connections, with no session cached yet, are full.
     assert!(resumed >= 140 && full >= 1, "{out}");
     let st = stats(
