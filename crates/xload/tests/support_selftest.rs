@@ -723,6 +723,21 @@ fn free_port_can_be_bound_on_loopback() {
 }
 
 #[test]
+fn free_ports_are_below_the_ephemeral_range_and_differ() {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let a = free_port();
+    let b = free_port();
+    assert!(a < low && b < low, "{a}, {b} not below {low}");
+    assert_ne!(a, b);
+}
+
+#[test]
 fn temp_dir_is_removed_on_drop() {
     let dir = TempDir::new("selftest");
     std::fs::write(dir.join("f"), b"x").unwrap();

@@ -18,10 +18,29 @@ pub(crate) fn xload_bin() -> &'static str {
     env!("CARGO_BIN_EXE_xload")
 }
 
-/// A loopback TCP port that was free a moment ago (bound to `127.0.0.1:0`,
-/// then released). Another process may take it before the caller binds it;
-/// the kernel hands out ephemeral ports in rotation, so that is rare.
+/// A loopback TCP port that was free a moment ago, chosen below the kernel's
+/// ephemeral range: a port from that range can be taken as the source port of
+/// any outgoing connect (a load test opens thousands), and a connect to it
+/// before the server listens can connect to itself and look like readiness.
 pub(crate) fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Ports 20000..low-1 (low = first ephemeral port), walked from a
+    // per-process offset so parallel tests and test binaries rarely meet.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(21000, 65535);
+    let span = low - 20000;
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20000 + (start + n.wrapping_mul(13)) % span;
+        if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener
         .local_addr()
