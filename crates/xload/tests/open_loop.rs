@@ -563,7 +563,10 @@ fn assert_corrected_p99_shows_the_stall(engine: &str) {
     // histogram too: it is honest about them, only its p99 misses the stall.
     assert!(unc.max >= 400_000, "{s}");
     assert_eq!(r.errors_total, 0, "{s}");
-    assert!((r.rps - 1000.0).abs() <= 0.03 * 1000.0, "{s}");
+    // The schedule held: every intended send was made or counted dropped (a
+    // loaded machine catches up slower after the stall and can hit the cap).
+    let intended = r.rps + open(&r).dropped as f64 / r.duration_s;
+    assert!((intended - 1000.0).abs() <= 0.03 * 1000.0, "{s}");
 }
 
 #[test]
