@@ -3,12 +3,15 @@
 
 use serde::Serialize;
 
-/// Whether steps vary concurrency or rate.
+/// Whether steps vary concurrency, rate or workload sessions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Concurrency,
     Rate,
+    /// Workload sessions (each a connection with think time): a closed
+    /// loop, analysed as concurrency is.
+    Sessions,
 }
 
 impl Mode {
@@ -17,6 +20,7 @@ impl Mode {
         match self {
             Mode::Concurrency => "concurrency",
             Mode::Rate => "rate",
+            Mode::Sessions => "sessions",
         }
     }
 }
@@ -44,7 +48,7 @@ pub const KEPT_UP: f64 = 0.97;
 /// fine steps as flat, and a p99 that moves by noise as a knee.
 pub fn find_knee_in(points: &[Point], mode: Mode, min_gain: f64, p99_factor: f64) -> Option<usize> {
     match mode {
-        Mode::Concurrency => find_knee(points, min_gain, p99_factor),
+        Mode::Concurrency | Mode::Sessions => find_knee(points, min_gain, p99_factor),
         Mode::Rate => {
             let kept = |p: &Point| p.rps >= KEPT_UP * p.load;
             (0..points.len()).find(|&k| !kept(&points[k]) && !points[k + 1..].iter().any(kept))
@@ -147,7 +151,7 @@ pub fn recommended(points: &[Point], knee: usize, mode: Mode) -> [(f64, f64); 2]
     let (lo, hi) = match mode {
         // Whole connections inside the range: the low end up, the high end
         // down (never past 70%), at least one, and never crossed.
-        Mode::Concurrency => {
+        Mode::Concurrency | Mode::Sessions => {
             let lo = lo.ceil().max(1.0);
             (lo, hi.floor().max(lo))
         }

@@ -122,7 +122,8 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         mode: Mode::Concurrency,
         steps,
         knee: None,
-        max_rate: None,
+        found: None,
+        found_step: None,
         interrupted,
     };
     r.knee = find_knee(&r.points(), 0.10, 1.5);

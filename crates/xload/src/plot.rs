@@ -67,12 +67,13 @@ pub(crate) fn check_path(path: &Path) -> Result<(), String> {
     ensure_font().map_err(|e| format!("--plot {}: {e}", path.display()))
 }
 
-/// What a plot shows: the steps of a sweep in `mode` and its knee (an index
-/// into `points`).
+/// What a plot shows: the steps of a sweep in `mode` and one step marked
+/// with a vertical line and its label (the knee, or the compliant maximum),
+/// an index into `points`.
 pub(crate) struct Curve<'a> {
     pub mode: Mode,
     pub points: &'a [Point],
-    pub knee: Option<usize>,
+    pub mark: Option<(usize, String)>,
 }
 
 /// Writes the plot; the format follows the extension (.svg or .png).
@@ -125,10 +126,11 @@ where
     let xlabel = match r.mode {
         Mode::Concurrency => "connections",
         Mode::Rate => "target rate (req/s)",
+        Mode::Sessions => "sessions",
     };
     let caption = format!("xload sweep — {target}");
-    let log_x = r.mode == Mode::Concurrency && xmax / xmin >= 8.0;
-    let whole_x = r.mode == Mode::Concurrency;
+    let whole_x = matches!(r.mode, Mode::Concurrency | Mode::Sessions);
+    let log_x = whole_x && xmax / xmin >= 8.0;
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
 
@@ -172,14 +174,14 @@ where
                 pts.iter()
                     .map(|p| TriangleMarker::new((p.load, p.p99_us / 1000.0), 5, red.filled())),
             )?;
-            if let Some(k) = r.knee {
-                let kp = pts[k];
+            if let Some((k, label)) = &r.mark {
+                let kp = pts[*k];
                 chart.draw_series(std::iter::once(PathElement::new(
                     vec![(kp.load, 0.0), (kp.load, rps_max)],
                     BLACK.stroke_width(1),
                 )))?;
                 chart.draw_series(std::iter::once(Text::new(
-                    format!("knee: {:.0} req/s", kp.rps),
+                    label.clone(),
                     (kp.load, rps_max * 0.97),
                     ("sans-serif", 15).into_font(),
                 )))?;

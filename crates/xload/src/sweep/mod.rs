@@ -1,6 +1,10 @@
-//! `xload sweep`: load in steps (concurrency or open-loop rate), each with its
-//! own warm-up and measured window; the knee; the recommended operating range;
-//! with `--slo ... --find-max`, a bisection for the highest rate meeting the SLO.
+//! `xload sweep`: load in steps (concurrency, open-loop rate or workload
+//! sessions), each with its own warm-up and measured window; the knee; the
+//! recommended operating range; with `--slo ... --find-max`, a bisection for
+//! the highest rate meeting the SLO; with `--sessions ... --find-max`, the
+//! highest compliant session count ([`capacity`]).
+
+mod capacity;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +25,8 @@ use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct SweepArgs {
-    /// Target URL: http://host[:port]/path?query
-    pub url: String,
+    /// Target URL: http://host[:port]/path?query (with -w, default: the workload's url).
+    pub url: Option<String>,
 
     /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps); run lightest first.
     /// With --rate, a single value: the connections every rate step uses.
@@ -32,6 +36,11 @@ pub(crate) struct SweepArgs {
     /// Open-loop rates (requests/s): 1000,2000 — or A..B/N (N even steps) or A..B (doubling); run lowest first.
     #[arg(long = "rate", value_parser = parse_rate_levels)]
     pub rates: Option<Levels>,
+
+    /// Workload sessions (needs -w): 1000,2000 — or A..B (doubling) or A..B/N; run fewest first.
+    /// With --find-max: the coarse steps of the search for the highest compliant count.
+    #[arg(long = "sessions", value_parser = parse_conn_levels, conflicts_with_all = ["conc", "rates"])]
+    pub sessions: Option<Levels>,
 
     /// Knee: the step after which RPS grows by less than this fraction...
     #[arg(long = "knee-gain", default_value_t = 0.10)]
@@ -45,9 +54,10 @@ pub(crate) struct SweepArgs {
     #[arg(long = "slo")]
     pub slo: Vec<String>,
 
-    /// Bisect over rate (bracket: the lowest and highest --rate) for the highest
-    /// rate meeting every --slo with zero errors.
-    #[arg(long = "find-max", requires = "slo")]
+    /// With --rate and --slo: bisect over rate (bracket: the lowest and highest --rate) for the
+    /// highest rate meeting every --slo with zero errors. With --sessions: the highest session
+    /// count whose every check passes and every class meets its limits, stably; confirmed by a repeat.
+    #[arg(long = "find-max")]
     pub find_max: bool,
 
     /// Bisection stops when the bracket is narrower than this fraction of its top.
@@ -57,6 +67,15 @@ pub(crate) struct SweepArgs {
     /// Most trials of the bisection, after the two that probe the bracket's top and bottom.
     #[arg(long = "max-trials", default_value_t = 10)]
     pub max_trials: usize,
+
+    /// A sessions step is unstable when its rate over the last third of the window is this
+    /// fraction below the first third's...
+    #[arg(long = "drift-rps", default_value_t = 0.10)]
+    pub drift_rps: f64,
+
+    /// ...or its p99 this factor above the first third's (and 1 ms more).
+    #[arg(long = "drift-p99", default_value_t = 2.0)]
+    pub drift_p99: f64,
 
     /// Plot throughput and p99 against load: PATH.svg or PATH.png.
     #[arg(long = "plot")]
@@ -193,7 +212,7 @@ fn row(mode: Mode, load: f64, r: &Report) -> String {
     let l = &r.latency_us;
     let (cpu, sat) = client_cpu(r);
     let load = match mode {
-        Mode::Concurrency => format!("{load:.0}"),
+        Mode::Concurrency | Mode::Sessions => format!("{load:.0}"),
         Mode::Rate => format!("{load:.0}/s"),
     };
     format!(
@@ -251,7 +270,10 @@ pub(crate) struct SweepResult {
     pub mode: Mode,
     pub steps: Vec<(f64, Report)>,
     pub knee: Option<usize>,
-    pub max_rate: Option<Value>,
+    /// `--find-max`: what the search found (JSON `max_rate` or `max_sessions`).
+    pub found: Option<Value>,
+    /// The step the plot marks as the compliant maximum (sessions).
+    pub found_step: Option<usize>,
     pub interrupted: bool,
 }
 
@@ -270,18 +292,23 @@ impl SweepResult {
     /// Writes the plot of the steps and the knee (`--plot`).
     pub(crate) fn plot(&self, path: &Path, target: &str) -> Result<(), String> {
         let points = self.points();
+        let mark = match (self.knee, self.found_step) {
+            (Some(k), _) => Some((k, format!("knee: {:.0} req/s", points[k].rps))),
+            (None, Some(f)) => Some((f, format!("max compliant: {:.0}", points[f].load))),
+            (None, None) => None,
+        };
         let curve = Curve {
             mode: self.mode,
             points: &points,
-            knee: self.knee,
+            mark,
         };
         crate::plot::plot(path, &curve, target)
     }
 
-    /// A load for JSON: connections as integers, rates as numbers.
+    /// A load for JSON: connections and sessions as integers, rates as numbers.
     fn load_json(&self, load: f64) -> Value {
         match self.mode {
-            Mode::Concurrency => json!(load.round() as u64),
+            Mode::Concurrency | Mode::Sessions => json!(load.round() as u64),
             Mode::Rate => json!(load),
         }
     }
@@ -307,13 +334,17 @@ impl SweepResult {
                                      "curve_rps": [curve_rps_at(&self.points(), k, lo.0),
                                                    curve_rps_at(&self.points(), k, hi.0)] } })
         });
+        let found_key = match self.mode {
+            Mode::Sessions => "max_sessions",
+            Mode::Concurrency | Mode::Rate => "max_rate",
+        };
         json!({
             "schema": "xload-sweep/1",
             "target": target,
             "mode": self.mode,
             "steps": steps,
             "knee": knee,
-            "max_rate": self.max_rate,
+            found_key: self.found,
             "interrupted": self.interrupted,
         })
     }
@@ -351,6 +382,7 @@ pub(crate) fn run_steps(
     let header = match mode {
         Mode::Concurrency => "conc",
         Mode::Rate => "rate",
+        Mode::Sessions => "sessions",
     };
     if print_header {
         out.line(&format!(
@@ -361,14 +393,19 @@ pub(crate) fn run_steps(
     let mut addr: Option<std::net::SocketAddr> = None;
     for (i, &load) in levels.iter().enumerate() {
         let (conns, rate) = match mode {
-            Mode::Concurrency => (load as usize, None),
+            Mode::Concurrency | Mode::Sessions => (load as usize, None),
             Mode::Rate => (fixed_conns, Some(load)),
         };
         let mut p = prepare_with(url, a, conns.max(1), rate, d, w)?;
+        if mode == Mode::Sessions {
+            crate::workload::enable_sessions(&mut p.plan, a)?;
+        }
         if i == 0 {
-            // Rate steps all use `fixed_conns`; only concurrency steps are connections.
+            // Rate steps all use `fixed_conns`; the others' loads are connections.
             let most_conns = match mode {
-                Mode::Concurrency => levels.iter().map(|&l| l as usize).max().unwrap_or(1),
+                Mode::Concurrency | Mode::Sessions => {
+                    levels.iter().map(|&l| l as usize).max().unwrap_or(1)
+                }
                 Mode::Rate => fixed_conns,
             };
             ensure_fd_limit(most_conns.max(1))?;
@@ -424,13 +461,21 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
     if let Some(path) = &s.plot {
         crate::plot::check_path(path).map_err(Failure::Usage)?;
     }
+    let url = crate::workload::target(s.url.as_deref(), &s.common)?;
     let out = if s.common.document_to_stdout() {
         Sink::Stderr
     } else {
         Sink::Stdout
     };
-    let result = if s.find_max {
-        find_max(s, &slo, &levels, fixed, out, &stop)?
+    // A sessions search that found no compliant count, or could not confirm
+    // the one it found, fails (exit 3).
+    let mut search_failed = false;
+    let result = if s.find_max && mode == Mode::Sessions {
+        let (r, ok) = capacity::find_max_sessions(&url, s, &slo, &levels, out, &stop)?;
+        search_failed = !ok;
+        r
+    } else if s.find_max {
+        find_max(&url, s, &slo, &levels, fixed, out, &stop)?
     } else {
         let steps_of = Steps {
             mode,
@@ -439,12 +484,13 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
             cooldown: s.cooldown,
             header: true,
         };
-        let (steps, interrupted) = run_steps(&s.url, &s.common, steps_of, out, &stop)?;
+        let (steps, interrupted) = run_steps(&url, &s.common, steps_of, out, &stop)?;
         let mut r = SweepResult {
             mode,
             steps,
             knee: None,
-            max_rate: None,
+            found: None,
+            found_step: None,
             interrupted,
         };
         r.knee = find_knee_in(&r.points(), r.mode, s.knee_gain, s.knee_p99);
@@ -455,7 +501,7 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         .steps
         .first()
         .map(|(_, r)| r.target.clone())
-        .unwrap_or_else(|| s.url.clone());
+        .unwrap_or_else(|| url.clone());
     write_outputs(s, &result, &target)?;
     if result.steps.iter().all(|(_, r)| r.requests == 0) {
         return Err(Failure::Run(format!("no response from {target}")));
@@ -467,12 +513,20 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
             failed = true;
         }
     }
-    Ok(if failed { 3 } else { 0 })
+    Ok(if failed || search_failed { 3 } else { 0 })
 }
 
 /// What the steps vary (`-c` levels, or `--rate` levels at a fixed `-c`),
 /// through which levels, and the connections of a rate step.
 fn sweep_levels(s: &SweepArgs) -> Result<(Mode, Vec<f64>, usize), Failure> {
+    if let Some(Levels(n)) = &s.sessions {
+        if s.common.workload.is_none() {
+            return Err(Failure::Usage(
+                "--sessions needs a workload: xload sweep -w FILE URL --sessions A..B".into(),
+            ));
+        }
+        return Ok((Mode::Sessions, n.clone(), 0));
+    }
     let (mode, levels, fixed) = match (&s.conc, &s.rates) {
         (Some(Levels(c)), None) => (Mode::Concurrency, c.clone(), 0),
         (c, Some(Levels(r))) => {
@@ -489,13 +543,18 @@ fn sweep_levels(s: &SweepArgs) -> Result<(Mode, Vec<f64>, usize), Failure> {
         }
         (None, None) => {
             return Err(Failure::Usage(
-                "sweep needs -c LEVELS or --rate LEVELS".into(),
+                "sweep needs -c LEVELS, --rate LEVELS or -w FILE --sessions LEVELS".into(),
             ))
         }
     };
     if s.find_max && mode != Mode::Rate {
         return Err(Failure::Usage(
-            "--find-max searches over rate: give --rate LO..HI".into(),
+            "--find-max searches over rate (--rate LO..HI --slo ...) or workload sessions (-w FILE --sessions LO..HI)".into(),
+        ));
+    }
+    if s.find_max && s.slo.is_empty() {
+        return Err(Failure::Usage(
+            "--find-max over rate needs the service level to meet: --slo 'p99<10ms'".into(),
         ));
     }
     Ok((mode, levels, fixed))
@@ -567,20 +626,50 @@ pub(crate) fn print_knee(r: &SweepResult, out: Sink) {
                 );
             }
         }
-        None if r.max_rate.is_none() => {
+        None if r.found.is_none() => {
             out.line("knee: none found in these steps (throughput kept rising or p99 stayed flat): extend the range")
         }
         None => {}
     }
-    if let Some(m) = &r.max_rate {
+    if let Some(m) = &r.found {
         if let Some(line) = m.get("summary").and_then(Value::as_str) {
             out.line(line);
         }
     }
 }
 
+/// Bisection between a passing `lo` and a failing `hi`: `trial(x)` says
+/// whether `x` passes (`None`: interrupted). Stops when the bracket is
+/// narrower than `tolerance` of its top, after `max_trials`, or (with
+/// `whole`, for counts) when no whole number lies between. Returns the
+/// bracket and whether a trial was interrupted.
+pub(crate) fn bisect(
+    (mut lo, mut hi): (f64, f64),
+    tolerance: f64,
+    max_trials: usize,
+    whole: bool,
+    mut trial: impl FnMut(f64) -> Result<Option<bool>, Failure>,
+) -> Result<((f64, f64), bool), Failure> {
+    let mut n = 0;
+    while (hi - lo) / hi > tolerance && n < max_trials && !(whole && hi - lo <= 1.0) {
+        let mid = if whole {
+            ((lo + hi) / 2.0).floor()
+        } else {
+            ((lo + hi) / 2.0).round()
+        };
+        match trial(mid)? {
+            None => return Ok(((lo, hi), true)),
+            Some(true) => lo = mid,
+            Some(false) => hi = mid,
+        }
+        n += 1;
+    }
+    Ok(((lo, hi), false))
+}
+
 /// Bisection over rate for the highest rate that meets every SLO gate with no errors.
 fn find_max(
+    url: &str,
     s: &SweepArgs,
     slo: &[Gate],
     levels: &[f64],
@@ -605,7 +694,7 @@ fn find_max(
             cooldown: s.cooldown,
             header: steps.is_empty(),
         };
-        let (mut st, intr) = run_steps(&s.url, &s.common, steps_of, out, stop)?;
+        let (mut st, intr) = run_steps(url, &s.common, steps_of, out, stop)?;
         let Some((_, r)) = st.pop() else {
             return Ok(None);
         };
@@ -641,19 +730,11 @@ fn find_max(
                     lo = 0.0;
                 }
                 Some(true) => {
-                    let mut n = 0;
-                    while (hi - lo) / hi > s.tolerance && n < s.max_trials {
-                        let mid = ((lo + hi) / 2.0).round();
-                        match trial(mid, &mut steps)? {
-                            None => {
-                                interrupted = true;
-                                break;
-                            }
-                            Some(true) => lo = mid,
-                            Some(false) => hi = mid,
-                        }
-                        n += 1;
-                    }
+                    let ((l, h), intr) =
+                        bisect((lo, hi), s.tolerance, s.max_trials, false, |mid| {
+                            trial(mid, &mut steps)
+                        })?;
+                    (lo, hi, interrupted) = (l, h, intr);
                     summary = format!(
                         "max rate meeting {}: {lo:.0}/s (bracket {lo:.0}–{hi:.0}/s, ±{:.1}%)",
                         slo.iter()
@@ -667,13 +748,14 @@ fn find_max(
         }
     }
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let max_rate =
+    let found =
         Some(json!({ "rate": lo, "bracket": [lo, hi], "trials": trials, "summary": summary }));
     Ok(SweepResult {
         mode: Mode::Rate,
         steps,
         knee: None,
-        max_rate,
+        found,
+        found_step: None,
         interrupted,
     })
 }
