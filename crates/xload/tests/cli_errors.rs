@@ -461,3 +461,23 @@ fn a_mistyped_subcommand_is_named_not_resolved_as_a_host() {
     assert_eq!(out.code, 2, "{}", out.show());
     assert!(out.stderr.contains("cannot be negative"), "{}", out.show());
 }
+
+/// The two searches of `sweep --find-max` each say what they need.
+#[test]
+fn sweep_find_max_and_sessions_usage_errors_say_what_is_needed() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--sessions", "10..20"], "--sessions needs a workload"),
+        (&["-c", "1..4", "--find-max"], "workload sessions (-w FILE"),
+        (
+            &["--rate", "100..200", "--find-max"],
+            "needs the service level",
+        ),
+        (&["-c", "1", "--sessions", "4"], "cannot be used with"),
+    ];
+    for (args, expect) in cases {
+        let all = [&["sweep", "http://127.0.0.1:1/"][..], args].concat();
+        let out = xload(&all);
+        assert_eq!(out.code, 2, "{}", out.show());
+        assert!(out.stderr.contains(expect), "{expect:?}\n{}", out.show());
+    }
+}

@@ -612,3 +612,98 @@ fn demo_over_tls_sweeps_the_embedded_https_responder() {
         assert_eq!(s["tls"]["mode"], "user-space", "{s}");
     }
 }
+
+/// Issue 21: the compliant-capacity search over workload sessions finds
+/// Little's law. `xload serve --delay 5ms --pool 64` (pinned to one CPU, so
+/// the pool is exact) serves at most 64 / 5 ms = 12,800 req/s; sessions that
+/// think 100 ms between requests each ask for one per 105 ms, so the server
+/// saturates at 12,800 × 0.105 ≈ 1,344 sessions. Below that latency is the
+/// delay (plus a loaded client's few ms); above it every added session only
+/// queues (N / 12,800 − 0.1 s), so a mean limit of 12 ms fails just above the
+/// knee — at 12,800 × (0.1 + 0.012) ≈ 1,434 with no overhead at all, sooner
+/// with it. The search must land within 10% of the Little's-law figure and
+/// confirm it with a repeat.
+#[test]
+fn sessions_find_max_lands_on_littles_law_and_confirms_it() {
+    let _serial = serial();
+    let (pool, delay_s, think_s) = (64.0_f64, 0.005_f64, 0.100_f64);
+    let expected = pool / delay_s * (think_s + delay_s);
+    let dir = TempDir::new("sweep-sessions");
+    let port = support::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _serve = support::spawn_xload([
+        "serve", "--listen", &listen, "--delay", "5ms", "--pool", "64", "--cpus", "0", "--for",
+        "150s",
+    ]);
+    support::wait_listening(port);
+    let w = dir.file(
+        "w.toml",
+        "[classes.page]\npath = \"/\"\ncheck = { status = 200 }\nlimits = { mean = \"12ms\" }\n\
+         [session]\nsequence = [\"page\"]\nthink = { fixed = \"100ms\" }\n",
+    );
+    let (json, plot) = (dir.join_str("s.json"), dir.join_str("s.svg"));
+    let (status, stdout, stderr, elapsed) = support::run_xload_with_timeout(
+        [
+            "sweep",
+            "-w",
+            &w,
+            &format!("http://{listen}/"),
+            "--sessions",
+            "1000..1800/5",
+            "--find-max",
+            "--tolerance",
+            "0.05",
+            "-d",
+            "3s",
+            "--json",
+            &json,
+            "--plot",
+            &plot,
+        ],
+        Duration::from_secs(150),
+    );
+    let shown = format!("{stdout}\n{stderr}");
+    assert_eq!(exit_code(status), 0, "{shown}");
+    eprintln!("sessions find-max took {elapsed:?}\n{shown}");
+    let doc = read_json(&json);
+    assert_eq!(doc["mode"], "sessions", "{shown}");
+    let max = &doc["max_sessions"];
+    assert_eq!(max["confirmed"], true, "{max}\n{shown}");
+    let found = max["sessions"].as_f64().expect("max_sessions.sessions");
+    assert!(
+        (found - expected).abs() <= 0.10 * expected,
+        "found {found} sessions, Little's law says {expected:.0}: {shown}"
+    );
+    // The last trial is the repeat at the value found, and it passed; no
+    // trial well above the knee passed.
+    let trials = max["trials"].as_array().expect("trials");
+    let last = trials.last().expect("a trial");
+    assert_eq!(
+        (last["repeat"].as_bool(), last["sessions"].as_f64()),
+        (Some(true), Some(found)),
+        "{shown}"
+    );
+    for t in trials {
+        let n = t["sessions"].as_f64().unwrap();
+        if n >= 1.15 * expected {
+            assert_eq!(t["pass"], false, "{t}\n{shown}");
+            assert!(
+                t["why"].as_str().unwrap().contains("class page: mean"),
+                "{t}"
+            );
+        }
+        assert!(t["warmup_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(t["drift"]["rps_first"].as_f64().unwrap() > 0.0, "{t}");
+    }
+    for s in doc["steps"].as_array().unwrap() {
+        assert!(s["sessions"].as_u64().is_some(), "{s}");
+    }
+    assert!(
+        stdout.contains(&format!(
+            "max compliant sessions: {found:.0} (confirmed by a repeat"
+        )),
+        "{shown}"
+    );
+    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    assert!(svg.contains("max compliant"), "the plot marks the maximum");
+}

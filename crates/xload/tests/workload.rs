@@ -391,9 +391,10 @@ both_engines!(
     markov_sessions_that_end_start_over_on_a_new_connection
 );
 
-/// A keep-alive server of `files` (path → body) that flips one byte of the
-/// `corrupt_nth` response it sends (counting from 1), on its own threads.
-fn corrupting_server(files: Vec<(String, Vec<u8>)>, corrupt_nth: u64) -> u16 {
+/// A keep-alive server of `files` (path → body) that flips one byte of one
+/// response in every `period` it sends (the middle one of each period: the
+/// 5,000th, 15,000th... for 10,000), on its own threads.
+fn corrupting_server(files: Vec<(String, Vec<u8>)>, period: u64) -> u16 {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -422,7 +423,7 @@ fn corrupting_server(files: Vec<(String, Vec<u8>)>, corrupt_nth: u64) -> u16 {
                             continue;
                         };
                         let mut body = body.clone();
-                        if sent.fetch_add(1, Ordering::Relaxed) + 1 == corrupt_nth {
+                        if (sent.fetch_add(1, Ordering::Relaxed) + 1) % period == period / 2 {
                             let mid = body.len() / 2;
                             body[mid] ^= 0x20;
                         }
@@ -443,12 +444,10 @@ fn corrupting_server(files: Vec<(String, Vec<u8>)>, corrupt_nth: u64) -> u16 {
     port
 }
 
-/// Issue 21: a server that corrupts one byte of one response in 10,000 is
-/// caught by the manifest's SHA-256: one consistency error, its path named,
-/// the gate fails.
-#[test]
-fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
-    let dir = TempDir::new("workload-corrupt");
+/// A file set of 20 files, its manifest and a one-class workload (plus
+/// `extra` TOML) that checks every body's size and SHA-256 in `dir`, served
+/// by [`corrupting_server`]: the workload's path and the server's URL.
+fn corrupted_site(dir: &TempDir, extra: &str) -> (String, String) {
     let files: Vec<(String, Vec<u8>)> = (0..20u32)
         .map(|i| {
             (
@@ -466,12 +465,23 @@ fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
     dir.put("MANIFEST", &manifest);
     let w = dir.file(
         "w.toml",
-        "manifest = \"MANIFEST\"\n[classes.file]\npath = \"/{n}\"\nn = { manifest = true, zipf = 1.0 }\n\
-         check = { status = 200, body_size = \"manifest\", sha256 = \"manifest\" }\n",
+        &format!(
+            "manifest = \"MANIFEST\"\n[classes.file]\npath = \"/{{n}}\"\nn = {{ manifest = true, zipf = 1.0 }}\n\
+             check = {{ status = 200, body_size = \"manifest\", sha256 = \"manifest\" }}\n{extra}"
+        ),
     );
-    let port = corrupting_server(files, 5000);
+    let port = corrupting_server(files, 10_000);
+    (w, format!("http://127.0.0.1:{port}/"))
+}
+
+/// Issue 21: a server that corrupts one byte of one response in 10,000 is
+/// caught by the manifest's SHA-256: one consistency error, its path named,
+/// the gate fails.
+#[test]
+fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
+    let dir = TempDir::new("workload-corrupt");
+    let (w, url) = corrupted_site(&dir, "");
     let json = dir.join_str("r.json");
-    let url = format!("http://127.0.0.1:{port}/");
     let (code, stdout, stderr) = run(&[
         "run",
         &w,
@@ -502,6 +512,55 @@ fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
     assert_eq!(offending[0]["reason"], "body SHA-256 differs");
     assert!(
         stdout.contains("Consistency file: 1 failed checks, first: /f"),
+        "{stdout}"
+    );
+}
+
+/// Issue 21: the same server under the compliant-capacity search. Every
+/// step of 12,000 responses holds a corrupted one, so no session count is
+/// compliant: the first step fails naming the path, the search stops there,
+/// and the sweep exits 3.
+#[test]
+fn a_corrupting_server_fails_the_sweeps_compliance_verdict() {
+    let dir = TempDir::new("workload-corrupt-sweep");
+    let (w, url) = corrupted_site(&dir, "[session]\nsequence = [\"file\"]\nthink = \"0ms\"\n");
+    let json = dir.join_str("s.json");
+    let (code, stdout, stderr) = run(&[
+        "sweep",
+        "-w",
+        &w,
+        &url,
+        "--sessions",
+        "4,8",
+        "--find-max",
+        "-n",
+        "12000",
+        "--warmup",
+        "200ms",
+        "-t",
+        "1",
+        "--json",
+        &json,
+    ]);
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
+    let max = &read_json(&json)["max_sessions"];
+    assert_eq!(max["sessions"], serde_json::Value::Null, "{max}");
+    assert_eq!(max["confirmed"], false, "{max}");
+    let trials = max["trials"].as_array().unwrap();
+    assert_eq!(
+        trials.len(),
+        1,
+        "the search stops at the first failing step: {max}"
+    );
+    assert_eq!(trials[0]["pass"], false);
+    assert!(
+        trials[0]["consistency_errors"].as_u64().unwrap() >= 1,
+        "{max}"
+    );
+    let why = trials[0]["why"].as_str().unwrap();
+    assert!(why.contains("consistency errors (first: file /f"), "{why}");
+    assert!(
+        stdout.contains("max compliant sessions: none — even 4 sessions fail"),
         "{stdout}"
     );
 }

@@ -61,8 +61,8 @@ pub(crate) fn drift(rows: &[IntervalRow], max_fall: f64, p99_factor: f64) -> Opt
     let (rps_first, rps_last) = (rps(first), rps(last));
     let (p99_first_us, p99_last_us) = (p99(first), p99(last));
     let falling = rps_last < rps_first * (1.0 - max_fall);
-    let rising = p99_last_us as f64 > p99_first_us as f64 * p99_factor
-        && p99_last_us > p99_first_us + 1000;
+    let rising =
+        p99_last_us as f64 > p99_first_us as f64 * p99_factor && p99_last_us > p99_first_us + 1000;
     Some(Drift {
         rps_first,
         rps_last,
@@ -92,7 +92,11 @@ pub(crate) fn judge(r: &Report, slo: &[Gate], drift_of: Option<Drift>) -> Verdic
         let first = r
             .classes
             .iter()
-            .find_map(|c| c.offending.first().map(|o| format!("{} {}", c.name, o.path)))
+            .find_map(|c| {
+                c.offending
+                    .first()
+                    .map(|o| format!("{} {}", c.name, o.path))
+            })
             .unwrap_or_default();
         why.push(format!("{consistency} consistency errors (first: {first})"));
     }
@@ -370,10 +374,9 @@ pub(crate) fn find_max_sessions(
     });
     let mut steps = x.steps;
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let found_step = f
-        .lo
-        .filter(|_| ok)
-        .and_then(|n| steps.iter().position(|(l, _)| *l == n));
+    let found_step =
+        f.lo.filter(|_| ok)
+            .and_then(|n| steps.iter().position(|(l, _)| *l == n));
     Ok((
         SweepResult {
             mode: Mode::Sessions,

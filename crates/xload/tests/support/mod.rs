@@ -24,7 +24,8 @@ pub(crate) mod timing;
 
 #[allow(unused_imports)]
 pub(crate) use run::{
-    free_port, read_json, run_xload, run_xload_with_timeout, spawn_xload, TempDir, XloadChild,
+    free_port, read_json, run_xload, run_xload_with_timeout, spawn_xload, wait_listening, TempDir,
+    XloadChild,
 };
 #[allow(unused_imports)]
 pub(crate) use server::{Behavior, TestServer};

@@ -250,3 +250,14 @@ pub(crate) fn read_json(path: impl AsRef<Path>) -> serde_json::Value {
     serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
+
+/// Waits (10 s at most, else panics) until something accepts connections on
+/// 127.0.0.1:`port`: a server the test just spawned. Ports come from
+/// [`free_port`], below the ephemeral range, so no stray connect answers.
+pub(crate) fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
