@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::nginx::{Nginx, NginxOptions};
-use support::run::{exit_code, free_port, run_xload, spawn_xload, TempDir, XloadChild};
+use support::run::{
+    exit_code, free_port, run_xload, spawn_xload, wait_listening, TempDir, XloadChild,
+};
 use xload_files::{sha256, Manifest};
 
 /// A generated set of 1,000 files (specweb sizes, seed 1) in `dir/site`.
@@ -132,11 +134,7 @@ impl Serve {
         args.extend(extra.iter().map(|s| s.to_string()));
         let spawned = Instant::now();
         let child = spawn_xload(args);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "xload serve did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(port);
         Serve {
             child: Some(child),
             port,

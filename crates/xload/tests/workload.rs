@@ -7,10 +7,12 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use support::nginx::{Nginx, NginxOptions};
 use support::run::{
-    exit_code, free_port, read_json, run_xload_with_timeout, spawn_xload, TempDir, XloadChild,
+    exit_code, free_port, read_json, run_json, run_xload_with_timeout, spawn_xload, wait_listening,
+    JsonRun, TempDir, XloadChild,
 };
 use xload_testkit::both_engines;
 
@@ -35,14 +37,7 @@ impl Serve {
             "--for",
             "20s",
         ]);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "xload serve did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_listening(port);
         Serve {
             _child: child,
             port,
@@ -105,29 +100,38 @@ fn run(args: &[&str]) -> (i32, String, String) {
     (exit_code(status), stdout, stderr)
 }
 
+/// `xload ARGS --json ...` with this file's timeout: exit code, output, report.
+fn run_report(dir: &TempDir, args: &[&str]) -> JsonRun {
+    run_json(dir, args, HARD_TIMEOUT)
+}
+
 fn two_class_counts_sum_and_reconcile_with_serve(engine: &str) {
     let srv = Serve::start();
     let dir = TempDir::new("workload");
     let w = dir.file("w.toml", &two_classes(64));
-    let json = dir.join_str("r.json");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        &w,
-        &srv.url(),
-        "-n",
-        "3000",
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "--engine",
-        engine,
-        "--json",
-        &json,
-        "-q",
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "run",
+            &w,
+            &srv.url(),
+            "-n",
+            "3000",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--engine",
+            engine,
+            "-q",
+        ],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let r = read_json(&json);
     assert_eq!(r["requests"], 3000, "{stdout}");
     let classes = r["classes"].as_array().expect("classes");
     let count = |i: usize| classes[i]["requests"].as_u64().unwrap();
@@ -154,28 +158,32 @@ fn failed_checks_are_consistency_errors_naming_paths(engine: &str) {
     let dir = TempDir::new("workload-bad");
     // The responder sends 64 bytes; the workload expects 63 for class a.
     let w = dir.file("w.toml", &two_classes(63));
-    let json = dir.join_str("r.json");
-    let (code, stdout, stderr) = run(&[
-        "-w",
-        &w,
-        &srv.url(),
-        "-n",
-        "400",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "--engine",
-        engine,
-        "--json",
-        &json,
-        "-q",
-        "--fail-if",
-        "consistency>0",
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "-w",
+            &w,
+            &srv.url(),
+            "-n",
+            "400",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--engine",
+            engine,
+            "-q",
+            "--fail-if",
+            "consistency>0",
+        ],
+    );
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("consistency>0"), "{stderr}");
-    let r = read_json(&json);
     let a = &r["classes"][0];
     assert_eq!(a["consistency_errors"], a["requests"]);
     assert_eq!(r["errors"]["consistency"], a["requests"]);
@@ -253,29 +261,34 @@ fn a_class_over_its_latency_limit_fails_limits_failed() {
         "w.toml",
         "[classes.a]\npath = \"/\"\nlimits = { mean = \"1us\", p50 = \"10s\" }\n",
     );
-    let json = dir.join_str("r.json");
-    let args = [
-        "-w",
-        &w,
-        &srv.url(),
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "-q",
-        "--json",
-        &json,
-    ];
-    let (code, stdout, stderr) = run(&[&args[..], &["--fail-if", "limits_failed>0"]].concat());
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "-w",
+            &w,
+            &srv.url(),
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-q",
+            "--fail-if",
+            "limits_failed>0",
+        ],
+    );
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("limits_failed>0 (measured 1)"), "{stderr}");
     assert!(
         stdout.contains("Limits      a: mean ") && stdout.contains("FAIL, p50 "),
         "{stdout}"
     );
-    let r = read_json(&json);
     assert_eq!(r["classes"][0]["limits"][0]["pass"], false);
     assert_eq!(r["classes"][0]["limits"][1]["pass"], true);
 }
@@ -313,25 +326,29 @@ fn sessions_walk_their_sequence_with_think_time(engine: &str) {
         "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item/{n}\"\nn = { range = [1, 10] }\n\
          [session]\nsequence = [\"home\", \"item\", \"item\", \"item\"]\nthink = \"50ms\"\n",
     );
-    let json = dir.join_str("r.json");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        &w,
-        &srv.url(),
-        "--sessions",
-        "8",
-        "-d",
-        "1s",
-        "-t",
-        "1",
-        "--engine",
-        engine,
-        "--json",
-        &json,
-        "-q",
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "run",
+            &w,
+            &srv.url(),
+            "--sessions",
+            "8",
+            "-d",
+            "1s",
+            "-t",
+            "1",
+            "--engine",
+            engine,
+            "-q",
+        ],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let r = read_json(&json);
     let n = r["requests"].as_u64().unwrap();
     // At most 8 × 21 (a request at 0 ms, then one every 50 ms and more);
     // a loaded machine may lose a few turns.
@@ -357,25 +374,29 @@ fn markov_sessions_that_end_start_over_on_a_new_connection(engine: &str) {
         "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item\"\n\
          [session]\nstart = \"home\"\nthink = \"20ms\"\n[session.markov.home]\nitem = 1\n",
     );
-    let json = dir.join_str("r.json");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        &w,
-        &srv.url(),
-        "--sessions",
-        "4",
-        "-d",
-        "600ms",
-        "-t",
-        "1",
-        "--engine",
-        engine,
-        "--json",
-        &json,
-        "-q",
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "run",
+            &w,
+            &srv.url(),
+            "--sessions",
+            "4",
+            "-d",
+            "600ms",
+            "-t",
+            "1",
+            "--engine",
+            engine,
+            "-q",
+        ],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let r = read_json(&json);
     let home = r["classes"][0]["requests"].as_u64().unwrap();
     let item = r["classes"][1]["requests"].as_u64().unwrap();
     assert!(
@@ -481,25 +502,29 @@ fn corrupted_site(dir: &TempDir, extra: &str) -> (String, String) {
 fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
     let dir = TempDir::new("workload-corrupt");
     let (w, url) = corrupted_site(&dir, "");
-    let json = dir.join_str("r.json");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        &w,
-        &url,
-        "-n",
-        "10000",
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "-q",
-        "--json",
-        &json,
-        "--fail-if",
-        "consistency>0",
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "run",
+            &w,
+            &url,
+            "-n",
+            "10000",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-q",
+            "--fail-if",
+            "consistency>0",
+        ],
+    );
     assert_eq!(code, 3, "{stdout}\n{stderr}");
-    let r = read_json(&json);
     assert_eq!(r["requests"], 10000);
     let c = &r["classes"][0];
     assert_eq!(c["consistency_errors"], 1, "{stdout}");
@@ -524,26 +549,31 @@ fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
 fn a_corrupting_server_fails_the_sweeps_compliance_verdict() {
     let dir = TempDir::new("workload-corrupt-sweep");
     let (w, url) = corrupted_site(&dir, "[session]\nsequence = [\"file\"]\nthink = \"0ms\"\n");
-    let json = dir.join_str("s.json");
-    let (code, stdout, stderr) = run(&[
-        "sweep",
-        "-w",
-        &w,
-        &url,
-        "--sessions",
-        "4,8",
-        "--find-max",
-        "-n",
-        "12000",
-        "--warmup",
-        "200ms",
-        "-t",
-        "1",
-        "--json",
-        &json,
-    ]);
+    let JsonRun {
+        code,
+        stdout,
+        stderr,
+        json: r,
+    } = run_report(
+        &dir,
+        &[
+            "sweep",
+            "-w",
+            &w,
+            &url,
+            "--sessions",
+            "4,8",
+            "--find-max",
+            "-n",
+            "12000",
+            "--warmup",
+            "200ms",
+            "-t",
+            "1",
+        ],
+    );
     assert_eq!(code, 3, "{stdout}\n{stderr}");
-    let max = &read_json(&json)["max_sessions"];
+    let max = &r["max_sessions"];
     assert_eq!(max["sessions"], serde_json::Value::Null, "{max}");
     assert_eq!(max["confirmed"], false, "{max}");
     let trials = max["trials"].as_array().unwrap();
@@ -565,13 +595,10 @@ fn a_corrupting_server_fails_the_sweeps_compliance_verdict() {
     );
 }
 
-/// Issue 21: the shipped static workload against `xload serve --files` on a
-/// generated set of 1,000 files of mixed sizes: every response checked
-/// against the manifest (size and SHA-256), none fails; the missing paths
-/// are 404s as the workload expects.
-#[test]
-fn shipped_static_workload_against_serve_files_has_no_consistency_error() {
-    let dir = TempDir::new("workload-static");
+/// A generated set of 1,000 files in `dir/site` and the shipped static
+/// workload copied to `dir/workloads` (its manifest path is relative to it):
+/// the site's and the workload's paths.
+fn shipped_static_site(dir: &TempDir) -> (String, String) {
     let site = dir.join_str("site");
     let out = run(&["files", "generate", &site, "--count", "1000"]);
     assert_eq!(out.0, 0, "{}\n{}", out.1, out.2);
@@ -581,47 +608,78 @@ fn shipped_static_workload_against_serve_files_has_no_consistency_error() {
         "/../../workloads/static.toml"
     ))
     .unwrap();
-    let w = dir.file("workloads/static.toml", &shipped);
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _serve = spawn_xload([
-        "serve", "--listen", &listen, "--files", &site, "--for", "20s",
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "xload serve --files did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let json = dir.join_str("r.json");
-    let url = format!("http://{listen}/");
-    let (code, stdout, stderr) = run(&[
-        "run",
-        &w,
-        &url,
-        "-n",
-        "4000",
-        "-c",
-        "8",
-        "-t",
-        "1",
-        "-q",
-        "--json",
-        &json,
-        "--fail-if",
-        "consistency>0",
-    ]);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let r = read_json(&json);
+    (site, dir.file("workloads/static.toml", &shipped))
+}
+
+/// Runs the shipped static workload (`-n 4000`, 8 connections) at `url` and
+/// checks its report: no error, no failed check, the missing paths 404s.
+fn run_shipped_static(dir: &TempDir, w: &str, url: &str) -> JsonRun {
+    let out = run_report(
+        dir,
+        &[
+            "run",
+            w,
+            url,
+            "-n",
+            "4000",
+            "-c",
+            "8",
+            "-t",
+            "1",
+            "-q",
+            "--fail-if",
+            "consistency>0",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.show());
+    let r = &out.json;
     assert_eq!(r["requests"], 4000);
-    assert_eq!(r["errors_total"], 0, "{stdout}");
+    assert_eq!(r["errors_total"], 0, "{}", out.show());
     let (file, missing) = (&r["classes"][0], &r["classes"][1]);
     assert_eq!(file["consistency_errors"], 0);
     assert_eq!(missing["consistency_errors"], 0);
     let n = |c: &serde_json::Value| c["requests"].as_u64().unwrap();
     assert_eq!(n(file) + n(missing), 4000);
-    assert!(n(missing) > 50 && n(missing) < 400, "{stdout}");
+    assert!(n(missing) > 50 && n(missing) < 400, "{}", out.show());
     assert_eq!(r["status"]["404"].as_u64().unwrap(), n(missing));
+    out
+}
+
+/// Issue 21: the shipped static workload against `xload serve --files` on a
+/// generated set of 1,000 files of mixed sizes: every response checked
+/// against the manifest (size and SHA-256), none fails; the missing paths
+/// are 404s as the workload expects.
+#[test]
+fn shipped_static_workload_against_serve_files_has_no_consistency_error() {
+    let dir = TempDir::new("workload-static");
+    let (site, w) = shipped_static_site(&dir);
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let _serve = spawn_xload([
+        "serve", "--listen", &listen, "--files", &site, "--for", "20s",
+    ]);
+    wait_listening(port);
+    run_shipped_static(&dir, &w, &format!("http://{listen}/"));
+}
+
+/// Issue 21: the same against nginx serving the same directory: no
+/// consistency error, and nginx's stub_status counts exactly the requests
+/// xload reports (skipped where nginx is not installed).
+#[test]
+fn shipped_static_workload_against_nginx_reconciles_with_stub_status() {
+    let dir = TempDir::new("workload-static-nginx");
+    let (site, w) = shipped_static_site(&dir);
+    let Some(nginx) = Nginx::start(NginxOptions {
+        root: Some(site.into()),
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let out = run_shipped_static(&dir, &w, &nginx.url("/"));
+    assert_eq!(
+        nginx.requests(),
+        4000,
+        "nginx stub_status requests vs xload's 4000\n{}",
+        out.show()
+    );
 }

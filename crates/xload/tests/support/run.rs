@@ -261,3 +261,42 @@ pub(crate) fn wait_listening(port: u16) {
         thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// What `xload ARGS --json PATH` left: its exit code, output and JSON
+/// report (`Null` when it wrote none).
+pub(crate) struct JsonRun {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub json: serde_json::Value,
+}
+
+impl JsonRun {
+    /// Both outputs, for assertion messages.
+    pub(crate) fn show(&self) -> String {
+        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Runs `xload ARGS --json DIR/run-K.json` (a new K each call) within
+/// `timeout`, checks that it did not panic, and reads the report it wrote.
+pub(crate) fn run_json(dir: &TempDir, args: &[&str], timeout: Duration) -> JsonRun {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let path = dir.join(format!("run-{}.json", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    all.extend(["--json".to_string(), path.display().to_string()]);
+    let (status, stdout, stderr, _) = run_xload_with_timeout(&all, timeout);
+    assert!(!stderr.contains("panicked"), "xload {all:?}\n{stderr}");
+    let json = if path.exists() {
+        read_json(&path)
+    } else {
+        serde_json::Value::Null
+    };
+    JsonRun {
+        code: exit_code(status),
+        stdout,
+        stderr,
+        json,
+    }
+}
