@@ -15,6 +15,7 @@ use std::io::{Read, Write};
 use rustls::{ClientConnection, HandshakeKind, ProtocolVersion};
 use xload_stats::{ErrorKind, Recorder};
 
+use crate::clock::now_ns;
 use crate::plan::TlsClient;
 
 /// One connection's TLS session and its buffers.
@@ -36,6 +37,10 @@ pub(crate) struct Session {
     /// When the TCP connect began and when it completed, ns.
     pub connect_ns: u64,
     pub connected_ns: u64,
+    /// Time in rustls's handshake computation so far (key shares,
+    /// certificate and signature checks), ns: the clock around its calls on
+    /// this worker's thread, CPU time unless the thread was preempted.
+    handshake_ns: u64,
 }
 
 /// What opening received records led to (their plaintext is in `plain`).
@@ -56,6 +61,7 @@ impl Session {
         connect_ns: u64,
         connected_ns: u64,
     ) -> Result<Box<Session>, ErrorKind> {
+        let began = now_ns();
         let mut s = Box::new(Session {
             conn: client(t)?,
             out: Vec::with_capacity(4096),
@@ -66,8 +72,10 @@ impl Session {
             heard: false,
             connect_ns,
             connected_ns,
+            handshake_ns: 0,
         });
         s.queue_records();
+        s.handshake_ns = now_ns().saturating_sub(began);
         Ok(s)
     }
 
@@ -78,6 +86,7 @@ impl Session {
         connect_ns: u64,
         connected_ns: u64,
     ) -> Result<(), ErrorKind> {
+        let began = now_ns();
         self.conn = client(t)?;
         self.out.clear();
         self.sent = 0;
@@ -86,6 +95,7 @@ impl Session {
         self.connect_ns = connect_ns;
         self.connected_ns = connected_ns;
         self.queue_records();
+        self.handshake_ns = now_ns().saturating_sub(began);
         Ok(())
     }
 
@@ -138,7 +148,18 @@ impl Session {
     /// Opens received records into `plain` (replacing what it held); records
     /// the handshake needs sent go to `out`. The error is the category to
     /// count ([`ErrorKind::Parse`]: a bad record after the handshake).
-    pub(crate) fn open(&mut self, mut cipher: &[u8]) -> Result<Opened, ErrorKind> {
+    pub(crate) fn open(&mut self, cipher: &[u8]) -> Result<Opened, ErrorKind> {
+        if !self.conn.is_handshaking() {
+            return self.open_records(cipher);
+        }
+        // Only while handshaking: no clock reads per request on a kept connection.
+        let began = now_ns();
+        let opened = self.open_records(cipher);
+        self.handshake_ns += now_ns().saturating_sub(began);
+        opened
+    }
+
+    fn open_records(&mut self, mut cipher: &[u8]) -> Result<Opened, ErrorKind> {
         let was_handshaking = self.conn.is_handshaking();
         if !self.heard && !cipher.is_empty() {
             self.heard = true;
@@ -179,8 +200,8 @@ impl Session {
         })
     }
 
-    /// Records a completed handshake: connect and handshake time, full or
-    /// resumed, version and cipher.
+    /// Records a completed handshake: connect and handshake time, its
+    /// computation time, full or resumed, version and cipher.
     pub(crate) fn record_established(&self, rec: &mut Recorder, now_ns: u64) {
         let version = match self.conn.protocol_version() {
             Some(ProtocolVersion::TLSv1_3) => "TLS1.3",
@@ -195,6 +216,7 @@ impl Session {
         rec.record_tls_handshake(
             self.connected_ns.saturating_sub(self.connect_ns) / 1_000,
             now_ns.saturating_sub(self.connected_ns) / 1_000,
+            self.handshake_ns,
             self.conn.handshake_kind() == Some(HandshakeKind::Resumed),
             version,
             cipher,

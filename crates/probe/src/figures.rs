@@ -20,6 +20,11 @@ pub const FD_NEAR_LIMIT_FRACTION: f64 = 0.9;
 pub const SCHEDULE_LAG_P99_LIMIT_US: u64 = 1_000;
 /// Open loop: a larger fraction of late sends means the client fell behind.
 pub const LATE_SEND_RATIO_LIMIT: f64 = 0.01;
+/// Share of the client's CPU in TLS handshakes from which a saturated
+/// client's verdict names TLS as its cost (and a note says it below that,
+/// from [`TLS_NOTE_SHARE`]).
+pub(crate) const TLS_DOMINANT_SHARE: f64 = 0.5;
+pub(crate) const TLS_NOTE_SHARE: f64 = 0.2;
 /// Fewer late sends than this (a scheduling hiccup or two in a short, slow
 /// run) are no verdict on the client, whatever their share.
 pub(crate) const LATE_SENDS_MIN: u64 = 5;

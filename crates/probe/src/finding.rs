@@ -50,6 +50,13 @@ pub(crate) enum Finding {
     LateSends { ratio: f64 },
     /// io_uring completion-queue overflows.
     CqOverflow(u64),
+    /// https: the client's CPU was saturated and TLS handshakes took
+    /// `share` (0..1) of the process's CPU, `each_us` per handshake.
+    TlsHandshakes {
+        share: f64,
+        each_us: f64,
+        per_s: f64,
+    },
     /// A listener's accept queue overflowed (host verdict).
     AcceptQueue { overflows: i64, drops: i64 },
 }
@@ -99,6 +106,11 @@ impl Finding {
             }
             Finding::LateSends { ratio } => format!("late sends {:.1}%", ratio * 100.0),
             Finding::CqOverflow(n) => format!("io_uring CQ overflow ({n})"),
+            Finding::TlsHandshakes { share, each_us, .. } => format!(
+                "TLS handshakes {}% of xload's CPU ({:.0} µs each)",
+                floor(share * 100.0),
+                each_us
+            ),
             Finding::AcceptQueue { overflows, drops } => {
                 format!("accept queue (ListenOverflows +{overflows}, ListenDrops +{drops})")
             }
@@ -165,6 +177,17 @@ impl Finding {
             ),
             Finding::CqOverflow(n) => format!(
                 "io_uring: {n} completion-queue overflows: completions arrived faster than the workers reaped them"
+            ),
+            Finding::TlsHandshakes {
+                share,
+                each_us,
+                per_s,
+            } => format!(
+                "TLS handshakes took {}% of xload's CPU in the window ({per_s:.0}/s, {each_us:.0} µs of \
+                 rustls computation each): the client's cost is TLS, not HTTP; resume sessions \
+                 (--tls-resume) where the service's clients do, keep connections alive, or give the \
+                 generator more CPUs",
+                floor(share * 100.0)
             ),
             Finding::AcceptQueue { overflows, drops } => format!(
                 "accept queue: ListenOverflows +{overflows}, ListenDrops +{drops}: a listener did not accept \

@@ -9,7 +9,7 @@ use crate::budget::{Budget, FD_SLACK};
 use crate::figures::{
     CpuUsage, WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SENDS_MIN,
     LATE_SEND_RATIO_LIMIT, MIN_CPU_TICKS, SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT,
-    STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
+    STEAL_PCT, TIME_WAIT_S, TLS_DOMINANT_SHARE, TLS_NOTE_SHARE, TOP_IRQS,
 };
 use crate::finding::{floor, CpuRule, Finding};
 use crate::parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters};
@@ -254,6 +254,10 @@ pub struct VerdictInput {
     pub port_errors: u64,
     /// Whether the target listens on this host (decides whether tcp_tw_reuse=2 applies).
     pub target_is_loopback: bool,
+    /// https: handshakes completed in the window, and the seconds the TLS
+    /// library's handshake computation took over them (0 over plain http).
+    pub tls_handshakes: u64,
+    pub tls_handshake_cpu_s: f64,
 }
 
 /// The `client` section of a report: what the generator host did during the measured
@@ -284,6 +288,14 @@ pub struct ClientSummary {
     pub fds_open: usize,
     /// The fd soft limit.
     pub fd_soft: u64,
+    /// https: this process's CPU per completed handshake in the window, µs
+    /// (all of it: connects, requests and TLS; in new-connection mode what
+    /// one handshake costs the client), and the share of its CPU spent in
+    /// the TLS library's handshake computation (0..1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_handshake: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake_share: Option<f64>,
     /// Whether the client was a limit.
     pub saturated: bool,
     /// Whether the window allowed a verdict: false when it was too short
@@ -353,6 +365,12 @@ pub fn summarize(
         ));
     }
 
+    let cpu_ticks = end
+        .process
+        .cpu_ticks()
+        .saturating_sub(start.process.cpu_ticks());
+    let cpu_s = cpu_ticks as f64 / ticks_per_s;
+    let tls = tls_findings(input, cpu_s, window_s, &mut findings, &mut notes);
     budget_findings(end, input, budget, &mut findings, &mut notes);
     open_loop_findings(input, &mut findings, &mut notes);
 
@@ -391,13 +409,9 @@ pub fn summarize(
     };
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
     let irqs = top_device_irqs(start, end);
-    let cpu_ticks = end
-        .process
-        .cpu_ticks()
-        .saturating_sub(start.process.cpu_ticks());
     ClientSummary {
         window_s,
-        cpu_s: cpu_ticks as f64 / ticks_per_s,
+        cpu_s,
         workers,
         generator_cpus,
         cpus,
@@ -408,12 +422,62 @@ pub fn summarize(
         sockstat: end.sockstat,
         fds_open: end.fds_open,
         fd_soft: budget.fd_soft,
+        cpu_us_per_handshake: tls.0,
+        tls_handshake_share: tls.1,
         saturated: !findings.is_empty(),
         judged,
         reasons: findings.iter().map(Finding::reason).collect(),
         notes,
         verdict,
     }
+}
+
+/// https: the process's CPU per handshake and the TLS handshakes' share of
+/// it. When the client's CPU is saturated (a CPU or worker finding) and
+/// handshakes took most of it, TLS is named as the client's cost; a
+/// smaller but notable share is a note.
+fn tls_findings(
+    input: &VerdictInput,
+    cpu_s: f64,
+    window_s: f64,
+    findings: &mut Vec<Finding>,
+    notes: &mut Vec<String>,
+) -> (Option<f64>, Option<f64>) {
+    let n = input.tls_handshakes;
+    if n == 0 || cpu_s <= 0.0 {
+        return (None, None);
+    }
+    let per_handshake_us = cpu_s * 1e6 / n as f64;
+    let share = (input.tls_handshake_cpu_s / cpu_s).clamp(0.0, 1.0);
+    let each_us = input.tls_handshake_cpu_s * 1e6 / n as f64;
+    let per_s = if window_s > 0.0 {
+        n as f64 / window_s
+    } else {
+        0.0
+    };
+    let cpu_bound = findings.iter().any(|f| {
+        matches!(
+            f,
+            Finding::Cpu {
+                rule: CpuRule::Busy,
+                ..
+            } | Finding::Worker(_)
+        )
+    });
+    if cpu_bound && share >= TLS_DOMINANT_SHARE {
+        findings.push(Finding::TlsHandshakes {
+            share,
+            each_us,
+            per_s,
+        });
+    } else if share >= TLS_NOTE_SHARE {
+        notes.push(format!(
+            "TLS handshakes took {}% of xload's CPU ({per_s:.0}/s, {each_us:.0} µs of rustls computation each; \
+             {per_handshake_us:.0} µs of xload's CPU per handshake in all)",
+            floor(share * 100.0)
+        ));
+    }
+    (Some(per_handshake_us), Some(share))
 }
 
 /// The [`TOP_IRQS`] busiest device IRQs between two samples.

@@ -408,13 +408,15 @@ impl Recorder {
     }
 
     /// https: a TLS handshake completed, `connect_us` after its TCP connect
-    /// began and `handshake_us` after it connected; `version` and `cipher`
-    /// are what it negotiated (kept from the first). Once per connection;
-    /// the first call allocates the TLS state.
+    /// began and `handshake_us` after it connected, of which `compute_ns` in
+    /// the TLS library's computation; `version` and `cipher` are what it
+    /// negotiated (kept from the first). Once per connection; the first call
+    /// allocates the TLS state.
     pub fn record_tls_handshake(
         &mut self,
         connect_us: u64,
         handshake_us: u64,
+        compute_ns: u64,
         resumed: bool,
         version: &'static str,
         cipher: &'static str,
@@ -422,6 +424,7 @@ impl Recorder {
         let t = self.tls.get_or_insert_with(|| Box::new(TlsState::new()));
         t.connect_us.saturating_record(connect_us);
         t.handshake_us.saturating_record(handshake_us);
+        t.compute_ns += compute_ns;
         if resumed {
             t.resumed += 1;
         } else {

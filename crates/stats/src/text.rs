@@ -156,6 +156,12 @@ impl Report {
             fmt_count(t.handshakes_resumed),
             fmt_rate(t.handshakes_per_s)
         );
+        if t.handshake_cpu_us > 0.0 {
+            hs.push_str(&format!(
+                ", TLS CPU {} each",
+                fmt_duration_us(t.handshake_cpu_us)
+            ));
+        }
         if t.handshakes_full + t.handshakes_resumed > 0 {
             hs.push_str(&format!(
                 "  connect p50 {} p99 {}  handshake p50 {} p99 {}",

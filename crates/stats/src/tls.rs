@@ -22,6 +22,14 @@ fn per_second(n: u64, seconds: f64) -> f64 {
     }
 }
 
+fn per_handshake_us(seconds: f64, handshakes: u64) -> f64 {
+    if handshakes == 0 {
+        0.0
+    } else {
+        seconds * 1e6 / handshakes as f64
+    }
+}
+
 /// A worker's handshakes: counts and the connect / handshake time of each.
 #[derive(Clone, Debug)]
 pub(crate) struct TlsState {
@@ -29,6 +37,8 @@ pub(crate) struct TlsState {
     pub(crate) handshake_us: Histogram<u64>,
     pub(crate) full: u64,
     pub(crate) resumed: u64,
+    /// Time in the TLS library's handshake computation, all handshakes, ns.
+    pub(crate) compute_ns: u64,
     /// What the first handshake negotiated ("TLSv1_3", "TLS13_AES_128_GCM_SHA256").
     pub(crate) version: &'static str,
     pub(crate) cipher: &'static str,
@@ -41,6 +51,7 @@ impl TlsState {
             handshake_us: new_latency_histogram(),
             full: 0,
             resumed: 0,
+            compute_ns: 0,
             version: "",
             cipher: "",
         }
@@ -51,6 +62,7 @@ impl TlsState {
         self.handshake_us.reset();
         self.full = 0;
         self.resumed = 0;
+        self.compute_ns = 0;
     }
 
     pub(crate) fn merge(&mut self, o: &TlsState) {
@@ -58,6 +70,7 @@ impl TlsState {
         add_into(&mut self.handshake_us, &o.handshake_us);
         self.full += o.full;
         self.resumed += o.resumed;
+        self.compute_ns += o.compute_ns;
         if self.version.is_empty() {
             self.version = o.version;
             self.cipher = o.cipher;
@@ -81,6 +94,14 @@ pub struct TlsReport {
     pub handshakes_resumed: u64,
     /// All handshakes per second of the measured window.
     pub handshakes_per_s: f64,
+    /// Seconds the client spent in the TLS library's handshake computation
+    /// (key shares, certificate and signature checks) over the window, and
+    /// per handshake in µs: the clock around its calls on the worker
+    /// threads (their CPU time unless they were preempted).
+    #[serde(default)]
+    pub handshake_cpu_s: f64,
+    #[serde(default)]
+    pub handshake_cpu_us: f64,
     /// Why kTLS was not used (absent when it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ktls_unavailable: Option<String>,
@@ -102,6 +123,8 @@ impl TlsReport {
             handshakes_full: t.full,
             handshakes_resumed: t.resumed,
             handshakes_per_s: per_second(t.full + t.resumed, duration_s),
+            handshake_cpu_s: t.compute_ns as f64 / 1e9,
+            handshake_cpu_us: per_handshake_us(t.compute_ns as f64 / 1e9, t.full + t.resumed),
             connect_us: LatencySummary::from_histogram(&t.connect_us),
             histogram_connect: histogram_string(&t.connect_us),
             handshake_us: LatencySummary::from_histogram(&t.handshake_us),
@@ -137,6 +160,9 @@ impl TlsReport {
         a.handshakes_full += b.handshakes_full;
         a.handshakes_resumed += b.handshakes_resumed;
         a.handshakes_per_s = per_second(a.handshakes_full + a.handshakes_resumed, duration_s);
+        a.handshake_cpu_s += b.handshake_cpu_s;
+        a.handshake_cpu_us =
+            per_handshake_us(a.handshake_cpu_s, a.handshakes_full + a.handshakes_resumed);
         if a.version.is_empty() {
             a.version.clone_from(&b.version);
             a.cipher.clone_from(&b.cipher);

@@ -650,14 +650,29 @@ fn tls_handshakes_report_and_merge_exactly() {
         a.record_tls_handshake(
             100 + i,
             2_000 + i,
+            500_000,
             false,
             "TLS1.3",
             "TLS13_AES_128_GCM_SHA256",
         );
     }
     a.reset();
-    a.record_tls_handshake(100, 2_000, false, "TLS1.3", "TLS13_AES_128_GCM_SHA256");
-    b.record_tls_handshake(300, 8_000, true, "TLS1.3", "TLS13_AES_128_GCM_SHA256");
+    a.record_tls_handshake(
+        100,
+        2_000,
+        150_000,
+        false,
+        "TLS1.3",
+        "TLS13_AES_128_GCM_SHA256",
+    );
+    b.record_tls_handshake(
+        300,
+        8_000,
+        50_000,
+        true,
+        "TLS1.3",
+        "TLS13_AES_128_GCM_SHA256",
+    );
     assert_eq!(a.tls_handshakes(), (1, 0), "reset forgets the warm-up's");
     let ra = Report::build(&meta("https://h/", 1, 1, 1.0), &a);
     let rb = Report::build(&meta("https://h/", 1, 1, 1.0), &b);
@@ -665,11 +680,27 @@ fn tls_handshakes_report_and_merge_exactly() {
     assert_eq!((t.handshakes_full, t.handshakes_resumed), (1, 0));
     assert_eq!(t.version, "TLS1.3");
     assert_eq!(t.handshake_us.p50, 2_000);
+    assert!(
+        (t.handshake_cpu_us - 150.0).abs() < 1e-9,
+        "{}",
+        t.handshake_cpu_us
+    );
     let json: Value = serde_json::from_str(&ra.to_json()).unwrap();
     assert_eq!(json["tls"]["connect_us"]["max"], 100);
     let m = Report::merge(&[ra, rb]).unwrap();
     let t = m.tls.expect("merged tls");
     assert_eq!((t.handshakes_full, t.handshakes_resumed), (1, 1));
+    // 150 µs and 50 µs of computation: 100 µs per handshake merged.
+    assert!(
+        (t.handshake_cpu_s - 200e-6).abs() < 1e-12,
+        "{}",
+        t.handshake_cpu_s
+    );
+    assert!(
+        (t.handshake_cpu_us - 100.0).abs() < 1e-9,
+        "{}",
+        t.handshake_cpu_us
+    );
     assert_eq!(
         t.handshake_us.max,
         decode_histogram(&t.histogram_handshake).unwrap().max()

@@ -570,6 +570,11 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
         fd_errors: r.errors.get("fd_limit").copied().unwrap_or(0),
         port_errors: r.errors.get("no_ephemeral_port").copied().unwrap_or(0),
         target_is_loopback: p.plan.addr.ip().is_loopback(),
+        tls_handshakes: r
+            .tls
+            .as_ref()
+            .map_or(0, |t| t.handshakes_full + t.handshakes_resumed),
+        tls_handshake_cpu_s: r.tls.as_ref().map_or(0.0, |t| t.handshake_cpu_s),
     }
 }
 

@@ -838,3 +838,72 @@ fn worker_on_cpu0(utime_ticks: u64, stime_ticks: u64) -> ThreadTimes {
         last_cpu: 0,
     }
 }
+
+/// A window whose process used `cpu_ticks` of CPU (1/100 s each).
+fn judge_with_process_cpu(
+    busy: &[(usize, u64, u64, u64, u64)],
+    cpu_ticks: u64,
+    input: &VerdictInput,
+) -> ClientSummary {
+    let (start, mut end) = window(2, busy);
+    end.process.utime_ticks = cpu_ticks;
+    summarize(&start, &end, input, &budget())
+}
+
+#[test]
+fn tls_handshakes_are_named_as_the_saturated_clients_cost() {
+    // New connection per request: cpu0 saturated, 1 s of process CPU of
+    // which 0.7 s in 4,000 handshakes' TLS computation.
+    let input = VerdictInput {
+        generator_cpus: vec![0],
+        tls_handshakes: 4_000,
+        tls_handshake_cpu_s: 0.7,
+        ..Default::default()
+    };
+    let s = judge_with_process_cpu(&[(0, 80, 19, 0, 0)], 100, &input);
+    assert!(s.saturated);
+    assert_eq!(
+        s.verdict,
+        "client: SATURATED — cpu0 99% (usr 80%, sys 19%), TLS handshakes 70% of xload's CPU \
+         (175 µs each): results understate the server"
+    );
+    assert!(
+        s.reasons.iter().any(|r| r
+            .starts_with("TLS handshakes took 70% of xload's CPU in the window (4000/s, 175 µs")
+            && r.contains("--tls-resume")),
+        "{:?}",
+        s.reasons
+    );
+    assert_eq!(s.cpu_us_per_handshake, Some(250.0));
+    assert!((s.tls_handshake_share.unwrap() - 0.7).abs() < 1e-9);
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["cpu_us_per_handshake"], 250.0);
+
+    // The same handshakes on a client with CPU to spare: a note, no finding.
+    let idle = judge_with_process_cpu(&[(0, 40, 10, 0, 0)], 100, &input);
+    assert!(!idle.saturated, "{:?}", idle.reasons);
+    assert!(
+        idle.notes
+            .iter()
+            .any(|n| n.starts_with("TLS handshakes took 70% of xload's CPU")
+                && n.contains("250 µs of xload's CPU per handshake")),
+        "{:?}",
+        idle.notes
+    );
+
+    // Saturated, but by keep-alive requests: handshakes are 1% of the CPU.
+    let keepalive = VerdictInput {
+        tls_handshakes: 100,
+        tls_handshake_cpu_s: 0.01,
+        ..input.clone()
+    };
+    let s = judge_with_process_cpu(&[(0, 80, 19, 0, 0)], 100, &keepalive);
+    assert!(s.saturated);
+    assert!(!s.verdict.contains("TLS"), "{}", s.verdict);
+    assert!(s.notes.iter().all(|n| !n.contains("TLS")), "{:?}", s.notes);
+
+    // Plain http: no TLS figures at all.
+    let plain = judge_with_process_cpu(&[(0, 80, 19, 0, 0)], 100, &VerdictInput::default());
+    assert_eq!(plain.cpu_us_per_handshake, None);
+    assert!(!serde_json::to_string(&plain).unwrap().contains("handshake"));
+}
