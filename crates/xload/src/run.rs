@@ -72,7 +72,7 @@ pub(crate) fn prepare_with(
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
     let mut addrs = resolve(&url, &a.tls.resolve)?;
     let tls = (url.tls)
-        .then(|| crate::tls::client(&a.tls, &url.host))
+        .then(|| crate::tls::client(&a.tls, &url.host, connections))
         .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
