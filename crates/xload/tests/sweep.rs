@@ -619,49 +619,72 @@ fn demo_over_tls_sweeps_the_embedded_https_responder() {
 /// think 100 ms between requests each ask for one per 105 ms, so the server
 /// saturates at 12,800 × 0.105 ≈ 1,344 sessions. Below that latency is the
 /// delay (plus a loaded client's few ms); above it every added session only
-/// queues (N / 12,800 − 0.1 s), so a mean limit of 12 ms fails just above the
-/// knee — at 12,800 × (0.1 + 0.012) ≈ 1,434 with no overhead at all, sooner
-/// with it. The search must land within 10% of the Little's-law figure and
-/// confirm it with a repeat.
+/// queues (N / 12,800 − 0.1 s), so a mean limit of 14 ms fails just above the
+/// knee — at 12,800 × (0.1 + 0.014) ≈ 1,459 with no overhead at all, sooner
+/// with the server's timer slack and a loaded client's delays, which push the
+/// answer down. The search must land within 10% of the Little's-law figure
+/// and confirm it with a repeat. About 30 s.
 #[test]
 fn sessions_find_max_lands_on_littles_law_and_confirms_it() {
     let _serial = serial();
     let (pool, delay_s, think_s) = (64.0_f64, 0.005_f64, 0.100_f64);
     let expected = pool / delay_s * (think_s + delay_s);
     let dir = TempDir::new("sweep-sessions");
-    let port = support::free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let _serve = support::spawn_xload([
-        "serve", "--listen", &listen, "--delay", "5ms", "--pool", "64", "--cpus", "0", "--for",
-        "150s",
-    ]);
-    support::wait_listening(port);
     let w = dir.file(
         "w.toml",
-        "[classes.page]\npath = \"/\"\ncheck = { status = 200 }\nlimits = { mean = \"12ms\" }\n\
+        "[classes.page]\npath = \"/\"\ncheck = { status = 200 }\nlimits = { mean = \"14ms\" }\n\
          [session]\nsequence = [\"page\"]\nthink = { fixed = \"100ms\" }\n",
     );
     let (json, plot) = (dir.join_str("s.json"), dir.join_str("s.svg"));
-    let (status, stdout, stderr, elapsed) = support::run_xload_with_timeout(
-        [
-            "sweep",
-            "-w",
-            &w,
-            &format!("http://{listen}/"),
-            "--sessions",
-            "1000..1800/5",
-            "--find-max",
-            "--tolerance",
-            "0.05",
-            "-d",
-            "3s",
-            "--json",
-            &json,
-            "--plot",
-            &plot,
-        ],
-        Duration::from_secs(150),
-    );
+    // A search during which other work took the server's CPU (a step at 80%
+    // of capacity measured a 50 ms mean) is made again, as timing runs are.
+    let (status, stdout, stderr, elapsed) = undisturbed(|| {
+        let port = support::free_port();
+        let url = format!("http://127.0.0.1:{port}/");
+        let _serve = support::spawn_xload([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--delay",
+            "5ms",
+            "--pool",
+            "64",
+            "--cpus",
+            "0",
+            "--for",
+            "150s",
+        ]);
+        support::wait_listening(port);
+        // A first second of 1,000 new connections on a fresh one-CPU server
+        // is not what this measures: prime it (the steps warm up as well).
+        let (status, out, err, _) =
+            support::run_xload(["run", &w, &url, "--sessions", "1000", "-d", "1s", "-q"]);
+        assert_eq!(exit_code(status), 0, "{out}\n{err}");
+        support::run_xload_with_timeout(
+            [
+                "sweep",
+                "-w",
+                &w,
+                &url,
+                "--sessions",
+                "1000..1800/5",
+                "--find-max",
+                "--tolerance",
+                "0.05",
+                // Per-second p99 on a loaded 2-CPU VM jumps by seconds; drift
+                // has its own unit tests, this test is about the mean's edge.
+                "--drift-p99",
+                "4",
+                "-d",
+                "3s",
+                "--json",
+                &json,
+                "--plot",
+                &plot,
+            ],
+            Duration::from_secs(150),
+        )
+    });
     let shown = format!("{stdout}\n{stderr}");
     assert_eq!(exit_code(status), 0, "{shown}");
     eprintln!("sessions find-max took {elapsed:?}\n{shown}");

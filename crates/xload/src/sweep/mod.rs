@@ -468,11 +468,12 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         Sink::Stdout
     };
     // A sessions search that found no compliant count, or could not confirm
-    // the one it found, fails (exit 3).
+    // the one it found, fails (exit 3); one stopped by Ctrl-C says so and
+    // fails nothing.
     let mut search_failed = false;
     let result = if s.find_max && mode == Mode::Sessions {
         let (r, ok) = capacity::find_max_sessions(&url, s, &slo, &levels, out, &stop)?;
-        search_failed = !ok;
+        search_failed = !ok && !r.interrupted;
         r
     } else if s.find_max {
         find_max(&url, s, &slo, &levels, fixed, out, &stop)?
