@@ -15,7 +15,6 @@ use std::io::{Read, Write};
 use rustls::{ClientConnection, HandshakeKind, ProtocolVersion};
 use xload_stats::{ErrorKind, Recorder};
 
-use crate::clock::now_ns;
 use crate::plan::TlsClient;
 
 /// One connection's TLS session and its buffers.
@@ -37,9 +36,9 @@ pub(crate) struct Session {
     /// When the TCP connect began and when it completed, ns.
     pub connect_ns: u64,
     pub connected_ns: u64,
-    /// Time in rustls's handshake computation so far (key shares,
-    /// certificate and signature checks), ns: the clock around its calls on
-    /// this worker's thread, CPU time unless the thread was preempted.
+    /// CPU time in rustls's handshake computation so far (key shares,
+    /// certificate and signature checks), ns: the worker thread's CPU clock
+    /// around its calls.
     handshake_ns: u64,
 }
 
@@ -61,7 +60,7 @@ impl Session {
         connect_ns: u64,
         connected_ns: u64,
     ) -> Result<Box<Session>, ErrorKind> {
-        let began = now_ns();
+        let began = thread_cpu_ns();
         let mut s = Box::new(Session {
             conn: client(t)?,
             out: Vec::with_capacity(4096),
@@ -75,7 +74,7 @@ impl Session {
             handshake_ns: 0,
         });
         s.queue_records();
-        s.handshake_ns = now_ns().saturating_sub(began);
+        s.handshake_ns = thread_cpu_ns().saturating_sub(began);
         Ok(s)
     }
 
@@ -86,7 +85,7 @@ impl Session {
         connect_ns: u64,
         connected_ns: u64,
     ) -> Result<(), ErrorKind> {
-        let began = now_ns();
+        let began = thread_cpu_ns();
         self.conn = client(t)?;
         self.out.clear();
         self.sent = 0;
@@ -95,7 +94,7 @@ impl Session {
         self.connect_ns = connect_ns;
         self.connected_ns = connected_ns;
         self.queue_records();
-        self.handshake_ns = now_ns().saturating_sub(began);
+        self.handshake_ns = thread_cpu_ns().saturating_sub(began);
         Ok(())
     }
 
@@ -152,10 +151,11 @@ impl Session {
         if !self.conn.is_handshaking() {
             return self.open_records(cipher);
         }
-        // Only while handshaking: no clock reads per request on a kept connection.
-        let began = now_ns();
+        // Only while handshaking: no clock reads per request on a kept
+        // connection (the thread's CPU clock is a syscall, not the vDSO's).
+        let began = thread_cpu_ns();
         let opened = self.open_records(cipher);
-        self.handshake_ns += now_ns().saturating_sub(began);
+        self.handshake_ns += thread_cpu_ns().saturating_sub(began);
         opened
     }
 
@@ -222,6 +222,18 @@ impl Session {
             cipher,
         );
     }
+}
+
+/// This thread's CPU time, ns: a wall clock would count the time the
+/// thread was preempted on a shared CPU as computation.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn client(t: &TlsClient) -> Result<ClientConnection, ErrorKind> {

@@ -94,10 +94,10 @@ pub struct TlsReport {
     pub handshakes_resumed: u64,
     /// All handshakes per second of the measured window.
     pub handshakes_per_s: f64,
-    /// Seconds the client spent in the TLS library's handshake computation
-    /// (key shares, certificate and signature checks) over the window, and
-    /// per handshake in µs: the clock around its calls on the worker
-    /// threads (their CPU time unless they were preempted).
+    /// CPU seconds the client spent in the TLS library's handshake
+    /// computation (key shares, certificate and signature checks) over the
+    /// window, and per handshake in µs: the worker threads' CPU clocks read
+    /// around its calls.
     #[serde(default)]
     pub handshake_cpu_s: f64,
     #[serde(default)]

@@ -10,127 +10,20 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::ring::default_provider;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
-use support::run::{free_port, spawn_xload, TempDir, XloadChild};
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use support::run::TempDir;
+use support::serve::Serve;
+use support::tls::{any_cert_client, client, AnyCert, SelfSigned};
 use xload_testkit::both_engines;
 
-/// A running `xload serve --tls` on a free loopback port.
-struct Serve {
-    child: Option<XloadChild>,
-    port: u16,
-    spawned: Instant,
+/// `xload serve --tls --cpus 0 ARGS...` on a free loopback port.
+fn serve_tls(args: &[&str]) -> Serve {
+    Serve::start(&[&["--tls", "--cpus", "0"][..], args].concat())
 }
 
-impl Serve {
-    fn start(extra: &[&str]) -> Serve {
-        let port = free_port();
-        let mut args = vec![
-            "serve".to_string(),
-            "--tls".into(),
-            "--cpus".into(),
-            "0".into(),
-            "--listen".into(),
-            format!("127.0.0.1:{port}"),
-            "--for".into(),
-            "20s".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let spawned = Instant::now();
-        let child = spawn_xload(args);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "xload serve did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Serve {
-            child: Some(child),
-            port,
-            spawned,
-        }
-    }
-
-    /// A TLS stream to it with `cfg`, as "localhost".
-    fn connect(&self, cfg: &Arc<ClientConfig>) -> StreamOwned<ClientConnection, TcpStream> {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let name = ServerName::try_from("localhost").unwrap();
-        let c = ClientConnection::new(Arc::clone(cfg), name).expect("client");
-        StreamOwned::new(c, s)
-    }
-
-    /// Stops it (SIGINT) and returns what it printed.
-    fn stop(mut self) -> String {
-        let c = self.child.take().expect("running");
-        c.interrupt();
-        let out = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
-        assert!(!out.timed_out, "xload serve did not stop on SIGINT");
-        out.stdout
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(c) = self.child.take() {
-            c.interrupt();
-            let _ = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
-        }
-    }
-}
-
-/// Accepts any certificate and keeps the last one seen (for its fingerprint).
-#[derive(Debug)]
-struct AnyCert(std::sync::Mutex<Vec<u8>>);
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        *self.0.lock().unwrap() = end_entity.to_vec();
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-fn client(
-    versions: &[&'static rustls::SupportedProtocolVersion],
-    verifier: Arc<dyn ServerCertVerifier>,
-) -> Arc<ClientConfig> {
-    let mut c = ClientConfig::builder_with_provider(Arc::new(default_provider()))
-        .with_protocol_versions(versions)
-        .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    c.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(c)
+/// A TLS stream to `srv` with `cfg`, as "localhost".
+fn tls_connect(srv: &Serve, cfg: &Arc<ClientConfig>) -> StreamOwned<ClientConnection, TcpStream> {
+    support::tls::stream(srv.connect(), cfg)
 }
 
 /// Reads until `n` answers, each with a body of `body_len` bytes, came whole.
@@ -158,7 +51,7 @@ fn read_answers(s: &mut impl Read, n: usize, body_len: usize) -> Vec<u8> {
 
 /// The `/stats` JSON, asked over TLS.
 fn stats(srv: &Serve, cfg: &Arc<ClientConfig>) -> serde_json::Value {
-    let mut s = srv.connect(cfg);
+    let mut s = tls_connect(srv, cfg);
     s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut text = Vec::new();
@@ -172,14 +65,14 @@ fn stats(srv: &Serve, cfg: &Arc<ClientConfig>) -> serde_json::Value {
 
 #[test]
 fn serve_tls_answers_pipelined_requests_over_tls12_and_tls13() {
-    let srv = Serve::start(&["--body-size", "100000"]);
-    let seen = Arc::new(AnyCert(Default::default()));
+    let srv = serve_tls(&["--body-size", "100000"]);
+    let seen = Arc::new(AnyCert::default());
     for versions in [
         &[&rustls::version::TLS13][..],
         &[&rustls::version::TLS12][..],
     ] {
         let cfg = client(versions, seen.clone());
-        let mut s = srv.connect(&cfg);
+        let mut s = tls_connect(&srv, &cfg);
         // Three pipelined requests in one write: three answers, in order.
         s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /c HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap();
@@ -231,25 +124,16 @@ fn serve_tls_answers_pipelined_requests_over_tls12_and_tls13() {
 #[test]
 fn serve_tls_uses_the_given_certificate_and_a_verifying_client_trusts_it() {
     let dir = TempDir::new("xload-tls");
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let srv = Serve::start(&[
+    let cert = SelfSigned::new(&["localhost"]);
+    let (cert_path, key_path) = cert.write(&dir);
+    let srv = serve_tls(&[
         "--cert",
-        cert.to_str().unwrap(),
+        cert_path.to_str().unwrap(),
         "--key",
-        key.to_str().unwrap(),
+        key_path.to_str().unwrap(),
     ]);
-    let mut roots = RootCertStore::empty();
-    roots.add(ck.cert.der().clone()).unwrap();
-    let cfg = ClientConfig::builder_with_provider(Arc::new(default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let cfg = Arc::new(cfg);
-    let mut s = srv.connect(&cfg);
+    let cfg = cert.trusting_client();
+    let mut s = tls_connect(&srv, &cfg);
     s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     read_answers(&mut s, 1, 0);
@@ -282,22 +166,9 @@ fn serve_refuses_a_cert_without_a_key() {
 /// `xload ARGS --json PATH`: exit code, report, stdout and stderr.
 fn client_run(engine: &str, args: &[&str]) -> (i32, serde_json::Value, String, String) {
     let dir = TempDir::new("xload-https");
-    let json = dir.join("out.json");
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend([
-        "-t",
-        "1",
-        "--engine",
-        engine,
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let (status, out, err, _) = support::run::run_xload(&all);
-    let report = std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(serde_json::Value::Null);
-    (support::run::exit_code(status), report, out, err)
+    let all = [args, &["-t", "1", "--engine", engine]].concat();
+    let r = support::run::run_json(&dir, &all, support::run::DEFAULT_XLOAD_TIMEOUT);
+    (r.code, r.json, r.stdout, r.stderr)
 }
 
 fn has_tls_ulp() -> bool {
@@ -309,7 +180,7 @@ fn has_tls_ulp() -> bool {
 
 fn https_against_serve_tls_reconciles_with_its_stats(engine: &str) {
     const N: u64 = 2000;
-    let srv = Serve::start(&[]);
+    let srv = serve_tls(&[]);
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let n = N.to_string();
     let (code, r, out, err) = client_run(engine, &[&url, "--insecure", "-n", &n, "-c", "8"]);
@@ -336,13 +207,7 @@ fn https_against_serve_tls_reconciles_with_its_stats(engine: &str) {
         );
         assert_eq!(t["ktls_unavailable"], "no tls ULP in this kernel");
     }
-    let st = stats(
-        &srv,
-        &client(
-            rustls::DEFAULT_VERSIONS,
-            Arc::new(AnyCert(Default::default())),
-        ),
-    );
+    let st = stats(&srv, &any_cert_client());
     assert_eq!(st["requests"], N, "{st}\n{out}");
     assert_eq!(st["bad_requests"], 0, "{st}");
     // The start's readiness probe, xload's certificate check, its
@@ -354,7 +219,7 @@ fn https_against_serve_tls_reconciles_with_its_stats(engine: &str) {
 #[test]
 fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
     let engine = "auto";
-    let srv = Serve::start(&[]);
+    let srv = serve_tls(&[]);
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let (code, _, out, err) = client_run(engine, &[&url, "-d", "2s", "-c", "2"]);
     assert_eq!(code, 1, "{out}{err}");
@@ -367,11 +232,8 @@ fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
 
 fn https_trusts_cacert_and_reaches_a_name_through_resolve(engine: &str) {
     let dir = TempDir::new("xload-tls");
-    let ck = rcgen::generate_simple_self_signed(vec!["xload.test".to_string()]).unwrap();
-    std::fs::write(dir.join("cert.pem"), ck.cert.pem()).unwrap();
-    std::fs::write(dir.join("key.pem"), ck.key_pair.serialize_pem()).unwrap();
-    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let srv = Serve::start(&[
+    let (cert, key) = SelfSigned::new(&["xload.test"]).write(&dir);
+    let srv = serve_tls(&[
         "--cert",
         cert.to_str().unwrap(),
         "--key",
@@ -479,13 +341,8 @@ fn https_to_a_server_that_closes_during_the_handshake_is_named(engine: &str) {
 }
 
 fn nginx_tls(protocols: &str) -> Option<support::nginx::Nginx> {
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     support::nginx::Nginx::start(support::nginx::NginxOptions {
-        tls: Some(support::nginx::NginxTls {
-            cert_pem: ck.cert.pem(),
-            key_pem: ck.key_pair.serialize_pem(),
-            protocols: protocols.to_string(),
-        }),
+        tls: Some(SelfSigned::new(&["localhost"]).nginx(protocols)),
         ..Default::default()
     })
 }
@@ -540,7 +397,7 @@ fn https_version_mismatch_is_a_handshake_failure(engine: &str) {
 /// Pipelined batches are sealed whole; a new connection per request costs
 /// a full handshake each, or a resumed one with --tls-resume.
 fn https_pipelines_and_handshakes_per_connection(engine: &str) {
-    let srv = Serve::start(&[]);
+    let srv = serve_tls(&[]);
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let (code, r, out, err) = client_run(
         engine,
@@ -576,6 +433,10 @@ fn https_pipelines_and_handshakes_per_connection(engine: &str) {
         "{out}"
     );
     assert_eq!(r["tls"]["handshakes_resumed"], 0, "{out}");
+    // Each handshake's computation is timed on the worker's CPU clock.
+    let each = r["tls"]["handshake_cpu_us"].as_f64().unwrap();
+    assert!(each > 1.0 && each < 1e6, "{each}\n{out}");
+    assert!(out.contains("TLS CPU "), "{out}");
     let (code, r, out, err) = client_run(
         engine,
         &[
@@ -620,13 +481,7 @@ fn https_pipelines_and_handshakes_per_connection(engine: &str) {
     let full = r["tls"]["handshakes_full"].as_u64().unwrap();
     let resumed = r["tls"]["handshakes_resumed"].as_u64().unwrap();
     assert!(full <= 44 && resumed >= 350, "{out}");
-    let st = stats(
-        &srv,
-        &client(
-            rustls::DEFAULT_VERSIONS,
-            Arc::new(AnyCert(Default::default())),
-        ),
-    );
+    let st = stats(&srv, &any_cert_client());
     assert_eq!(st["requests"], 4000 + 150 + 150 + 400, "{st}");
 }
 

@@ -10,6 +10,8 @@
 //!   a temp dir, and its stub_status request counter.
 //! - [`run`]: free ports, temp dirs, and running the built `xload` binary with
 //!   a hard timeout.
+//! - [`serve`]: a running `xload serve` on a free port.
+//! - [`tls`]: self-signed certificates and rustls test clients.
 //!
 //! Design choice: no async runtime and no dependency the `xload` crate does not
 //! already have (std and libc), so the support code cannot hide a bug that the
@@ -19,8 +21,10 @@
 
 pub(crate) mod nginx;
 pub(crate) mod run;
+pub(crate) mod serve;
 pub(crate) mod server;
 pub(crate) mod timing;
+pub(crate) mod tls;
 
 #[allow(unused_imports)]
 pub(crate) use run::{
