@@ -147,6 +147,9 @@ struct Conn {
     rtt_seq: Option<u32>,
     rtt_sent_ns: u64,
     retries: u32,
+    /// A RST with this sequence number is owed: to the peer's state of an
+    /// aborted connection, or to an ACK that does not acknowledge our SYN.
+    rst_seq: Option<u32>,
     /// In the dirty list.
     dirty: bool,
 }
@@ -177,6 +180,7 @@ impl Conn {
             rtt_seq: None,
             rtt_sent_ns: 0,
             retries: 0,
+            rst_seq: None,
             dirty: false,
         }
     }
@@ -328,11 +332,22 @@ impl Client {
     }
 
     /// Starts connecting `conn` (a fresh ISN each time); asks for the
-    /// server's MAC first if it is not known.
+    /// server's MAC first if it is not known. A connection still open is
+    /// aborted first (RST). On a port used before, the ISN is well above
+    /// the old connection's sequence numbers, so a server still holding
+    /// that connection in TIME_WAIT accepts the new SYN.
     pub fn connect(&mut self, conn: u32) {
-        let iss = self.next_isn();
+        let rand = self.next_isn();
+        let c = &self.conns[conn as usize];
+        let iss = match c.state {
+            State::Closed if c.snd_max == 0 && c.rst_seq.is_none() => rand,
+            _ => c.snd_max.wrapping_add(1 << 24).wrapping_add(rand & 0xffff),
+        };
+        self.abort(conn);
         let c = &mut self.conns[conn as usize];
+        let rst_seq = c.rst_seq;
         *c = Conn::new();
+        c.rst_seq = rst_seq;
         c.state = State::SynSent;
         c.iss = iss;
         c.snd_una = iss;
@@ -353,6 +368,26 @@ impl Client {
         c.unacked.extend_from_slice(data);
         self.mark(conn);
         true
+    }
+
+    /// Drops `conn` at once: a RST goes out if the peer may hold state for
+    /// it (a SYN or data was sent and the connection is not finished).
+    pub fn abort(&mut self, conn: u32) {
+        let c = &mut self.conns[conn as usize];
+        let live = match c.state {
+            State::SynSent => c.snd_max != c.iss,
+            State::Established | State::FinWait | State::CloseWait => true,
+            State::Closed | State::Done | State::Failed => false,
+        };
+        if live {
+            c.rst_seq = Some(c.snd_max);
+        }
+        c.state = State::Closed;
+        c.rto_at_ns = 0;
+        c.ack_owed = false;
+        if live {
+            self.mark(conn);
+        }
     }
 
     /// Closes `conn` after what is queued (FIN).
@@ -508,7 +543,14 @@ impl Client {
             }
             return Event::None;
         }
-        if s.flags & SYN == 0 || !acks_syn {
+        if s.flags & ACK != 0 && !acks_syn {
+            // RFC 793: an ACK of something else (an older connection on
+            // this port the peer still holds) is answered with a RST.
+            c.rst_seq = Some(s.ack);
+            self.mark(id);
+            return Event::None;
+        }
+        if s.flags & SYN == 0 {
             return Event::None;
         }
         c.state = State::Established;
@@ -642,6 +684,24 @@ impl Client {
     fn segment_out(&mut self, id: u32, buf: &mut [u8], mac: [u8; 6], now_ns: u64) -> Option<usize> {
         let port = self.port_base.wrapping_add(id as u16);
         let c = &mut self.conns[id as usize];
+        if let Some(seq) = c.rst_seq.take() {
+            let ip_id = self.ip_id;
+            self.ip_id = self.ip_id.wrapping_add(1);
+            let h = Header {
+                src_mac: self.mac,
+                dst_mac: mac,
+                src: self.ip,
+                dst: self.server_ip,
+                ip_id,
+                sport: port,
+                dport: self.server_port,
+                seq,
+                ack: 0,
+                flags: RST,
+                window: 0,
+            };
+            return Some(write_segment(buf, &h, &[]));
+        }
         let (flags, seq, payload) = match c.state {
             State::SynSent if c.in_flight() == 0 => (SYN, c.iss, 0..0),
             State::Established | State::FinWait | State::CloseWait | State::Done => {

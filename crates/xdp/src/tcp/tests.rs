@@ -423,3 +423,43 @@ fn an_ack_of_a_resent_segment_gives_no_sample() {
     c.on_timer(t2 + 900 * MS);
     assert_eq!(drain(&mut c, t2 + 900 * MS).len(), 1, "RTO back at 900 ms");
 }
+
+#[test]
+fn an_aborted_connection_sends_a_rst_and_reconnects_with_a_higher_isn() {
+    let (mut c, seq, _) = established();
+    assert!(c.send(0, b"GET / HTTP/1.1\r\n\r\n"));
+    drain(&mut c, 2 * MS);
+    c.connect(0);
+    let out = drain(&mut c, 3 * MS);
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!((out[0].flags, out[0].seq), (RST, seq + 18), "RST first");
+    assert_eq!(out[1].flags, SYN);
+    let ahead = out[1].seq.wrapping_sub(seq + 18);
+    assert!((1 << 24..1 << 25).contains(&ahead), "ISN {ahead} ahead");
+    assert_eq!(c.state(0), State::SynSent);
+}
+
+#[test]
+fn abort_of_an_unsent_or_finished_connection_sends_nothing() {
+    let mut c = client(2);
+    c.abort(0);
+    assert!(drain(&mut c, 0).is_empty());
+    assert_eq!(c.state(0), State::Closed);
+}
+
+#[test]
+fn an_ack_of_an_older_connection_in_syn_sent_is_answered_with_a_rst() {
+    let (mut c, _, _) = established();
+    c.connect(0);
+    let syn = drain(&mut c, 2 * MS);
+    let iss = syn.last().expect("SYN").seq;
+    // The server still holds the old connection: a challenge ACK.
+    let stale = from_server(0, 9000, 12_345, ACK, &[]);
+    assert_eq!(c.receive(&stale, 3 * MS), Event::None);
+    let rst = drain(&mut c, 3 * MS);
+    assert_eq!(rst.len(), 1, "{rst:?}");
+    assert_eq!((rst[0].flags, rst[0].seq), (RST, 12_345));
+    // The SYN-ACK that follows still opens it.
+    let synack = from_server(0, 7000, iss.wrapping_add(1), SYN | ACK, &[]);
+    assert_eq!(c.receive(&synack, 4 * MS), Event::Connected(0));
+}
