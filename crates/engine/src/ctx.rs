@@ -639,6 +639,7 @@ mod tests {
             start_at_ns: None,
             workload: None,
             tls: None,
+            xdp: None,
         }
     }
 

@@ -37,10 +37,11 @@ mod sock;
 mod tls;
 mod uring;
 mod worker;
+mod xdp;
 
 pub use ctx::Tick;
 pub use mix::Workload;
-pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan, TlsClient};
+pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan, TlsClient, XdpTarget};
 pub use sock::check_source;
 pub use tls::ktls_unavailable;
 pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

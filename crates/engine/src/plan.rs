@@ -1,6 +1,6 @@
 //! The checked description of a run that the workers execute.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +13,8 @@ pub enum EngineChoice {
     Uring,
     /// epoll.
     Epoll,
+    /// The user-space TCP stack over AF_XDP ([`Plan::xdp`] says where).
+    Xdp,
 }
 
 /// Which driver ran.
@@ -20,6 +22,7 @@ pub enum EngineChoice {
 pub enum EngineKind {
     Uring,
     Epoll,
+    Xdp,
 }
 
 impl EngineKind {
@@ -28,6 +31,7 @@ impl EngineKind {
         match self {
             EngineKind::Uring => "io_uring",
             EngineKind::Epoll => "epoll",
+            EngineKind::Xdp => "xdp",
         }
     }
 }
@@ -53,6 +57,18 @@ pub struct OpenLoop {
     /// most one second of its own sends and never more than this; beyond it they
     /// are dropped and counted (the queue never grows without bound).
     pub queue_cap: usize,
+}
+
+/// `--engine xdp`: the interface whose AF_XDP socket carries the
+/// connections, and the IPv4 address the user-space stack owns there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XdpTarget {
+    pub dev: String,
+    pub src_ip: Ipv4Addr,
+    /// Test only: every Nth frame each way is dropped, and every Nth is
+    /// held back behind the next ones (0: none).
+    pub drop_every: u32,
+    pub hold_every: u32,
 }
 
 /// https: how connections speak TLS.
@@ -109,6 +125,8 @@ pub struct Plan {
     pub workload: Option<crate::mix::Workload>,
     /// https: each connection handshakes before its first request.
     pub tls: Option<TlsClient>,
+    /// `--engine xdp`: where its stack runs.
+    pub xdp: Option<XdpTarget>,
 }
 
 impl Plan {
@@ -177,6 +195,7 @@ pub(crate) mod tests {
             start_at_ns: None,
             workload: None,
             tls: None,
+            xdp: None,
         }
     }
 

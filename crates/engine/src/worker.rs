@@ -13,7 +13,7 @@ use xload_stats::Recorder;
 use crate::clock::now_ns;
 use crate::ctx::{Ctx, Measured, Tick, Window};
 use crate::plan::{EngineChoice, EngineKind, Plan};
-use crate::{epoll, pin, uring};
+use crate::{epoll, pin, uring, xdp};
 
 /// What one worker did, besides its recorder.
 #[derive(Clone, Debug)]
@@ -38,6 +38,8 @@ pub struct WorkerInfo {
     /// io_uring closed loop with 16 connections or more (and multishot ring
     /// timeouts, Linux 6.4+): what its waits brought, warm-up included.
     pub batching: Option<xload_stats::Batching>,
+    /// xdp: the socket, the program and the stack's counters.
+    pub detail: Option<String>,
 }
 
 /// The merged result of a run.
@@ -60,6 +62,8 @@ pub struct Outcome {
 pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String> {
     match choice {
         EngineChoice::Epoll => Ok((EngineKind::Epoll, "chosen with --engine epoll".into())),
+        // What it runs on is known once its worker has attached.
+        EngineChoice::Xdp => Ok((EngineKind::Xdp, String::new())),
         EngineChoice::Uring => uring::probe().map(|mode| {
             (
                 EngineKind::Uring,
@@ -150,6 +154,13 @@ pub fn run_observed(
             ", socket descriptors (no registered file table)"
         });
     }
+    if engine == EngineKind::Xdp {
+        // No fallback: a socket or program that cannot be set up fails the run.
+        if let Some(e) = workers.iter().find_map(|w| w.error.clone()) {
+            return Err(e);
+        }
+        engine_reason = workers.iter().filter_map(|w| w.detail.clone()).collect();
+    }
     let interrupted = stop.load(Ordering::Relaxed);
     Ok(Outcome {
         recorder,
@@ -215,6 +226,7 @@ impl Worker {
             error: None,
             fallback: None,
             batching: None,
+            detail: None,
         };
         if let Some(c) = self.cpu {
             if let Err(e) = pin::pin_current_thread(c) {
@@ -234,6 +246,10 @@ impl Worker {
                 r => r,
             },
             EngineKind::Epoll => epoll::run_worker(&mut ctx, index),
+            EngineKind::Xdp => xdp::run_worker(&mut ctx, index).map(|x| {
+                info.detail = Some(x.detail);
+                x.stats
+            }),
         };
         match res {
             Ok(stats) => {

@@ -1,7 +1,7 @@
 //! Command-line arguments shared by `xload URL` and `xload sweep`, and the
 //! small value parsers they use (durations, counts with SI suffixes).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -121,9 +121,18 @@ pub(crate) struct CommonArgs {
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
 
-    /// I/O engine.
+    /// I/O engine: xdp is a user-space TCP stack over AF_XDP (needs --dev and --src-ip; docs/engine.md).
     #[arg(long = "engine", value_enum, default_value_t = EngineArg::Auto)]
     pub engine: EngineArg,
+
+    /// --engine xdp: the interface toward the server; its AF_XDP socket (queue 0) carries the connections.
+    #[arg(long = "dev")]
+    pub dev: Option<String>,
+
+    /// --engine xdp: the IPv4 address the user-space stack owns on --dev, one no host on its
+    /// subnet uses (it answers ARP for it; `xload lab` prints one as ip_user).
+    #[arg(long = "src-ip")]
+    pub src_ip: Option<Ipv4Addr>,
 
     /// Print the full latency percentile table (a single run or a merge;
     /// a sweep prints p50/p95/p99 per step).
@@ -252,6 +261,7 @@ pub(crate) enum EngineArg {
     Auto,
     Uring,
     Epoll,
+    Xdp,
 }
 
 /// Parses a duration: `500ms`, `10s`, `2m`, `1h`, `250us`, `1.5s`; a bare

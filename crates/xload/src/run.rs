@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan};
+use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan, XdpTarget};
 use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url};
 use xload_stats::gate::Gate;
 use xload_stats::{Batching, Report, RunMeta, TextOptions};
@@ -76,7 +76,6 @@ pub(crate) fn prepare_with(
         .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
-    let addr = addrs[0];
     let mut headers = Vec::new();
     for h in &a.headers {
         headers.push(parse_header_arg(h).map_err(|e| Failure::Usage(format!("-H {h:?}: {e}")))?);
@@ -105,7 +104,8 @@ pub(crate) fn prepare_with(
         return Err(Failure::Usage("-c must be at least 1".into()));
     }
     let worker_cpus = workers(a)?;
-    let worker_cpus: Vec<Option<usize>> = worker_cpus.into_iter().take(connections).collect();
+    let mut worker_cpus: Vec<Option<usize>> = worker_cpus.into_iter().take(connections).collect();
+    let xdp = xdp_target(a, url.tls, &mut addrs, &mut worker_cpus)?;
     let duration = match (a.duration, a.requests) {
         (Some(d), _) => Some(d),
         (None, Some(_)) => None,
@@ -121,7 +121,7 @@ pub(crate) fn prepare_with(
         .collect::<Result<Vec<_>, _>>()
         .map_err(Failure::Usage)?;
     let plan = Plan {
-        addr,
+        addr: addrs[0],
         request: tpl.bytes().to_vec(),
         head: tpl.is_head(),
         pipeline: a.pipeline,
@@ -132,11 +132,7 @@ pub(crate) fn prepare_with(
         requests: a.requests,
         timeout: a.timeout,
         connect_timeout: a.connect_timeout,
-        engine: match a.engine {
-            EngineArg::Auto => EngineChoice::Auto,
-            EngineArg::Uring => EngineChoice::Uring,
-            EngineArg::Epoll => EngineChoice::Epoll,
-        },
+        engine: engine_choice(a.engine),
         open_loop: rate.map(|r| OpenLoop {
             rate_per_s: r,
             arrival: match a.arrival {
@@ -153,6 +149,7 @@ pub(crate) fn prepare_with(
         start_at_ns: None,
         workload: None,
         tls,
+        xdp,
     };
     let scheme = if url.tls { "https" } else { "http" };
     let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
@@ -175,6 +172,83 @@ pub(crate) fn prepare_with(
         start_at: None,
         class_limits,
     })
+}
+
+fn engine_choice(e: EngineArg) -> EngineChoice {
+    match e {
+        EngineArg::Auto => EngineChoice::Auto,
+        EngineArg::Uring => EngineChoice::Uring,
+        EngineArg::Epoll => EngineChoice::Epoll,
+        EngineArg::Xdp => EngineChoice::Xdp,
+    }
+}
+
+/// `--engine xdp --dev IFACE --src-ip ADDR`, checked: plain http to an IPv4
+/// target (the only addresses kept), one worker (one AF_XDP socket).
+fn xdp_target(
+    a: &CommonArgs,
+    tls: bool,
+    addrs: &mut Vec<SocketAddr>,
+    worker_cpus: &mut Vec<Option<usize>>,
+) -> Result<Option<XdpTarget>, Failure> {
+    let usage = |m: &str| Err(Failure::Usage(m.into()));
+    if a.engine != EngineArg::Xdp {
+        if a.dev.is_some() || a.src_ip.is_some() {
+            return usage("--dev and --src-ip are for --engine xdp");
+        }
+        return Ok(None);
+    }
+    let Some(dev) = a.dev.clone() else {
+        return usage("--engine xdp needs --dev IFACE: the interface toward the server, whose AF_XDP socket carries the connections");
+    };
+    let Some(src_ip) = a.src_ip else {
+        return usage("--engine xdp needs --src-ip ADDR: an IPv4 address on the subnet of --dev that no host uses (the user-space stack owns it; `xload lab` prints one as ip_user)");
+    };
+    if tls {
+        return usage("--engine xdp speaks plain http:// only");
+    }
+    if a.source.is_some() {
+        return usage("--source binds kernel sockets; --engine xdp sends from --src-ip");
+    }
+    if worker_cpus.len() > 1 && (a.threads.is_some() || a.cpus.is_some() || a.pin_all) {
+        return usage("--engine xdp runs one worker (one AF_XDP socket on queue 0): -t 1 or one CPU in --cpus");
+    }
+    worker_cpus.truncate(1);
+    addrs.retain(SocketAddr::is_ipv4);
+    if addrs.is_empty() {
+        return usage("--engine xdp speaks IPv4 only: the host has no IPv4 address");
+    }
+    if let Err(e) = xload_xdp::netdev::link_by_name(&dev) {
+        return Err(Failure::Usage(format!("--dev {dev}: {e}")));
+    }
+    let (drop_every, hold_every) = test_faults()?;
+    Ok(Some(XdpTarget {
+        dev,
+        src_ip,
+        drop_every,
+        hold_every,
+    }))
+}
+
+/// Test only: `XLOAD_XDP_TEST_FAULTS=drop=N,hold=M` drops every Nth frame
+/// each way in the xdp engine's frame path and holds every Mth behind the
+/// next ones (this kernel has no netem to do it on the wire).
+fn test_faults() -> Result<(u32, u32), Failure> {
+    let Ok(spec) = std::env::var("XLOAD_XDP_TEST_FAULTS") else {
+        return Ok((0, 0));
+    };
+    let bad = || Failure::Usage(format!("XLOAD_XDP_TEST_FAULTS={spec:?}: expected drop=N,hold=M"));
+    let (mut drop_every, mut hold_every) = (0, 0);
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(bad)?;
+        let v: u32 = v.parse().map_err(|_| bad())?;
+        match k {
+            "drop" => drop_every = v,
+            "hold" => hold_every = v,
+            _ => return Err(bad()),
+        }
+    }
+    Ok((drop_every, hold_every))
 }
 
 /// `--pipeline` within bounds, and only where requests may queue on a connection.
@@ -329,6 +403,11 @@ pub(crate) fn ensure_fd_limit(connections: usize) -> Result<(), Failure> {
 /// the plan at the first address that accepts (a name such as `localhost` may
 /// answer on ::1 only).
 pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(), Failure> {
+    if p.plan.xdp.is_some() {
+        // The kernel's path says nothing of the user-space stack's: its
+        // own connects report refusals and timeouts.
+        return Ok(());
+    }
     let mut timeout = p.plan.connect_timeout;
     if let Some(d) = p.plan.duration {
         timeout = timeout.min(p.plan.warmup + d).max(Duration::from_millis(1));
