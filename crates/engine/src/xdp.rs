@@ -72,6 +72,8 @@ struct Faults {
     drop_every: u64,
     hold_every: u64,
     frames: u64,
+    dropped: u64,
+    held: u64,
     rx_held: Vec<Vec<u8>>,
     tx_held: Vec<Vec<u8>>,
 }
@@ -89,6 +91,8 @@ impl Faults {
             drop_every: u64::from(t.drop_every),
             hold_every: u64::from(t.hold_every),
             frames: 0,
+            dropped: 0,
+            held: 0,
             rx_held: Vec::new(),
             tx_held: Vec::new(),
         })
@@ -98,8 +102,10 @@ impl Faults {
         self.frames += 1;
         let every = |n: u64, phase: u64| n > 0 && (self.frames + phase).is_multiple_of(n);
         if every(self.drop_every, 0) {
+            self.dropped += 1;
             Fate::Drop
         } else if every(self.hold_every, self.hold_every / 2) {
+            self.held += 1;
             Fate::Hold
         } else {
             Fate::Pass
@@ -593,6 +599,12 @@ impl Driver<'_, '_> {
         );
         if bad_checksums > 0 {
             s.push_str(&format!(", {bad_checksums} bad checksums"));
+        }
+        if let Some(f) = &self.faults {
+            s.push_str(&format!(
+                "; test faults: {} frames dropped, {} held back",
+                f.dropped, f.held
+            ));
         }
         if let Some(st) = self.port.as_ref().and_then(|p| p.statistics().ok()) {
             if st.rx_dropped + st.rx_ring_full > 0 {

@@ -139,6 +139,12 @@ impl TestServer {
             _ => {}
         }
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        TestServer::start_with(listener, behavior)
+    }
+
+    /// As [`TestServer::start`] on a listener bound elsewhere (in a lab's
+    /// network namespace, say).
+    pub(crate) fn start_with(listener: TcpListener, behavior: Behavior) -> TestServer {
         let addr = listener
             .local_addr()
             .expect("local_addr of a bound listener");
