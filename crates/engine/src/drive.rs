@@ -4,61 +4,268 @@
 //! of stream means, replacing a connection (and giving unanswered requests
 //! back to the quota), and request timeouts.
 //!
-//! A driver implements [`Transport`]: access to its state, putting requests on
-//! the wire, opening and closing a connection's socket.
+//! A driver keeps a [`Core`] (its worker's connections, ramp, requests) and
+//! implements [`Transport`]: access to the core and the run's context,
+//! putting requests on the wire, opening and closing a connection's socket.
+//! Each connection is a [`Conn`]: the part every driver keeps (state,
+//! back-off, exchange, TLS session) and the driver's own socket state.
 
-use xload_stats::ErrorKind;
+use xload_stats::{ErrorKind, Recorder};
 
-use crate::conn::{record_fed_error, Exchange, Fed, Sent};
+use crate::clock::now_ns;
+use crate::conn::{record_errno, record_fed_error, Backoff, Exchange, Fed, Phase, Sent};
 use crate::ctx::{Ctx, Late};
 use crate::mix::ConnMix;
 use crate::ramp::Ramp;
-use crate::tls::{record_failure, Opened};
+use crate::tls::{record_failure, Opened, Session};
 
 /// A send that left later than this after its intended time counts as late.
 pub(crate) const LATE_NS: u64 = 1_000_000;
 
-pub(crate) trait Transport<'p> {
-    fn ctx(&mut self) -> &mut Ctx<'p>;
-    fn exchange(&mut self, i: usize) -> &mut Exchange;
-    /// Connection `i` is connected.
-    fn is_open(&self, i: usize) -> bool;
-    /// Open loop: open connections with nothing in flight.
-    fn idle(&mut self) -> &mut Vec<u32>;
-    /// Requests per closed-loop batch.
-    fn pipeline(&self) -> usize;
-    /// Puts the last `n` requests queued in connection `i`'s pending list on the wire.
-    fn transmit(&mut self, i: usize, n: usize, now: u64);
-    /// Opens a new socket for connection `i` and starts connecting it.
-    fn open(&mut self, i: usize, now: u64);
-    /// Closes connection `i`'s socket; everything in flight on it is forgotten.
-    fn close(&mut self, i: usize);
-    /// Tells connection `i`'s codec that the peer closed; returns the error to count.
-    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind>;
+/// Where a connection is in its life, the same for every driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// No socket; opened again by the driver's sweep from `until_ns`
+    /// (`u64::MAX`: not before the ramp or a replace opens it).
+    Closed {
+        until_ns: u64,
+    },
+    Connecting {
+        since_ns: u64,
+    },
+    /// https: connected, the TLS handshake is under way.
+    Handshaking {
+        since_ns: u64,
+    },
+    Open,
+}
 
-    /// The generation of connection `i` (changes when it is replaced).
-    fn gen(&self, i: usize) -> u32;
+/// One connection of a worker: what every driver keeps, and `sock`, the
+/// driver's own part (its socket and what it tracks about it).
+pub(crate) struct Conn<S> {
+    /// Changes when the connection is replaced: what still arrives for an
+    /// older generation is ignored.
+    pub gen: u32,
+    pub state: State,
+    pub backoff: Backoff,
+    pub ex: Exchange,
+    /// https: the TLS session (kept, with its buffers, across reconnects).
+    pub tls: Option<Box<Session>>,
+    pub sock: S,
+}
+
+impl<S> Conn<S> {
+    /// A connection that waits for the ramp to open it.
+    pub(crate) fn new(ex: Exchange, sock: S) -> Conn<S> {
+        Conn {
+            gen: 0,
+            state: State::Closed { until_ns: u64::MAX },
+            backoff: Backoff::default(),
+            ex,
+            tls: None,
+            sock,
+        }
+    }
+}
+
+/// What every driver keeps for its worker (besides the run's context).
+pub(crate) struct Core<S> {
+    pub conns: Vec<Conn<S>>,
+    /// Open loop: open connections with nothing in flight.
+    pub idle: Vec<u32>,
+    /// Which connections may open for the first time, and when.
+    pub ramp: Ramp,
+    /// Requests per closed-loop batch.
+    pub pipeline: usize,
+    /// `pipeline` copies of the run's request, back to back.
+    pub batch: Box<[u8]>,
+    /// The length of one request in `batch`.
+    pub req_len: usize,
+}
+
+impl<S> Core<S> {
+    /// Worker `index`'s share of the run: its connections (none open yet,
+    /// each with the driver's part from `sock`), ramp and requests.
+    pub(crate) fn new(ctx: &Ctx<'_>, index: usize, sock: impl Fn() -> S) -> Self {
+        let plan = ctx.plan;
+        let nconns = plan.connections_of(index);
+        let pipeline = plan.pipeline.max(1);
+        Core {
+            conns: (0..nconns)
+                .map(|_| Conn::new(Exchange::new(plan.head, pipeline), sock()))
+                .collect(),
+            idle: Vec::with_capacity(nconns),
+            ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
+            pipeline,
+            batch: plan.request.repeat(pipeline).into_boxed_slice(),
+            req_len: plan.request.len(),
+        }
+    }
+
+    /// Connections that are open.
+    pub(crate) fn open_count(&self) -> usize {
+        self.conns.iter().filter(|c| c.state == State::Open).count()
+    }
+}
+
+/// A driver: the few methods below it must write; the rest of a
+/// connection's life is provided on top of them.
+pub(crate) trait Transport<'p> {
+    /// The driver's own per-connection state (`Conn::sock`).
+    type Sock: 'static;
+
+    /// The run's context (the worker's share of it).
+    fn ctx(&mut self) -> &mut Ctx<'p>;
+    /// What the driver keeps for its worker.
+    fn core(&self) -> &Core<Self::Sock>;
+    /// The same and the worker's recorder, borrowed together.
+    fn split(&mut self) -> (&mut Core<Self::Sock>, &mut Recorder);
+    /// Puts the last `n` requests queued in connection `i`'s pending list
+    /// on the wire (https: seals them into its session and sends the records).
+    fn transmit(&mut self, i: usize, n: usize, now: u64);
+    /// Opens a new socket for connection `i` and starts connecting it
+    /// (state `Connecting`), or leaves it `Closed` until a later try.
+    fn open(&mut self, i: usize, now: u64);
+    /// Closes connection `i`'s socket and moves it to a new generation
+    /// with its exchange reset: everything in flight on it is forgotten.
+    fn close(&mut self, i: usize);
     /// https: sends the records queued in connection `i`'s session.
     fn send_records(&mut self, i: usize, now: u64);
-    /// https: connection `i`'s handshake completed: it is open, and the
-    /// handshake is recorded.
-    fn established(&mut self, i: usize, now: u64);
+
+    #[inline]
+    fn core_mut(&mut self) -> &mut Core<Self::Sock> {
+        self.split().0
+    }
+
+    #[inline]
+    fn conn(&mut self, i: usize) -> &mut Conn<Self::Sock> {
+        &mut self.core_mut().conns[i]
+    }
+
+    /// The worker's connections and its recorder, borrowed together.
+    #[inline]
+    fn conns_mut(&mut self) -> (&mut [Conn<Self::Sock>], &mut Recorder) {
+        let (core, rec) = self.split();
+        (&mut core.conns, rec)
+    }
+
+    #[inline]
+    fn exchange(&mut self, i: usize) -> &mut Exchange {
+        &mut self.conn(i).ex
+    }
+
+    /// Connection `i` is connected (https: its handshake is done).
+    #[inline]
+    fn is_open(&self, i: usize) -> bool {
+        self.core().conns[i].state == State::Open
+    }
+
+    /// The generation of connection `i` (changes when it is replaced).
+    #[inline]
+    fn gen(&self, i: usize) -> u32 {
+        self.core().conns[i].gen
+    }
+
+    /// https: connection `i` is connected and its handshake under way.
+    fn handshaking(&self, i: usize) -> bool {
+        matches!(self.core().conns[i].state, State::Handshaking { .. })
+    }
+
+    /// Connection `i` tries again after its back-off (no socket is open).
+    fn retry_later(&mut self, i: usize, now: u64) {
+        let c = self.conn(i);
+        c.state = State::Closed {
+            until_ns: c.backoff.fail(now),
+        };
+    }
+
+    /// Closes connection `i` and reopens it after a back-off.
+    fn back_off(&mut self, i: usize, now: u64) {
+        self.close(i);
+        self.retry_later(i, now);
+    }
+
+    /// Connection `i` connected (https: completed its handshake): it is
+    /// open, its back-off starts over, the handshake is recorded.
+    fn established(&mut self, i: usize, now: u64) {
+        let (conns, rec) = self.conns_mut();
+        let c = &mut conns[i];
+        c.state = State::Open;
+        c.backoff.reset();
+        if let Some(t) = c.tls.as_deref() {
+            t.record_established(rec, now);
+        }
+    }
+
     /// https: connection `i`'s handshake failed (`kind` counted): it is
     /// closed and retried after a back-off, as after a failed connect.
-    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64);
+    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
+        record_failure(&mut self.ctx().rec, kind);
+        self.back_off(i, now);
+    }
+
+    /// https: connection `i` (`Connecting`) connected: its session starts
+    /// the handshake. True when the ClientHello is queued for the driver
+    /// to send; false when the session failed (counted, backed off).
+    fn start_handshake(&mut self, i: usize, now: u64) -> bool {
+        let plan = self.ctx().plan;
+        let c = self.conn(i);
+        let (Some(tc), State::Connecting { since_ns }) = (plan.tls.as_ref(), c.state) else {
+            return false;
+        };
+        let started = match c.tls.as_mut() {
+            Some(t) => t.restart(tc, since_ns, now),
+            None => Session::new(tc, since_ns, now).map(|t| c.tls = Some(t)),
+        };
+        if let Err(kind) = started {
+            self.handshake_failed(i, kind, now);
+            return false;
+        }
+        c.state = State::Handshaking { since_ns: now };
+        true
+    }
+
+    /// A send or receive on connection `i` failed with `errno`. During the
+    /// handshake a reset is the peer closing it, and the replacement waits
+    /// a back-off (nothing was ever served on it); later it is replaced at once.
+    fn socket_failed(&mut self, i: usize, errno: i32, now: u64) {
+        if self.handshaking(i) {
+            if matches!(errno, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) {
+                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
+            }
+            record_errno(&mut self.ctx().rec, Phase::Exchange, errno);
+            return self.back_off(i, now);
+        }
+        record_errno(&mut self.ctx().rec, Phase::Exchange, errno);
+        self.replace(i, now, true);
+    }
+
     /// https: feeds the plaintext connection `i`'s session opened to the
     /// codec (None: there was none).
-    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed>;
+    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed> {
+        let timing = self.ctx().timing();
+        let (conns, rec) = self.conns_mut();
+        let c = &mut conns[i];
+        let t = c.tls.as_deref().filter(|t| !t.plain.is_empty())?;
+        Some(c.ex.feed(&t.plain, now, rec, timing).1)
+    }
 
-    /// Connections of this worker.
-    fn conns(&self) -> usize;
-    /// Which connections may open for the first time, and when.
-    fn ramp(&mut self) -> &mut Ramp;
+    /// The quota is met and nothing is in flight: the loop may end.
+    fn finished(&mut self) -> bool {
+        self.ctx().exhausted() && self.core().conns.iter().all(|c| c.ex.pending.is_empty())
+    }
+
+    /// When the loop must wake next: a send or think time, a connection's
+    /// first turn or the driver's own `sweep_ns`.
+    fn wake_ns(&mut self, sweep_ns: u64) -> u64 {
+        let wake = self.ctx().wake_ns().min(sweep_ns);
+        self.core().ramp.next_ns().map_or(wake, |t| wake.min(t))
+    }
 
     /// Opens the connections whose first turn has come (`--connect-rate`).
     #[inline]
     fn ramp_up(&mut self, now: u64) {
-        while let Some(i) = self.ramp().take(now) {
+        while let Some(i) = self.core_mut().ramp.take(now) {
             self.open(i, now);
         }
     }
@@ -69,13 +276,13 @@ pub(crate) trait Transport<'p> {
     fn open_window_quota(&mut self) {
         if self.ctx().window_opening() {
             let mut in_flight = 0u64;
-            for i in 0..self.conns() {
+            for i in 0..self.core().conns.len() {
                 in_flight += self.exchange(i).pending.len() as u64;
             }
             self.ctx().open_window_quota(in_flight);
             if self.ctx().held_until_now() {
-                let now = crate::clock::now_ns();
-                for i in 0..self.conns() {
+                let now = now_ns();
+                for i in 0..self.core().conns.len() {
                     if self.is_open(i) && self.exchange(i).pending.is_empty() {
                         self.send_batch(i, now);
                     }
@@ -167,7 +374,7 @@ pub(crate) trait Transport<'p> {
     /// Closed loop: as many requests as the pipeline and the quota allow.
     #[inline]
     fn send_batch(&mut self, i: usize, now: u64) {
-        let want = self.pipeline();
+        let want = self.core().pipeline;
         let n = self.ctx().allow(want);
         if n > 0 {
             self.send(
@@ -187,7 +394,7 @@ pub(crate) trait Transport<'p> {
     fn ready(&mut self, i: usize, now: u64) {
         if self.ctx().open_loop {
             self.ctx().connection_ready(now);
-            self.idle().push(i as u32);
+            self.core_mut().idle.push(i as u32);
         } else {
             self.send_batch(i, now);
         }
@@ -196,14 +403,14 @@ pub(crate) trait Transport<'p> {
     /// Open loop: hands sends that are due to idle connections.
     fn dispatch(&mut self, now: u64) {
         loop {
-            let Some(&i) = self.idle().last() else {
+            let Some(&i) = self.core_mut().idle.last() else {
                 // Every connection is busy: what is due waits for one.
                 self.ctx().no_free_connection(now);
                 break;
             };
             let i = i as usize;
             if !self.is_open(i) || !self.exchange(i).pending.is_empty() {
-                self.idle().pop();
+                self.core_mut().idle.pop();
                 continue;
             }
             let ctx = self.ctx();
@@ -223,7 +430,7 @@ pub(crate) trait Transport<'p> {
                 Some(Late::Own) => rec.record_late_send(),
                 None => {}
             }
-            self.idle().pop();
+            self.core_mut().idle.pop();
             self.send(
                 i,
                 1,
@@ -297,7 +504,9 @@ pub(crate) trait Transport<'p> {
 
     /// The peer closed connection `i`.
     fn on_eof(&mut self, i: usize, now: u64) {
-        let err = self.eof_exchange(i, now);
+        let timing = self.ctx().timing();
+        let (conns, rec) = self.conns_mut();
+        let err = conns[i].ex.eof(now, rec, timing).1;
         if let Some(k) = err {
             self.ctx().rec.record_error(k);
         }

@@ -10,63 +10,36 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use xload_stats::ErrorKind;
+use xload_stats::{ErrorKind, Recorder};
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Fed, Phase};
+use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{DriverStats, Transport};
+use crate::drive::{Core, DriverStats, State, Transport};
 use crate::lowat::{Lowat, RoundTrip};
-use crate::ramp::Ramp;
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, Addr, Sources};
-use crate::tls::{record_failure, Session};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Closed {
-        until_ns: u64,
-    },
-    Connecting {
-        since_ns: u64,
-    },
-    /// https: connected, the TLS handshake is under way.
-    Handshaking {
-        since_ns: u64,
-    },
-    Open,
-}
-
-struct Conn {
+/// The epoll driver's part of a connection.
+struct Sock {
     fd: RawFd,
-    gen: u32,
-    state: State,
-    backoff: Backoff,
-    /// Bytes of `batch[..unsent_end]` (https: of `tls.out`) from
-    /// `unsent_off` not yet written.
+    /// Bytes of `batch[..unsent_end]` from `unsent_off` not yet written
+    /// (https: the session counts its own).
     unsent_off: usize,
     unsent_end: usize,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
     rcvlowat: u32,
-    ex: Exchange,
-    /// https: the TLS session (kept, with its buffers, across reconnects).
-    tls: Option<Box<Session>>,
 }
 
 struct Driver<'c, 'p> {
     ep: RawFd,
     ctx: &'c mut Ctx<'p>,
-    conns: Vec<Conn>,
-    batch: Box<[u8]>,
-    req_len: usize,
-    pipeline: usize,
+    core: Core<Sock>,
     addr: Box<Addr>,
     sources: Sources,
-    ramp: Ramp,
     timeout_ns: u64,
     connect_timeout_ns: u64,
     buf: Box<[u8]>,
-    idle: Vec<u32>,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
     /// The connections' round trip: stalled marks are released after twice it.
@@ -85,45 +58,28 @@ fn token(i: usize, gen: u32) -> u64 {
 
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats, String> {
     let plan = ctx.plan;
-    let nconns = plan.connections_of(index);
     // SAFETY: plain epoll_create1 call.
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if ep < 0 {
         return Err(format!("epoll_create1: {}", io::Error::last_os_error()));
     }
-    let pipeline = plan.pipeline.max(1);
-    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
-    for _ in 0..pipeline {
-        batch.extend_from_slice(&plan.request);
-    }
+    let sock = || Sock {
+        fd: -1,
+        unsent_off: 0,
+        unsent_end: 0,
+        rcvlowat: 1,
+    };
+    let core = Core::new(ctx, index, sock);
     let mut d = Driver {
         ep,
-        conns: (0..nconns)
-            .map(|_| Conn {
-                fd: -1,
-                gen: 0,
-                // Opened by the ramp.
-                state: State::Closed { until_ns: u64::MAX },
-                backoff: Backoff::default(),
-                unsent_off: 0,
-                unsent_end: 0,
-                rcvlowat: 1,
-                ex: Exchange::new(plan.head, pipeline),
-                tls: None,
-            })
-            .collect(),
-        batch: batch.into_boxed_slice(),
-        req_len: plan.request.len(),
-        pipeline,
         addr: sockaddr(plan.addr),
         sources: Sources::new(plan, index),
-        ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
         timeout_ns: plan.timeout.as_nanos() as u64,
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),
-        idle: Vec::with_capacity(nconns),
-        lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
+        lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
+        core,
         ctx,
     };
     d.main_loop();
@@ -132,8 +88,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     d.ctx.close(now_ns());
     d.drain();
     d.ctx
-        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
-    for i in 0..d.conns.len() {
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
+    for i in 0..d.core.conns.len() {
         d.close(i);
     }
     // SAFETY: our epoll fd, closed once.
@@ -147,36 +103,27 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
 }
 
 impl<'p> Transport<'p> for Driver<'_, 'p> {
+    type Sock = Sock;
     fn ctx(&mut self) -> &mut Ctx<'p> {
         self.ctx
     }
-    fn exchange(&mut self, i: usize) -> &mut Exchange {
-        &mut self.conns[i].ex
+    fn core(&self) -> &Core<Sock> {
+        &self.core
     }
-    fn is_open(&self, i: usize) -> bool {
-        self.conns[i].state == State::Open
-    }
-    fn conns(&self) -> usize {
-        self.conns.len()
-    }
-    fn ramp(&mut self) -> &mut Ramp {
-        &mut self.ramp
-    }
-    fn idle(&mut self) -> &mut Vec<u32> {
-        &mut self.idle
-    }
-    fn pipeline(&self) -> usize {
-        self.pipeline
+    fn split(&mut self) -> (&mut Core<Sock>, &mut Recorder) {
+        (&mut self.core, &mut self.ctx.rec)
     }
     /// Writes straight away; what the socket does not take waits for EPOLLOUT.
     fn transmit(&mut self, i: usize, n: usize, now: u64) {
-        let c = &mut self.conns[i];
+        let c = &mut self.core.conns[i];
         if let Some(t) = c.tls.as_mut() {
-            t.seal(c.ex.outgoing(&self.batch[..n * self.req_len]));
+            t.seal(c.ex.outgoing(&self.core.batch[..n * self.core.req_len]));
             return self.flush(i, now);
         }
-        c.unsent_off = 0;
-        c.unsent_end = c.ex.outgoing(&self.batch[..n * self.req_len]).len();
+        c.sock.unsent_off = 0;
+        c.sock.unsent_end =
+            c.ex.outgoing(&self.core.batch[..n * self.core.req_len])
+                .len();
         self.flush(i, now);
     }
     fn open(&mut self, i: usize, now: u64) {
@@ -185,35 +132,10 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn close(&mut self, i: usize) {
         self.close_socket(i);
     }
-    fn gen(&self, i: usize) -> u32 {
-        self.conns[i].gen
-    }
     fn send_records(&mut self, i: usize, now: u64) {
         if self.has_unsent(i) {
             self.flush(i, now);
         }
-    }
-    fn established(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        c.state = State::Open;
-        c.backoff.reset();
-        if let Some(t) = c.tls.as_deref() {
-            t.record_established(&mut self.ctx.rec, now);
-        }
-    }
-    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
-        record_failure(&mut self.ctx.rec, kind);
-        self.back_off(i, now);
-    }
-    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed> {
-        let timing = self.ctx.timing();
-        let c = &mut self.conns[i];
-        let t = c.tls.as_deref().filter(|t| !t.plain.is_empty())?;
-        Some(c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing).1)
-    }
-    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
-        let timing = self.ctx.timing();
-        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
     }
 }
 
@@ -237,22 +159,22 @@ impl Driver<'_, '_> {
                 next_sweep = now + sweep_ns;
             }
             if self.rtt.due(now) {
-                let open = self.conns.iter().filter(|c| c.state == State::Open).count();
-                self.rtt
-                    .tick(now, self.ctx.rec.requests(), (open * self.pipeline) as u64);
-                if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
-                    for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
-                        Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
-                    }
-                }
+                let open = self.core.open_count();
+                self.rtt.tick(
+                    now,
+                    self.ctx.rec.requests(),
+                    (open * self.core.pipeline) as u64,
+                );
+                let conns = &mut self.core.conns;
+                self.lowat
+                    .release_stalled(self.rtt.ns(), now, conns, |s| (s.fd, &mut s.rcvlowat));
             }
             self.ramp_up(now);
             self.tend(now);
-            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+            if self.finished() {
                 break;
             }
-            let wake = self.ctx.wake_ns().min(next_sweep);
-            let wake = self.ramp.next_ns().map_or(wake, |t| wake.min(t));
+            let wake = self.wake_ns(next_sweep);
             let wait_ns = wake.saturating_sub(now_ns());
             let timeout_ms = if wait_ns < 1_000_000 {
                 0
@@ -278,7 +200,7 @@ impl Driver<'_, '_> {
             let now = now_ns();
             for ev in &events[..n as usize] {
                 let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
-                if i >= self.conns.len() || self.conns[i].gen != gen {
+                if i >= self.core.conns.len() || self.core.conns[i].gen != gen {
                     continue;
                 }
                 self.on_event(i, ev.events, now);
@@ -292,14 +214,14 @@ impl Driver<'_, '_> {
         let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
         // As many passes as there are ready connections (edge-triggered: each
         // is reported once), at most one per connection and a few more.
-        for _ in 0..=self.conns.len() / events.len() + 1 {
+        for _ in 0..=self.core.conns.len() / events.len() + 1 {
             // SAFETY: `events` is a valid buffer of its length.
             let n =
                 unsafe { libc::epoll_wait(self.ep, events.as_mut_ptr(), events.len() as i32, 0) };
             let now = now_ns();
             for ev in &events[..n.max(0) as usize] {
                 let (i, gen) = ((ev.u64 & 0xffff_ffff) as usize, (ev.u64 >> 32) as u32);
-                if i < self.conns.len() && self.conns[i].gen == gen {
+                if i < self.core.conns.len() && self.core.conns[i].gen == gen {
                     self.on_event(i, ev.events, now);
                 }
             }
@@ -310,7 +232,7 @@ impl Driver<'_, '_> {
     }
 
     fn on_event(&mut self, i: usize, events: u32, now: u64) {
-        match self.conns[i].state {
+        match self.core.conns[i].state {
             State::Connecting { .. } => {
                 if events & (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32 == 0 {
                     return;
@@ -320,7 +242,7 @@ impl Driver<'_, '_> {
                 // SAFETY: fd is ours; err/len are valid out-parameters.
                 unsafe {
                     libc::getsockopt(
-                        self.conns[i].fd,
+                        self.core.conns[i].sock.fd,
                         libc::SOL_SOCKET,
                         libc::SO_ERROR,
                         (&mut err as *mut libc::c_int).cast(),
@@ -333,20 +255,21 @@ impl Driver<'_, '_> {
                 }
                 self.ctx.rec.record_connect();
                 if self.ctx.plan.tls.is_some() {
-                    return self.start_tls(i, now);
+                    if self.start_handshake(i, now) {
+                        self.flush(i, now); // the ClientHello
+                    }
+                    return;
                 }
-                let c = &mut self.conns[i];
-                c.state = State::Open;
-                c.backoff.reset();
+                self.established(i, now);
                 self.ready(i, now);
                 self.set_lowat(i);
             }
             State::Open | State::Handshaking { .. } => {
-                let gen = self.conns[i].gen;
+                let gen = self.core.conns[i].gen;
                 if events & libc::EPOLLOUT as u32 != 0 && self.has_unsent(i) {
                     self.flush(i, now);
                 }
-                if self.conns[i].gen == gen
+                if self.core.conns[i].gen == gen
                     && events
                         & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR)
                             as u32
@@ -362,14 +285,14 @@ impl Driver<'_, '_> {
     fn read(&mut self, i: usize, mut now: u64) {
         let timing = self.ctx.timing();
         loop {
-            let (fd, gen) = (self.conns[i].fd, self.conns[i].gen);
+            let (fd, gen) = (self.core.conns[i].sock.fd, self.core.conns[i].gen);
             // SAFETY: `buf` is ours and valid for its length.
             let n = unsafe { libc::read(fd, self.buf.as_mut_ptr().cast(), self.buf.len()) };
             if n > 0 {
-                if self.conns[i].tls.is_some() {
+                if self.core.conns[i].tls.is_some() {
                     self.on_records(i, n as usize, now);
                 } else {
-                    let (_, fed) = self.conns[i].ex.feed(
+                    let (_, fed) = self.core.conns[i].ex.feed(
                         &self.buf[..n as usize],
                         now,
                         &mut self.ctx.rec,
@@ -377,7 +300,9 @@ impl Driver<'_, '_> {
                     );
                     self.after_feed(i, fed, now);
                 }
-                if self.conns[i].gen != gen || matches!(self.conns[i].state, State::Closed { .. }) {
+                if self.core.conns[i].gen != gen
+                    || matches!(self.core.conns[i].state, State::Closed { .. })
+                {
                     return; // replaced: the new socket has its own events
                 }
                 // A request sent just now (stamped `now`) can be answered
@@ -399,80 +324,31 @@ impl Driver<'_, '_> {
         }
     }
 
-    fn handshaking(&self, i: usize) -> bool {
-        matches!(self.conns[i].state, State::Handshaking { .. })
-    }
-
     /// Bytes queued for connection `i` that the socket has not taken yet.
     fn has_unsent(&self, i: usize) -> bool {
-        let c = &self.conns[i];
+        let c = &self.core.conns[i];
         match c.tls.as_deref() {
             Some(t) => t.sent < t.out.len(),
-            None => c.unsent_off < c.unsent_end,
+            None => c.sock.unsent_off < c.sock.unsent_end,
         }
-    }
-
-    /// A send or receive on connection `i` failed with `errno`. During the
-    /// handshake a reset is the peer closing it, and the replacement waits
-    /// a back-off (nothing was ever served on it); later it is replaced at once.
-    fn socket_failed(&mut self, i: usize, errno: i32, now: u64) {
-        if self.handshaking(i) {
-            if matches!(errno, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) {
-                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
-            }
-            record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
-            return self.back_off(i, now);
-        }
-        record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
-        self.replace(i, now, true);
-    }
-
-    /// https: connection `i` connected; its handshake starts (ClientHello out).
-    fn start_tls(&mut self, i: usize, now: u64) {
-        let plan = self.ctx.plan;
-        let Some(tc) = plan.tls.as_ref() else {
-            return;
-        };
-        let c = &mut self.conns[i];
-        let State::Connecting { since_ns } = c.state else {
-            return;
-        };
-        let started = match c.tls.as_mut() {
-            Some(t) => t.restart(tc, since_ns, now),
-            None => Session::new(tc, since_ns, now).map(|t| c.tls = Some(t)),
-        };
-        if let Err(kind) = started {
-            return self.handshake_failed(i, kind, now);
-        }
-        c.state = State::Handshaking { since_ns: now };
-        self.flush(i, now);
     }
 
     /// https: opens `n` received bytes of connection `i` and acts on them.
     fn on_records(&mut self, i: usize, n: usize, now: u64) {
         let handshaking = self.handshaking(i);
-        let Some(t) = self.conns[i].tls.as_mut() else {
+        let Some(t) = self.core.conns[i].tls.as_mut() else {
             return;
         };
         let opened = t.open(&self.buf[..n]);
         self.after_open(i, opened, handshaking, now);
     }
 
-    /// Closes connection `i` and reopens it after a back-off.
-    fn back_off(&mut self, i: usize, now: u64) {
-        self.close(i);
-        let c = &mut self.conns[i];
-        c.state = State::Closed {
-            until_ns: c.backoff.fail(now),
-        };
-    }
-
     /// Sets connection `i`'s receive low-water mark for what it waits for.
     fn set_lowat(&mut self, i: usize) {
-        let c = &mut self.conns[i];
+        let c = &mut self.core.conns[i];
         // https: records are opened whole, a low-water mark has no use.
         if c.state == State::Open && c.tls.is_none() {
-            self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
+            self.lowat.apply(c.sock.fd, &c.ex, &mut c.sock.rcvlowat);
         }
     }
 
@@ -480,21 +356,27 @@ impl Driver<'_, '_> {
     /// (https) sealed records from its session.
     fn flush(&mut self, i: usize, now: u64) {
         loop {
-            let c = &mut self.conns[i];
+            let c = &mut self.core.conns[i];
             let chunk = match c.tls.as_deref() {
                 Some(t) => &t.out[t.sent..],
-                None => &c.ex.outgoing(&self.batch)[c.unsent_off..c.unsent_end],
+                None => &c.ex.outgoing(&self.core.batch)[c.sock.unsent_off..c.sock.unsent_end],
             };
             if chunk.is_empty() {
                 return;
             }
             // SAFETY: chunk is a valid slice of our buffer (batch, the workload's request or records).
-            let n =
-                unsafe { libc::send(c.fd, chunk.as_ptr().cast(), chunk.len(), libc::MSG_NOSIGNAL) };
+            let n = unsafe {
+                libc::send(
+                    c.sock.fd,
+                    chunk.as_ptr().cast(),
+                    chunk.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
             if n >= 0 {
                 match c.tls.as_deref_mut() {
                     Some(t) => t.sent += n as usize,
-                    None => c.unsent_off += n as usize,
+                    None => c.sock.unsent_off += n as usize,
                 }
                 self.ctx.rec.add_bytes_sent(n as u64);
             } else {
@@ -510,23 +392,19 @@ impl Driver<'_, '_> {
     fn open_socket(&mut self, i: usize, now: u64) {
         // Nothing more is sent once the quota is met or the loop has ended.
         if self.ctx.exhausted() || self.ctx.closing() {
-            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            self.core.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
         let fd = match self.sources.socket(self.addr.family, true, i) {
             Ok(fd) => fd,
             Err(e) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, e);
-                let c = &mut self.conns[i];
-                c.state = State::Closed {
-                    until_ns: c.backoff.fail(now),
-                };
-                return;
+                return self.retry_later(i, now);
             }
         };
-        let c = &mut self.conns[i];
-        c.fd = fd;
-        c.rcvlowat = 1;
+        let c = &mut self.core.conns[i];
+        c.sock.fd = fd;
+        c.sock.rcvlowat = 1;
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
             u64: token(i, c.gen),
@@ -535,12 +413,7 @@ impl Driver<'_, '_> {
         if unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
             let e = errno();
             record_errno(&mut self.ctx.rec, Phase::Socket, e);
-            self.close(i);
-            let c = &mut self.conns[i];
-            c.state = State::Closed {
-                until_ns: c.backoff.fail(now),
-            };
-            return;
+            return self.back_off(i, now);
         }
         // SAFETY: the address is valid for `len` bytes.
         let rc = unsafe {
@@ -551,7 +424,7 @@ impl Driver<'_, '_> {
             )
         };
         if rc == 0 || errno() == libc::EINPROGRESS {
-            self.conns[i].state = State::Connecting { since_ns: now };
+            self.core.conns[i].state = State::Connecting { since_ns: now };
             if rc == 0 {
                 self.on_event(i, libc::EPOLLOUT as u32, now);
             }
@@ -563,30 +436,26 @@ impl Driver<'_, '_> {
 
     fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
         record_errno(&mut self.ctx.rec, Phase::Connect, errno);
-        self.close(i);
-        let c = &mut self.conns[i];
-        c.state = State::Closed {
-            until_ns: c.backoff.fail(now),
-        };
+        self.back_off(i, now);
     }
 
     fn close_socket(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if c.fd >= 0 {
+        let c = &mut self.core.conns[i];
+        if c.sock.fd >= 0 {
             // SAFETY: fd is ours, closed once (this also removes it from epoll).
-            unsafe { libc::close(c.fd) };
+            unsafe { libc::close(c.sock.fd) };
         }
-        c.fd = -1;
+        c.sock.fd = -1;
         c.gen = next_gen(c.gen);
-        c.unsent_off = 0;
-        c.unsent_end = 0;
+        c.sock.unsent_off = 0;
+        c.sock.unsent_end = 0;
         c.state = State::Closed { until_ns: 0 };
         c.ex.reset();
     }
 
     fn sweep(&mut self, now: u64) {
-        for i in 0..self.conns.len() {
-            match self.conns[i].state {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Connecting { since_ns } | State::Handshaking { since_ns }
                     if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>

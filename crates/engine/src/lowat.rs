@@ -19,6 +19,7 @@
 use std::os::fd::RawFd;
 
 use crate::conn::Exchange;
+use crate::drive::{Conn, State};
 use crate::sock::set_int_opt;
 
 /// The mark never asks for more than this (the io_uring receive buffer is
@@ -124,23 +125,26 @@ impl Lowat {
             .then(|| (round_trip.unwrap_or(0) * 2).max(MIN_STALL_NS))
     }
 
-    /// Gives `fd` the default mark back if it is raised and the oldest request
-    /// of `ex` is older than `stall_ns`.
-    pub(crate) fn release_if_stalled(
-        fd: RawFd,
-        ex: &Exchange,
-        mark: &mut u32,
+    /// Gives each open connection's socket (`mark` names its descriptor and
+    /// mark) the default mark back if it is raised and its oldest request
+    /// has waited more than twice the `round_trip` (pipelined closed loop).
+    pub(crate) fn release_stalled<S>(
+        &self,
+        round_trip: Option<u64>,
         now: u64,
-        stall_ns: u64,
+        conns: &mut [Conn<S>],
+        mark: impl Fn(&mut S) -> (RawFd, &mut u32),
     ) {
-        if *mark > 1
-            && ex
-                .pending
-                .oldest_sent_ns()
-                .is_some_and(|t| now.saturating_sub(t) > stall_ns)
-        {
-            set_rcvlowat(fd, 1);
-            *mark = 1;
+        let Some(stall_ns) = self.stall_ns(round_trip) else {
+            return;
+        };
+        for c in conns.iter_mut().filter(|c| c.state == State::Open) {
+            let oldest = c.ex.pending.oldest_sent_ns();
+            let (fd, mark) = mark(&mut c.sock);
+            if *mark > 1 && oldest.is_some_and(|t| now.saturating_sub(t) > stall_ns) {
+                set_rcvlowat(fd, 1);
+                *mark = 1;
+            }
         }
     }
 }

@@ -13,7 +13,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use xload_stats::ErrorKind;
+use xload_stats::Recorder;
 use xload_xdp::claim::ClaimProgram;
 use xload_xdp::port::FramePort;
 use xload_xdp::program::{AttachMode, XdpLink};
@@ -21,11 +21,10 @@ use xload_xdp::tcp::{Client, Counters, Event, Failure, State as Tcp};
 use xload_xdp::xsk::{BindMode, XskConfig, XskSocket};
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Fed, Phase};
+use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{DriverStats, Transport};
+use crate::drive::{Core, DriverStats, State, Transport};
 use crate::plan::{Plan, XdpTarget};
-use crate::ramp::Ramp;
 use crate::ring::next_gen;
 
 /// Local port of connection 0.
@@ -36,20 +35,6 @@ pub(crate) const MAX_CONNS: usize = (u16::MAX - PORT_BASE) as usize + 1;
 const TIMER_NS: u64 = 2_000_000;
 /// How long connections get to close cleanly at the end before a RST.
 const CLOSE_NS: u64 = 1_000_000_000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Closed { until_ns: u64 },
-    Connecting { since_ns: u64 },
-    Open,
-}
-
-struct Conn {
-    gen: u32,
-    state: State,
-    backoff: Backoff,
-    ex: Exchange,
-}
 
 /// What the worker reports beyond [`DriverStats`].
 pub(crate) struct XdpStats {
@@ -115,24 +100,21 @@ impl Faults {
 
 struct Driver<'c, 'p> {
     ctx: &'c mut Ctx<'p>,
-    conns: Vec<Conn>,
+    /// Connections have no part of their own: the stack knows them by index.
+    core: Core<()>,
     client: Client,
     /// Taken out while received frames are handed to the stack.
     port: Option<FramePort>,
-    batch: Box<[u8]>,
-    req_len: usize,
-    pipeline: usize,
-    ramp: Ramp,
     timeout_ns: u64,
     connect_timeout_ns: u64,
-    idle: Vec<u32>,
     faults: Option<Faults>,
 }
 
 /// Opens the socket on queue 0 of the target's interface, loads the claim
 /// program for its address and attaches it.
 fn attach(t: &XdpTarget) -> Result<(Attached, [u8; 6], String), String> {
-    let link = xload_xdp::netdev::link_by_name(&t.dev).map_err(|e| format!("--dev {}: {e}", t.dev))?;
+    let link =
+        xload_xdp::netdev::link_by_name(&t.dev).map_err(|e| format!("--dev {}: {e}", t.dev))?;
     let mac = link
         .mac
         .ok_or_else(|| format!("--dev {}: the interface has no MAC address", t.dev))?;
@@ -204,22 +186,10 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
     let (target, server) = check(plan, nconns)?;
     let (attached, mac, how) = attach(target)?;
     let Attached { link, port, _prog } = attached;
-    let pipeline = plan.pipeline.max(1);
-    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
-    for _ in 0..pipeline {
-        batch.extend_from_slice(&plan.request);
-    }
+    let core = Core::new(ctx, index, || ());
     let seed = now_ns() ^ u64::from(std::process::id()) << 32;
     let mut d = Driver {
-        conns: (0..nconns)
-            .map(|_| Conn {
-                gen: 0,
-                // Opened by the ramp.
-                state: State::Closed { until_ns: u64::MAX },
-                backoff: Backoff::default(),
-                ex: Exchange::new(plan.head, pipeline),
-            })
-            .collect(),
+        core,
         client: Client::new(
             mac,
             target.src_ip,
@@ -230,13 +200,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
             seed,
         ),
         port: Some(port),
-        batch: batch.into_boxed_slice(),
-        req_len: plan.request.len(),
-        pipeline,
-        ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
         timeout_ns: plan.timeout.as_nanos() as u64,
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
-        idle: Vec::with_capacity(nconns),
         faults: Faults::new(target),
         ctx,
     };
@@ -246,7 +211,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
     d.ctx.close(now_ns());
     d.receive(now_ns());
     d.ctx
-        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
     d.close_all();
     let detail = d.detail(&how);
     drop(link);
@@ -262,31 +227,20 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
 }
 
 impl<'p> Transport<'p> for Driver<'_, 'p> {
+    type Sock = ();
     fn ctx(&mut self) -> &mut Ctx<'p> {
         self.ctx
     }
-    fn exchange(&mut self, i: usize) -> &mut Exchange {
-        &mut self.conns[i].ex
+    fn core(&self) -> &Core<()> {
+        &self.core
     }
-    fn is_open(&self, i: usize) -> bool {
-        self.conns[i].state == State::Open
-    }
-    fn conns(&self) -> usize {
-        self.conns.len()
-    }
-    fn ramp(&mut self) -> &mut Ramp {
-        &mut self.ramp
-    }
-    fn idle(&mut self) -> &mut Vec<u32> {
-        &mut self.idle
-    }
-    fn pipeline(&self) -> usize {
-        self.pipeline
+    fn split(&mut self) -> (&mut Core<()>, &mut Recorder) {
+        (&mut self.core, &mut self.ctx.rec)
     }
     /// Queues the bytes in the stack; they leave at the end of the pass.
     fn transmit(&mut self, i: usize, n: usize, _now: u64) {
-        let c = &self.conns[i];
-        let bytes = c.ex.outgoing(&self.batch[..n * self.req_len]);
+        let c = &self.core.conns[i];
+        let bytes = c.ex.outgoing(&self.core.batch[..n * self.core.req_len]);
         if self.client.send(i as u32, bytes) {
             self.ctx.rec.add_bytes_sent(bytes.len() as u64);
         }
@@ -294,40 +248,21 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn open(&mut self, i: usize, now: u64) {
         // Nothing more is sent once the quota is met or the loop has ended.
         if self.ctx.exhausted() || self.ctx.closing() {
-            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            self.core.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
         self.client.connect(i as u32);
-        self.conns[i].state = State::Connecting { since_ns: now };
+        self.core.conns[i].state = State::Connecting { since_ns: now };
     }
     fn close(&mut self, i: usize) {
         self.client.abort(i as u32);
-        let c = &mut self.conns[i];
+        let c = &mut self.core.conns[i];
         c.gen = next_gen(c.gen);
         c.state = State::Closed { until_ns: 0 };
         c.ex.reset();
     }
-    fn gen(&self, i: usize) -> u32 {
-        self.conns[i].gen
-    }
     // No TLS on this engine (refused by `check`).
     fn send_records(&mut self, _i: usize, _now: u64) {}
-    fn established(&mut self, i: usize, _now: u64) {
-        let c = &mut self.conns[i];
-        c.state = State::Open;
-        c.backoff.reset();
-    }
-    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
-        self.ctx.rec.record_error(kind);
-        self.back_off(i, now);
-    }
-    fn feed_plain(&mut self, _i: usize, _now: u64) -> Option<Fed> {
-        None
-    }
-    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
-        let timing = self.ctx.timing();
-        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
-    }
 }
 
 impl Driver<'_, '_> {
@@ -354,7 +289,7 @@ impl Driver<'_, '_> {
             }
             self.ramp_up(now);
             self.tend(now);
-            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+            if self.finished() {
                 break;
             }
             self.send_frames(now);
@@ -363,8 +298,7 @@ impl Driver<'_, '_> {
                 self.send_frames(now_ns());
                 continue;
             }
-            let wake = self.ctx.wake_ns().min(next_sweep).min(next_timer);
-            let wake = self.ramp.next_ns().map_or(wake, |t| wake.min(t));
+            let wake = self.wake_ns(next_sweep.min(next_timer));
             let held = self.faults.as_ref().is_some_and(|f| !f.rx_held.is_empty());
             let wait_ns = wake.saturating_sub(now_ns());
             if wait_ns >= 1_000_000 && !held {
@@ -415,23 +349,25 @@ impl Driver<'_, '_> {
             Event::Connected(id) => self.connected(id as usize, now),
             Event::Data(id, bytes) => {
                 let i = id as usize;
-                if self.conns[i].state != State::Open {
+                if self.core.conns[i].state != State::Open {
                     return;
                 }
-                let gen = self.conns[i].gen;
+                let gen = self.core.conns[i].gen;
                 let timing = self.ctx.timing();
-                let (_, fed) = self.conns[i].ex.feed(bytes, now, &mut self.ctx.rec, timing);
+                let (_, fed) = self.core.conns[i]
+                    .ex
+                    .feed(bytes, now, &mut self.ctx.rec, timing);
                 self.after_feed(i, fed, now);
                 // A FIN that came with the data.
-                if self.conns[i].gen == gen
-                    && self.conns[i].state == State::Open
+                if self.core.conns[i].gen == gen
+                    && self.core.conns[i].state == State::Open
                     && matches!(self.client.state(id), Tcp::CloseWait | Tcp::Done)
                 {
                     self.on_eof(i, now);
                 }
             }
             Event::PeerClosed(id) => {
-                if self.conns[id as usize].state == State::Open {
+                if self.core.conns[id as usize].state == State::Open {
                     self.on_eof(id as usize, now);
                 }
             }
@@ -440,7 +376,7 @@ impl Driver<'_, '_> {
     }
 
     fn connected(&mut self, i: usize, now: u64) {
-        if !matches!(self.conns[i].state, State::Connecting { .. }) {
+        if !matches!(self.core.conns[i].state, State::Connecting { .. }) {
             return;
         }
         self.ctx.rec.record_connect();
@@ -456,28 +392,20 @@ impl Driver<'_, '_> {
             Failure::Reset => libc::ECONNRESET,
             Failure::TimedOut => libc::ETIMEDOUT,
         };
-        match self.conns[i].state {
+        match self.core.conns[i].state {
             State::Connecting { .. } => self.connect_failed(i, errno, now),
             State::Open => {
                 record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
                 self.replace(i, now, true);
             }
-            State::Closed { .. } => {}
+            // Handshaking: no TLS on this engine.
+            State::Closed { .. } | State::Handshaking { .. } => {}
         }
     }
 
     fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
         record_errno(&mut self.ctx.rec, Phase::Connect, errno);
         self.back_off(i, now);
-    }
-
-    /// Closes connection `i` and reopens it after a back-off.
-    fn back_off(&mut self, i: usize, now: u64) {
-        self.close(i);
-        let c = &mut self.conns[i];
-        c.state = State::Closed {
-            until_ns: c.backoff.fail(now),
-        };
     }
 
     fn timers(&mut self, now: u64) {
@@ -530,8 +458,8 @@ impl Driver<'_, '_> {
     }
 
     fn sweep(&mut self, now: u64) {
-        for i in 0..self.conns.len() {
-            match self.conns[i].state {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Connecting { since_ns }
                     if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
@@ -548,7 +476,7 @@ impl Driver<'_, '_> {
     /// server's, then a RST to whatever is still open, so the server holds
     /// nothing of this run.
     fn close_all(&mut self) {
-        for i in 0..self.conns.len() {
+        for i in 0..self.core.conns.len() {
             if self.client.state(i as u32) == Tcp::SynSent {
                 self.client.abort(i as u32);
             } else {
@@ -563,14 +491,11 @@ impl Driver<'_, '_> {
             let now = now_ns();
             self.send_frames(now);
             let client = &mut self.client;
-            let got = self
-                .port
-                .as_mut()
-                .map_or(0, |p| {
-                    p.rx_each(|frame| {
-                        let _ = client.receive(frame, now);
-                    })
-                });
+            let got = self.port.as_mut().map_or(0, |p| {
+                p.rx_each(|frame| {
+                    let _ = client.receive(frame, now);
+                })
+            });
             let _ = self.client.on_timer(now);
             if got == 0 {
                 if let Some(port) = &self.port {
@@ -578,7 +503,7 @@ impl Driver<'_, '_> {
                 }
             }
         }
-        for i in 0..self.conns.len() {
+        for i in 0..self.core.conns.len() {
             self.client.abort(i as u32);
         }
         self.send_frames(now_ns());

@@ -21,19 +21,17 @@
 use std::os::fd::RawFd;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use xload_stats::ErrorKind;
+use xload_stats::{ErrorKind, Recorder};
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Backoff, Exchange, Fed, Phase};
+use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{DriverStats, Transport};
+use crate::drive::{Core, DriverStats, State, Transport};
 use crate::lowat::{Lowat, RoundTrip};
-use crate::ramp::Ramp;
 use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
 };
 use crate::sock::{sockaddr, Addr, Sources};
-use crate::tls::{record_failure, Session};
 
 mod batch;
 mod probe;
@@ -55,57 +53,32 @@ const OP_TLS_SEND: u8 = 8;
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    /// No socket; opened by the next sweep after `until_ns`.
-    Closed {
-        until_ns: u64,
-    },
-    Connecting,
-    /// https: connected, the TLS handshake is under way.
-    Handshaking {
-        since_ns: u64,
-    },
-    Open,
-}
-
-struct Conn {
+/// The io_uring driver's part of a connection.
+struct Sock {
     fd: RawFd,
-    gen: u32,
-    state: State,
+    /// Its multishot receive is armed.
     recv_armed: bool,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
     rcvlowat: u32,
-    backoff: Backoff,
-    ex: Exchange,
-    /// When the current connect began (https: connect time), ns.
-    connect_ns: u64,
-    /// https: the TLS session (kept, with its buffers, across reconnects).
-    tls: Option<Box<Session>>,
 }
 
 struct Driver<'c, 'p> {
     // Field order matters: the ring is dropped before the memory it uses.
     ring: IoUring,
     bufs: BufRing,
+    /// Its `batch` is stable while the ring lives; so are the `conns`
+    /// (never reallocated) whose descriptors slot updates point to.
     ctx: &'c mut Ctx<'p>,
-    conns: Vec<Conn>,
-    /// `pipeline` copies of the request, back to back (stable while the ring lives).
-    batch: Box<[u8]>,
-    req_len: usize,
+    core: Core<Sock>,
     addr: Box<Addr>,
     sources: Sources,
-    ramp: Ramp,
     connect_timeout: Box<types::Timespec>,
     connect_timeout_ns: u64,
     timeout_ns: u64,
-    pipeline: usize,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
     rearm: Vec<u32>,
     /// A receive found no buffer in this reap: the ring grows before the next.
     short_of_bufs: bool,
-    /// Open loop: open connections with nothing in flight.
-    idle: Vec<u32>,
     cqes: Vec<cqueue::Entry>,
     /// Receives armed and not yet finished (stale ones included).
     recvs_live: usize,
@@ -191,55 +164,38 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         .submitter()
         .register_files_sparse(nconns as u32)
         .is_ok();
-    let pipeline = plan.pipeline.max(1);
     // Closed loop with 16 connections or more: waits ask for several answers
     // (as many as the climb allows). Open loop wakes for every completion and
     // send time.
     let climb = Climb::new(if plan.open_loop.is_some() { 0 } else { nconns });
-    let mut batch = Vec::with_capacity(plan.request.len() * pipeline);
-    for _ in 0..pipeline {
-        batch.extend_from_slice(&plan.request);
-    }
+    let sock = || Sock {
+        fd: -1,
+        recv_armed: false,
+        rcvlowat: 1,
+    };
+    let core = Core::new(ctx, _index, sock);
     let mut d = Driver {
         ring,
         bufs,
-        conns: (0..nconns)
-            .map(|_| Conn {
-                fd: -1,
-                gen: 0,
-                // Opened by the ramp.
-                state: State::Closed { until_ns: u64::MAX },
-                recv_armed: false,
-                rcvlowat: 1,
-                backoff: Backoff::default(),
-                ex: Exchange::new(plan.head, pipeline),
-                connect_ns: 0,
-                tls: None,
-            })
-            .collect(),
-        batch: batch.into_boxed_slice(),
-        req_len: plan.request.len(),
         addr: sockaddr(plan.addr),
         sources: Sources::new(plan, _index),
-        ramp: Ramp::new(nconns, plan.connect_rate_of(_index), now_ns()),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
         timeout_ns: plan.timeout.as_nanos() as u64,
-        pipeline,
         rearm: Vec::with_capacity(nconns),
         short_of_bufs: false,
-        idle: Vec::with_capacity(nconns),
         cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
         connects_live: 0,
         tls_sends_live: 0,
-        lowat: Lowat::new(pipeline, plan.open_loop.is_some()),
+        lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
         fixed,
         waits: Batch::new(climb.cap),
         // Batching at all (16 connections or more, closed loop).
         tick: Tick::new(climb.cap > 1),
         climb,
+        core,
         ctx,
     };
     d.main_loop();
@@ -251,7 +207,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     d.wait(0);
     d.reap(now_ns());
     d.ctx
-        .left_unanswered(d.conns.iter().flat_map(|c| c.ex.pending.iter()));
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
     let cq_overflow = d.ring.completion().overflow() as u64;
     // Before the shutdown, which turns the tick off.
     let batching = d.tick.on.then(|| d.waits.report());
@@ -265,51 +221,42 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
 }
 
 impl<'p> Transport<'p> for Driver<'_, 'p> {
+    type Sock = Sock;
     fn ctx(&mut self) -> &mut Ctx<'p> {
         self.ctx
     }
-    fn exchange(&mut self, i: usize) -> &mut Exchange {
-        &mut self.conns[i].ex
+    fn core(&self) -> &Core<Sock> {
+        &self.core
     }
-    fn is_open(&self, i: usize) -> bool {
-        self.conns[i].state == State::Open
-    }
-    fn conns(&self) -> usize {
-        self.conns.len()
-    }
-    fn ramp(&mut self) -> &mut Ramp {
-        &mut self.ramp
-    }
-    fn idle(&mut self) -> &mut Vec<u32> {
-        &mut self.idle
-    }
-    fn pipeline(&self) -> usize {
-        self.pipeline
+    fn split(&mut self) -> (&mut Core<Sock>, &mut Recorder) {
+        (&mut self.core, &mut self.ctx.rec)
     }
     /// One Send SQE for the `n` requests: posts no completion when it succeeds.
     #[inline]
     fn transmit(&mut self, i: usize, n: usize, now: u64) {
-        let c = &mut self.conns[i];
+        let c = &mut self.core.conns[i];
         if let Some(t) = c.tls.as_mut() {
-            t.seal(c.ex.outgoing(&self.batch[..n * self.req_len]));
+            t.seal(c.ex.outgoing(&self.core.batch[..n * self.core.req_len]));
             return self.send_records(i, now);
         }
         // The run's request (repeated for the pipeline), or the workload's request in flight.
-        let bytes = self.conns[i].ex.outgoing(&self.batch[..n * self.req_len]);
+        let bytes = self.core.conns[i]
+            .ex
+            .outgoing(&self.core.batch[..n * self.core.req_len]);
         let (buf, len) = (bytes.as_ptr(), bytes.len() as u32);
         // Counted when queued (a failed send is counted as an error).
         self.ctx.rec.add_bytes_sent(u64::from(len));
         let tok = Token {
             kind: OP_SEND,
-            gen: self.conns[i].gen,
+            gen: self.core.conns[i].gen,
             index: i as u32,
         }
         .encode();
-        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
-            s, buf, len
-        )
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build())
+        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+            opcode::Send::new(s, buf, len)
+                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+                .build()
+        })
         .flags(squeue::Flags::SKIP_SUCCESS)
         .user_data(tok);
         // SAFETY: `batch` is owned by the driver and a workload's requests by
@@ -322,54 +269,33 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     fn close(&mut self, i: usize) {
         self.close_socket(i);
     }
-    fn gen(&self, i: usize) -> u32 {
-        self.conns[i].gen
-    }
     /// One Send SQE for what the session queued, unless one is in flight
     /// (its completion sends the rest).
     fn send_records(&mut self, i: usize, _now: u64) {
-        let Some((buf, len)) = self.conns[i].tls.as_mut().and_then(|t| t.take_flight()) else {
+        let Some((buf, len)) = self.core.conns[i]
+            .tls
+            .as_mut()
+            .and_then(|t| t.take_flight())
+        else {
             return;
         };
         self.ctx.rec.add_bytes_sent(len as u64);
         let tok = Token {
             kind: OP_TLS_SEND,
-            gen: self.conns[i].gen,
+            gen: self.core.conns[i].gen,
             index: i as u32,
         }
         .encode();
-        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::Send::new(
-            s, buf, len as u32
-        )
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build())
+        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+            opcode::Send::new(s, buf, len as u32)
+                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+                .build()
+        })
         .user_data(tok);
         self.tls_sends_live += 1;
         // SAFETY: the in-flight buffer is boxed in the session and left
         // untouched until this send's completion (`Session::send_done`).
         unsafe { self.push(&e) };
-    }
-    fn established(&mut self, i: usize, now: u64) {
-        let c = &mut self.conns[i];
-        c.state = State::Open;
-        c.backoff.reset();
-        if let Some(t) = c.tls.as_deref() {
-            t.record_established(&mut self.ctx.rec, now);
-        }
-    }
-    fn handshake_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
-        record_failure(&mut self.ctx.rec, kind);
-        self.back_off(i, now);
-    }
-    fn feed_plain(&mut self, i: usize, now: u64) -> Option<Fed> {
-        let timing = self.ctx.timing();
-        let c = &mut self.conns[i];
-        let t = c.tls.as_deref().filter(|t| !t.plain.is_empty())?;
-        Some(c.ex.feed(&t.plain, now, &mut self.ctx.rec, timing).1)
-    }
-    fn eof_exchange(&mut self, i: usize, now: u64) -> Option<ErrorKind> {
-        let timing = self.ctx.timing();
-        self.conns[i].ex.eof(now, &mut self.ctx.rec, timing).1
     }
 }
 
@@ -392,27 +318,24 @@ impl Driver<'_, '_> {
                 next_sweep = now + sweep_ns;
             }
             if self.rtt.due(now) {
-                let open = self.conns.iter().filter(|c| c.state == State::Open).count();
-                let in_flight = (open * self.pipeline) as u64;
+                let open = self.core.open_count();
+                let in_flight = (open * self.core.pipeline) as u64;
                 self.rtt.tick(now, self.ctx.rec.requests(), in_flight);
                 self.retune_tick();
                 if self.tick.on {
                     self.waits
                         .set_cap(self.climb.observe(self.rtt.fresh_ns(), open));
                 }
-                if let Some(stall_ns) = self.lowat.stall_ns(self.rtt.ns()) {
-                    for c in self.conns.iter_mut().filter(|c| c.state == State::Open) {
-                        Lowat::release_if_stalled(c.fd, &c.ex, &mut c.rcvlowat, now, stall_ns);
-                    }
-                }
+                let conns = &mut self.core.conns;
+                self.lowat
+                    .release_stalled(self.rtt.ns(), now, conns, |s| (s.fd, &mut s.rcvlowat));
             }
             self.ramp_up(now);
             self.tend(now);
-            if self.ctx.exhausted() && self.conns.iter().all(|c| c.ex.pending.is_empty()) {
+            if self.finished() {
                 break;
             }
-            let wake = self.ctx.wake_ns().min(next_sweep);
-            let wake = self.ramp.next_ns().map_or(wake, |t| wake.min(t));
+            let wake = self.wake_ns(next_sweep);
             self.wait(wake.saturating_sub(now_ns()));
             let now = now_ns();
             self.reap(now);
@@ -421,10 +344,10 @@ impl Driver<'_, '_> {
 
     /// Sets connection `i`'s receive low-water mark for what it waits for.
     fn set_lowat(&mut self, i: usize) {
-        let c = &mut self.conns[i];
+        let c = &mut self.core.conns[i];
         // https: records are opened whole, a low-water mark has no use.
         if c.state == State::Open && c.tls.is_none() {
-            self.lowat.apply(c.fd, &c.ex, &mut c.rcvlowat);
+            self.lowat.apply(c.sock.fd, &c.ex, &mut c.sock.rcvlowat);
         }
     }
 
@@ -519,7 +442,7 @@ impl Driver<'_, '_> {
             OP_SEND => {
                 // Successful sends post nothing: this is a failure or a short send.
                 let i = tok.index as usize;
-                if self.conns[i].gen != tok.gen {
+                if self.core.conns[i].gen != tok.gen {
                     return;
                 }
                 if res < 0 {
@@ -552,9 +475,9 @@ impl Driver<'_, '_> {
         }
         let bid = cqueue::buffer_select(flags);
         let i = tok.index as usize;
-        let current = self.conns[i].gen == tok.gen;
+        let current = self.core.conns[i].gen == tok.gen;
         if current && !more {
-            self.conns[i].recv_armed = false;
+            self.core.conns[i].sock.recv_armed = false;
         }
         if !current {
             if let Some(b) = bid {
@@ -565,7 +488,7 @@ impl Driver<'_, '_> {
         if res > 0 {
             let Some(b) = bid else { return };
             self.on_data(i, b, res as usize, now);
-            if self.receiving(i) && !self.conns[i].recv_armed {
+            if self.receiving(i) && !self.core.conns[i].sock.recv_armed {
                 self.rearm.push(i as u32);
             }
         } else if res == 0 {
@@ -587,27 +510,26 @@ impl Driver<'_, '_> {
     fn on_connect(&mut self, tok: Token, res: i32, now: u64) {
         self.connects_live -= 1;
         let i = tok.index as usize;
-        if self.conns[i].gen != tok.gen {
+        if self.core.conns[i].gen != tok.gen {
             return;
         }
         if res == 0 {
             self.ctx.rec.record_connect();
             if self.ctx.plan.tls.is_some() {
-                return self.start_tls(i, now);
+                if self.start_handshake(i, now) {
+                    // The receive first, then the ClientHello.
+                    self.arm_recv(i);
+                    self.send_records(i, now);
+                }
+                return;
             }
-            let c = &mut self.conns[i];
-            c.state = State::Open;
-            c.backoff.reset();
+            self.established(i, now);
             self.arm_recv(i);
             self.ready(i, now);
             self.set_lowat(i);
         } else {
             record_errno(&mut self.ctx.rec, Phase::Connect, -res);
-            self.close(i);
-            let c = &mut self.conns[i];
-            c.state = State::Closed {
-                until_ns: c.backoff.fail(now),
-            };
+            self.back_off(i, now);
         }
     }
 
@@ -638,56 +560,10 @@ impl Driver<'_, '_> {
 
     /// Connection `i` is up: its receive stays armed.
     fn receiving(&self, i: usize) -> bool {
-        matches!(self.conns[i].state, State::Open | State::Handshaking { .. })
-    }
-
-    fn handshaking(&self, i: usize) -> bool {
-        matches!(self.conns[i].state, State::Handshaking { .. })
-    }
-
-    /// A receive or send on connection `i` failed with `errno`. During the
-    /// handshake a reset is the peer closing it, and the replacement waits
-    /// a back-off (nothing was ever served on it); later it is replaced at once.
-    fn socket_failed(&mut self, i: usize, errno: i32, now: u64) {
-        if self.handshaking(i) {
-            if matches!(errno, libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) {
-                return self.handshake_failed(i, ErrorKind::TlsClosedInHandshake, now);
-            }
-            record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
-            return self.back_off(i, now);
-        }
-        record_errno(&mut self.ctx.rec, Phase::Exchange, errno);
-        self.replace(i, now, true);
-    }
-
-    /// Closes connection `i` and reopens it after a back-off.
-    fn back_off(&mut self, i: usize, now: u64) {
-        self.close(i);
-        let c = &mut self.conns[i];
-        c.state = State::Closed {
-            until_ns: c.backoff.fail(now),
-        };
-    }
-
-    /// https: connection `i` connected; its handshake starts (ClientHello
-    /// out, the receive armed).
-    fn start_tls(&mut self, i: usize, now: u64) {
-        let plan = self.ctx.plan;
-        let Some(tc) = plan.tls.as_ref() else {
-            return;
-        };
-        let c = &mut self.conns[i];
-        let since = c.connect_ns;
-        let started = match c.tls.as_mut() {
-            Some(t) => t.restart(tc, since, now),
-            None => Session::new(tc, since, now).map(|t| c.tls = Some(t)),
-        };
-        if let Err(kind) = started {
-            return self.handshake_failed(i, kind, now);
-        }
-        c.state = State::Handshaking { since_ns: now };
-        self.arm_recv(i);
-        self.send_records(i, now);
+        matches!(
+            self.core.conns[i].state,
+            State::Open | State::Handshaking { .. }
+        )
     }
 
     /// https: a send of sealed records completed. Its buffer is free again
@@ -695,11 +571,14 @@ impl Driver<'_, '_> {
     fn on_tls_send(&mut self, tok: Token, res: i32, now: u64) {
         self.tls_sends_live -= 1;
         let i = tok.index as usize;
-        let len = self.conns[i].tls.as_ref().map_or(0, |t| t.flight_len());
-        if let Some(t) = self.conns[i].tls.as_mut() {
+        let len = self.core.conns[i]
+            .tls
+            .as_ref()
+            .map_or(0, |t| t.flight_len());
+        if let Some(t) = self.core.conns[i].tls.as_mut() {
             t.send_done();
         }
-        if self.conns[i].gen != tok.gen {
+        if self.core.conns[i].gen != tok.gen {
             // A replaced connection's: the current one may have records waiting.
             if self.receiving(i) {
                 self.send_records(i, now);
@@ -719,25 +598,27 @@ impl Driver<'_, '_> {
     #[inline]
     fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
         let handshaking = self.handshaking(i);
-        if let Some(t) = self.conns[i].tls.as_mut() {
+        if let Some(t) = self.core.conns[i].tls.as_mut() {
             let opened = t.open(self.bufs.buffer(bid, len));
             self.bufs.recycle(bid);
             return self.after_open(i, opened, handshaking, now);
         }
         let timing = self.ctx.timing();
         let data = self.bufs.buffer(bid, len);
-        let (_, fed) = self.conns[i].ex.feed(data, now, &mut self.ctx.rec, timing);
+        let (_, fed) = self.core.conns[i]
+            .ex
+            .feed(data, now, &mut self.ctx.rec, timing);
         self.bufs.recycle(bid);
         self.after_feed(i, fed, now);
         self.set_lowat(i);
     }
 
     fn arm_recv(&mut self, i: usize) {
-        if self.conns[i].recv_armed || !self.receiving(i) {
+        if self.core.conns[i].sock.recv_armed || !self.receiving(i) {
             return;
         }
-        let c = &mut self.conns[i];
-        c.recv_armed = true;
+        let c = &mut self.core.conns[i];
+        c.sock.recv_armed = true;
         let tok = Token {
             kind: OP_RECV,
             gen: c.gen,
@@ -745,10 +626,9 @@ impl Driver<'_, '_> {
         }
         .encode();
         let bgid = self.bufs.bgid();
-        let e = on_socket!(self.slot(i), self.conns[i].fd, |s| opcode::RecvMulti::new(
-            s, bgid
-        )
-        .build())
+        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+            opcode::RecvMulti::new(s, bgid).build()
+        })
         .user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
@@ -758,25 +638,20 @@ impl Driver<'_, '_> {
     fn open_socket(&mut self, i: usize, now: u64) {
         // Nothing more is sent once the quota is met or the loop has ended.
         if self.ctx.exhausted() || self.ctx.closing() {
-            self.conns[i].state = State::Closed { until_ns: u64::MAX };
+            self.core.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
         let fd = match self.sources.socket(self.addr.family, false, i) {
             Ok(fd) => fd,
             Err(errno) => {
                 record_errno(&mut self.ctx.rec, Phase::Socket, errno);
-                let c = &mut self.conns[i];
-                c.state = State::Closed {
-                    until_ns: c.backoff.fail(now),
-                };
-                return;
+                return self.retry_later(i, now);
             }
         };
-        let c = &mut self.conns[i];
-        c.fd = fd;
-        c.rcvlowat = 1;
-        c.state = State::Connecting;
-        c.connect_ns = now;
+        let c = &mut self.core.conns[i];
+        c.sock.fd = fd;
+        c.sock.rcvlowat = 1;
+        c.state = State::Connecting { since_ns: now };
         let tok = Token {
             kind: OP_CONNECT,
             gen: c.gen,
@@ -800,7 +675,7 @@ impl Driver<'_, '_> {
                 .encode(),
             );
         if self.fixed {
-            self.set_slot(i, &self.conns[i].fd);
+            self.set_slot(i, &self.core.conns[i].sock.fd);
         }
         self.connects_live += 1;
         // The two must be adjacent in the queue: make room for both first.
@@ -820,24 +695,24 @@ impl Driver<'_, '_> {
 
     /// Closes connection `i` (its in-flight requests are abandoned).
     fn close_socket(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if c.fd >= 0 {
-            if c.recv_armed {
+        let c = &mut self.core.conns[i];
+        if c.sock.fd >= 0 {
+            if c.sock.recv_armed {
                 // A pending multishot receive holds the socket open: end it.
                 // SAFETY: fd is ours.
-                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+                unsafe { libc::shutdown(c.sock.fd, libc::SHUT_RDWR) };
             }
             // SAFETY: fd is ours and closed once.
-            unsafe { libc::close(c.fd) };
+            unsafe { libc::close(c.sock.fd) };
             if self.fixed {
                 // The table holds the socket open until its slot is cleared.
                 self.set_slot(i, &NO_FD[0]);
             }
         }
-        let c = &mut self.conns[i];
-        c.fd = -1;
+        let c = &mut self.core.conns[i];
+        c.sock.fd = -1;
         c.gen = next_gen(c.gen);
-        c.recv_armed = false;
+        c.sock.recv_armed = false;
         c.ex.reset();
     }
 
@@ -918,8 +793,8 @@ impl Driver<'_, '_> {
 
     /// Request timeouts and reconnects after backoff.
     fn sweep(&mut self, now: u64) {
-        for i in 0..self.conns.len() {
-            match self.conns[i].state {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Open => self.expire(i, now, self.timeout_ns),
                 State::Handshaking { since_ns }
@@ -944,10 +819,10 @@ impl Driver<'_, '_> {
         self.tick.on = false;
         self.tick.armed = false;
         let _ = self.ring.submit();
-        for c in &self.conns {
-            if c.fd >= 0 {
+        for c in &self.core.conns {
+            if c.sock.fd >= 0 {
                 // SAFETY: fd is ours; shutting it down ends any receive still armed.
-                unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+                unsafe { libc::shutdown(c.sock.fd, libc::SHUT_RDWR) };
             }
         }
         let deadline = now_ns() + 200_000_000;
@@ -984,17 +859,17 @@ impl Driver<'_, '_> {
         }
         if self.tls_sends_live > 0 || cancelled.is_err() {
             // ... or read a send's records.
-            for c in &mut self.conns {
+            for c in &mut self.core.conns {
                 if let Some(t) = c.tls.take() {
                     std::mem::forget(t);
                 }
             }
         }
-        for c in &mut self.conns {
-            if c.fd >= 0 {
+        for c in &mut self.core.conns {
+            if c.sock.fd >= 0 {
                 // SAFETY: fd is ours and closed once.
-                unsafe { libc::close(c.fd) };
-                c.fd = -1;
+                unsafe { libc::close(c.sock.fd) };
+                c.sock.fd = -1;
             }
         }
     }
