@@ -237,7 +237,11 @@ fn test_faults() -> Result<(u32, u32), Failure> {
     let Ok(spec) = std::env::var("XLOAD_XDP_TEST_FAULTS") else {
         return Ok((0, 0));
     };
-    let bad = || Failure::Usage(format!("XLOAD_XDP_TEST_FAULTS={spec:?}: expected drop=N,hold=M"));
+    let bad = || {
+        Failure::Usage(format!(
+            "XLOAD_XDP_TEST_FAULTS={spec:?}: expected drop=N,hold=M"
+        ))
+    };
     let (mut drop_every, mut hold_every) = (0, 0);
     for part in spec.split(',').filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=').ok_or_else(bad)?;

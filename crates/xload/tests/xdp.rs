@@ -168,7 +168,12 @@ fn reconcile(lab: &ServerLab, conns: u64, n: u64, pipeline: u64, faults: Option<
     assert_eq!(out.json()["engine"], "xdp", "{}", out.show());
     assert_eq!(out.requests(), n, "{}", out.show());
     assert_eq!(out.errors(), vec![], "{}", out.show());
-    assert_eq!(out.json()["status"]["200"].as_u64(), Some(n), "{}", out.show());
+    assert_eq!(
+        out.json()["status"]["200"].as_u64(),
+        Some(n),
+        "{}",
+        out.show()
+    );
     // The second stub_status read counts itself.
     assert_eq!(after - before - 1, n, "nginx's count\n{}", out.show());
     assert_detached(lab, &out);
@@ -313,7 +318,14 @@ fn xdp_needs_dev_and_src_ip() {
         (&["--engine", "xdp", "--dev", "lo"], "needs --src-ip"),
         (&["--dev", "lo"], "are for --engine xdp"),
         (
-            &["--engine", "xdp", "--dev", "no-such-dev0", "--src-ip", "10.0.0.3"],
+            &[
+                "--engine",
+                "xdp",
+                "--dev",
+                "no-such-dev0",
+                "--src-ip",
+                "10.0.0.3",
+            ],
             "no-such-dev0",
         ),
     ];
