@@ -12,9 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::nginx::{Nginx, NginxOptions};
-use support::run::{
-    exit_code, free_port, run_xload, spawn_xload, wait_listening, TempDir, XloadChild,
-};
+use support::run::{exit_code, run_xload, TempDir};
+use support::serve::Serve;
 use xload_files::{sha256, Manifest};
 
 /// A generated set of 1,000 files (specweb sizes, seed 1) in `dir/site`.
@@ -115,56 +114,12 @@ fn fetch(s: &mut (impl Read + Write), method: &str, paths: &[String], depth: usi
     out
 }
 
-/// A running `xload serve --files` (and any other options) on a free port.
-struct Serve {
-    child: Option<XloadChild>,
-    port: u16,
-    spawned: Instant,
-}
-
-impl Serve {
-    fn start(site: &Path, extra: &[&str]) -> Serve {
-        let port = free_port();
-        let mut args: Vec<String> = ["serve", "--cpus", "0", "--for", "20s", "--listen"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.push(format!("127.0.0.1:{port}"));
-        args.extend(["--files".to_string(), site.display().to_string()]);
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let spawned = Instant::now();
-        let child = spawn_xload(args);
-        wait_listening(port);
-        Serve {
-            child: Some(child),
-            port,
-            spawned,
-        }
-    }
-
-    fn connect(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s
-    }
-
-    /// Stops it (SIGINT) and returns what it printed.
-    fn stop(mut self) -> String {
-        let c = self.child.take().expect("running");
-        c.interrupt();
-        let out = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
-        assert!(!out.timed_out, "xload serve did not stop on SIGINT");
-        out.stdout
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if let Some(c) = self.child.take() {
-            c.interrupt();
-            let _ = c.wait_timeout(self.spawned.elapsed() + Duration::from_secs(5));
-        }
-    }
+/// A running `xload serve --cpus 0 --files SITE` (and any other options).
+fn serve_files(site: &Path, extra: &[&str]) -> Serve {
+    let site = site.display().to_string();
+    let mut args = vec!["--cpus", "0", "--files", site.as_str()];
+    args.extend_from_slice(extra);
+    Serve::start(&args)
 }
 
 /// Every answer is the manifest's file: 200, its Content-Length, its bytes.
@@ -332,7 +287,7 @@ fn serve_files_answers_get_head_and_404_with_the_sets_bytes() {
     let dir = TempDir::new("files-serve");
     let site = site(&dir);
     let (m, picks) = sample(&site);
-    let srv = Serve::start(&site, &[]);
+    let srv = serve_files(&site, &[]);
     let paths: Vec<String> = picks
         .iter()
         .map(|&i| format!("/{}", m.entries[i].path))
@@ -402,7 +357,7 @@ fn serve_files_over_tls_gives_the_same_bytes() {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     dir.put("cert.pem", &ck.cert.pem());
     dir.put("key.pem", &ck.key_pair.serialize_pem());
-    let srv = Serve::start(
+    let srv = serve_files(
         &site,
         &[
             "--tls",
@@ -448,7 +403,7 @@ fn nginx_serving_the_same_directory_gives_the_same_bytes() {
     }) else {
         return;
     };
-    let srv = Serve::start(&site, &[]);
+    let srv = serve_files(&site, &[]);
     let mut paths: Vec<String> = picks
         .iter()
         .map(|&i| format!("/{}", m.entries[i].path))
@@ -475,7 +430,7 @@ fn xload_runs_against_one_file_of_the_set() {
     let site = site(&dir);
     let (m, picks) = sample(&site);
     let e = &m.entries[picks[1]];
-    let srv = Serve::start(&site, &[]);
+    let srv = serve_files(&site, &[]);
     let url = format!("http://127.0.0.1:{}/{}", srv.port, e.path);
     let (status, out, err, _) = run_xload([url.as_str(), "-n", "2000", "-c", "4", "-t", "1"]);
     assert!(status.success(), "{out}{err}");
@@ -489,7 +444,7 @@ fn held_file_answers_go_in_order_after_the_delay() {
     let dir = TempDir::new("files-delay");
     let site = site(&dir);
     let (m, picks) = sample(&site);
-    let srv = Serve::start(&site, &["--delay", "30ms"]);
+    let srv = serve_files(&site, &["--delay", "30ms"]);
     let paths: Vec<String> = picks[..6]
         .iter()
         .map(|&i| format!("/{}", m.entries[i].path))
