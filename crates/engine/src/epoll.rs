@@ -339,7 +339,7 @@ impl Driver<'_, '_> {
         let Some(t) = self.core.conns[i].tls.as_mut() else {
             return;
         };
-        let opened = t.open(&self.buf[..n]);
+        let opened = t.open(&mut self.buf[..n]);
         self.after_open(i, opened, handshaking, now);
     }
 

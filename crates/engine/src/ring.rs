@@ -206,6 +206,16 @@ impl BufRing {
         unsafe { std::slice::from_raw_parts(self.bufs.add(bid * self.buf_size as usize), len) }
     }
 
+    /// Buffer `bid` to work on in place (https: records are opened there).
+    #[inline]
+    pub fn buffer_mut(&mut self, bid: u16, len: usize) -> &mut [u8] {
+        let bid = (bid & self.mask) as usize;
+        let len = len.min(self.buf_size as usize);
+        // SAFETY: as in `buffer`; the kernel does not write a buffer it has
+        // handed over until it is recycled.
+        unsafe { std::slice::from_raw_parts_mut(self.bufs.add(bid * self.buf_size as usize), len) }
+    }
+
     /// Gives buffer `bid` back; the kernel sees it after the next `publish`.
     #[inline]
     pub fn recycle(&mut self, bid: u16) {

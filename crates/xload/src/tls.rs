@@ -297,6 +297,8 @@ pub(crate) fn client(a: &TlsArgs, host: &str, connections: usize) -> Result<TlsC
         _ => builder.with_no_client_auth(),
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // The engine seals and opens records itself once the handshake is done.
+    config.enable_secret_extraction = true;
     config.resumption = if a.tls_resume {
         let cap = connections.saturating_mul(2).min(1 << 16);
         Resumption::store(Arc::new(TicketStore::new(cap)))

@@ -599,7 +599,7 @@ impl Driver<'_, '_> {
     fn on_data(&mut self, i: usize, bid: u16, len: usize, now: u64) {
         let handshaking = self.handshaking(i);
         if let Some(t) = self.core.conns[i].tls.as_mut() {
-            let opened = t.open(self.bufs.buffer(bid, len));
+            let opened = t.open(self.bufs.buffer_mut(bid, len));
             self.bufs.recycle(bid);
             return self.after_open(i, opened, handshaking, now);
         }
