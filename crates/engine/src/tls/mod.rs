@@ -26,6 +26,8 @@ use records::{BadRecord, Records, ALERT, APPLICATION_DATA, HANDSHAKE, HEADER};
 const HELLO_REQUEST: u8 = 0;
 const NEW_SESSION_TICKET: u8 = 4;
 const KEY_UPDATE: u8 = 24;
+/// Longest post-handshake message taken (tickets are a few hundred bytes).
+const MAX_HANDSHAKE_MESSAGE: usize = 64 * 1024;
 /// Alerts that do not end the connection.
 const CLOSE_NOTIFY: u8 = 0;
 const USER_CANCELED: u8 = 90;
@@ -45,6 +47,8 @@ pub(crate) struct Session {
     inbuf: Vec<u8>,
     /// A post-handshake handshake message split across records.
     hs_msg: Vec<u8>,
+    /// Plaintext given before the handshake completed, sealed once it has.
+    early: Vec<u8>,
     /// Sealed records to send, of which the first `sent` bytes have left
     /// (the driver advances `sent`); emptied when all have, before more
     /// records are appended.
@@ -96,6 +100,7 @@ impl Session {
             tx_limit: u64::MAX,
             inbuf: Vec::with_capacity(4096),
             hs_msg: Vec::new(),
+            early: Vec::new(),
             out: Vec::with_capacity(4096),
             sent: 0,
             flight: Vec::with_capacity(4096),
@@ -129,6 +134,7 @@ impl Session {
         self.kernel = None;
         self.inbuf.clear();
         self.hs_msg.clear();
+        self.early.clear();
         self.out.clear();
         self.sent = 0;
         self.plain.clear();
@@ -179,7 +185,7 @@ impl Session {
             let _ = self.update_tx_key();
         }
         let Some(r) = self.records.as_mut() else {
-            return;
+            return self.early.extend_from_slice(plain);
         };
         r.seal(
             APPLICATION_DATA,
@@ -307,7 +313,13 @@ impl Session {
         let (secrets, kernel) = conn
             .dangerous_into_kernel_connection()
             .map_err(|_| ErrorKind::TlsHandshake)?;
-        self.records = Some(Records::new(tls13, &secrets).map_err(|_| ErrorKind::TlsHandshake)?);
+        let mut records = Records::new(tls13, &secrets).map_err(|_| ErrorKind::TlsHandshake)?;
+        if !self.early.is_empty() {
+            let out = unsent(&mut self.out, &mut self.sent);
+            records.seal(APPLICATION_DATA, &self.early, out);
+            self.early.clear();
+        }
+        self.records = Some(records);
         self.kernel = Some(kernel);
         Ok(())
     }
@@ -397,6 +409,9 @@ impl Session {
         while self.hs_msg.len() - at >= 4 {
             let m = &self.hs_msg[at..];
             let len = u32::from_be_bytes([0, m[1], m[2], m[3]]) as usize;
+            if len > MAX_HANDSHAKE_MESSAGE {
+                return Err(BadRecord);
+            }
             if m.len() < 4 + len {
                 break;
             }
@@ -586,6 +601,7 @@ mod tests {
     struct Certs {
         server: Arc<ServerConfig>,
         client: Arc<ClientConfig>,
+        roots: Arc<RootCertStore>,
     }
 
     fn certs(suite: SupportedCipherSuite, resume: bool) -> Certs {
@@ -607,10 +623,11 @@ mod tests {
             .unwrap();
         let mut roots = RootCertStore::empty();
         roots.add(der).unwrap();
+        let roots = Arc::new(roots);
         let mut client = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[version])
             .unwrap()
-            .with_root_certificates(roots)
+            .with_root_certificates(roots.clone())
             .with_no_client_auth();
         client.enable_secret_extraction = true;
         if !resume {
@@ -619,6 +636,7 @@ mod tests {
         Certs {
             server: Arc::new(server),
             client: Arc::new(client),
+            roots,
         }
     }
 
@@ -763,6 +781,64 @@ mod tests {
             3,
             "renewed before request 5"
         );
+    }
+
+    #[test]
+    fn a_client_certificate_is_presented() {
+        let ck = rcgen::generate_simple_self_signed(vec!["client.test".to_string()]).unwrap();
+        let der = ck.cert.der().clone();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(ck.key_pair.serialize_der()).unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(der.clone()).unwrap();
+        let provider = Arc::new(default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let base = certs(cs::TLS13_AES_128_GCM_SHA256, false);
+        let server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_cert_resolver(base.server.cert_resolver.clone());
+        let mut client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(base.roots.clone())
+            .with_client_auth_cert(vec![der], key)
+            .unwrap();
+        client.enable_secret_extraction = true;
+        let c = Certs {
+            server: Arc::new(server),
+            client: Arc::new(client),
+            roots: base.roots,
+        };
+        let mut p = Pair::connect(&c, 1 << 20);
+        assert!(p.server.peer_certificates().is_some());
+        p.exchange(0);
+    }
+
+    #[test]
+    fn a_request_before_the_handshake_waits_for_it() {
+        let c = certs(cs::TLS13_AES_128_GCM_SHA256, false);
+        let t = TlsClient {
+            config: c.client.clone(),
+            server_name: "xload.test".try_into().unwrap(),
+        };
+        let mut p = Pair {
+            client: Session::new(&t, 0, 0).unwrap(),
+            server: ServerConnection::new(c.server.clone()).unwrap(),
+            split: 1 << 20,
+        };
+        p.client.seal(b"early");
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.extend(p.deliver_to_server());
+            p.deliver_to_client().unwrap();
+        }
+        assert_eq!(got, b"early");
     }
 
     #[test]
