@@ -485,7 +485,39 @@ fn https_pipelines_and_handshakes_per_connection(engine: &str) {
     assert_eq!(st["requests"], 4000 + 150 + 150 + 400, "{st}");
 }
 
+/// Bodies of several records each: records straddle the engine's receive
+/// buffers and are opened across receives, in TLS 1.3 and 1.2.
+fn https_large_bodies_open_across_receives(engine: &str) {
+    const BODY: u64 = 100_000;
+    let srv = serve_tls(&["--body-size", "100000"]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    for version in ["1.3", "1.2"] {
+        let (code, r, out, err) = client_run(
+            engine,
+            &[
+                &url,
+                "--insecure",
+                "--tls-version",
+                version,
+                "-n",
+                "300",
+                "-c",
+                "4",
+            ],
+        );
+        assert_eq!(code, 0, "{out}{err}");
+        assert_eq!(
+            (r["requests"].as_u64(), r["errors_total"].as_u64()),
+            (Some(300), Some(0)),
+            "{out}"
+        );
+        assert_eq!(r["tls"]["version"], format!("TLS{version}"), "{out}");
+        assert!(r["bytes"].as_u64().unwrap() >= 300 * BODY, "{out}");
+    }
+}
+
 both_engines!(
+    https_large_bodies_open_across_receives,
     https_pipelines_and_handshakes_per_connection,
     https_against_serve_tls_reconciles_with_its_stats,
     https_trusts_cacert_and_reaches_a_name_through_resolve,
