@@ -192,6 +192,9 @@ fn poisson_arrivals_average_the_target_rate_within_three_percent() {
         ]))
     };
     let poisson = run("poisson");
+    // A stall longer than 32 connections cover drops sends: only a
+    // machine busy with something else (after three tries) may cause that.
+    let drop_slack = if last_run_disturbed() { 100 } else { 2 };
     let s = summary(&poisson);
     // 10,000 expected arrivals: one standard deviation of a Poisson count is 1%.
     assert!(
@@ -199,7 +202,7 @@ fn poisson_arrivals_average_the_target_rate_within_three_percent() {
         "Poisson arrivals achieved {:.1} req/s, not within 3% of 5000: {s}",
         poisson.rps
     );
-    assert!(open(&poisson).dropped <= 2, "{s}");
+    assert!(open(&poisson).dropped <= drop_slack, "{s}");
     assert_eq!(poisson.errors_total, 0, "{s}");
     // The arrivals really are random: an evenly spaced schedule puts exactly
     // rate × window requests in the window, a Poisson one almost never does.
