@@ -105,32 +105,35 @@ fn run_report(dir: &TempDir, args: &[&str]) -> JsonRun {
     run_json(dir, args, HARD_TIMEOUT)
 }
 
+/// `xload HEAD.. LOAD.. -t 1 -q --json ...`: one thread, quiet. `HEAD` names
+/// the workload and target (`run W URL` or `-w W URL`), `LOAD` the rest.
+fn run_quiet(dir: &TempDir, head: &[&str], load: &[&str]) -> JsonRun {
+    let args: Vec<&str> = head
+        .iter()
+        .chain(load)
+        .chain(&["-t", "1", "-q"])
+        .copied()
+        .collect();
+    run_report(dir, &args)
+}
+
+impl JsonRun {
+    /// Exit code, stdout, stderr and report, to bind in one `let`.
+    fn parts(self) -> (i32, String, String, serde_json::Value) {
+        (self.code, self.stdout, self.stderr, self.json)
+    }
+}
+
 fn two_class_counts_sum_and_reconcile_with_serve(engine: &str) {
     let srv = Serve::start();
     let dir = TempDir::new("workload");
     let w = dir.file("w.toml", &two_classes(64));
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
-        &[
-            "run",
-            &w,
-            &srv.url(),
-            "-n",
-            "3000",
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "--engine",
-            engine,
-            "-q",
-        ],
-    );
+        &["run", &w, &srv.url()],
+        &["-n", "3000", "-c", "4", "--engine", engine],
+    )
+    .parts();
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert_eq!(r["requests"], 3000, "{stdout}");
     let classes = r["classes"].as_array().expect("classes");
@@ -158,30 +161,21 @@ fn failed_checks_are_consistency_errors_naming_paths(engine: &str) {
     let dir = TempDir::new("workload-bad");
     // The responder sends 64 bytes; the workload expects 63 for class a.
     let w = dir.file("w.toml", &two_classes(63));
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
+        &["-w", &w, &srv.url()],
         &[
-            "-w",
-            &w,
-            &srv.url(),
             "-n",
             "400",
             "-c",
             "2",
-            "-t",
-            "1",
             "--engine",
             engine,
-            "-q",
             "--fail-if",
             "consistency>0",
         ],
-    );
+    )
+    .parts();
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("consistency>0"), "{stderr}");
     let a = &r["classes"][0];
@@ -261,28 +255,12 @@ fn a_class_over_its_latency_limit_fails_limits_failed() {
         "w.toml",
         "[classes.a]\npath = \"/\"\nlimits = { mean = \"1us\", p50 = \"10s\" }\n",
     );
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
-        &[
-            "-w",
-            &w,
-            &srv.url(),
-            "-n",
-            "200",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "-q",
-            "--fail-if",
-            "limits_failed>0",
-        ],
-    );
+        &["-w", &w, &srv.url()],
+        &["-n", "200", "-c", "2", "--fail-if", "limits_failed>0"],
+    )
+    .parts();
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(stderr.contains("limits_failed>0 (measured 1)"), "{stderr}");
     assert!(
@@ -326,28 +304,12 @@ fn sessions_walk_their_sequence_with_think_time(engine: &str) {
         "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item/{n}\"\nn = { range = [1, 10] }\n\
          [session]\nsequence = [\"home\", \"item\", \"item\", \"item\"]\nthink = \"50ms\"\n",
     );
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
-        &[
-            "run",
-            &w,
-            &srv.url(),
-            "--sessions",
-            "8",
-            "-d",
-            "1s",
-            "-t",
-            "1",
-            "--engine",
-            engine,
-            "-q",
-        ],
-    );
+        &["run", &w, &srv.url()],
+        &["--sessions", "8", "-d", "1s", "--engine", engine],
+    )
+    .parts();
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let n = r["requests"].as_u64().unwrap();
     // At most 8 × 21 (a request at 0 ms, then one every 50 ms and more);
@@ -374,28 +336,12 @@ fn markov_sessions_that_end_start_over_on_a_new_connection(engine: &str) {
         "[classes.home]\npath = \"/home\"\n[classes.item]\npath = \"/item\"\n\
          [session]\nstart = \"home\"\nthink = \"20ms\"\n[session.markov.home]\nitem = 1\n",
     );
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
-        &[
-            "run",
-            &w,
-            &srv.url(),
-            "--sessions",
-            "4",
-            "-d",
-            "600ms",
-            "-t",
-            "1",
-            "--engine",
-            engine,
-            "-q",
-        ],
-    );
+        &["run", &w, &srv.url()],
+        &["--sessions", "4", "-d", "600ms", "--engine", engine],
+    )
+    .parts();
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let home = r["classes"][0]["requests"].as_u64().unwrap();
     let item = r["classes"][1]["requests"].as_u64().unwrap();
@@ -502,28 +448,12 @@ fn corrupted_site(dir: &TempDir, extra: &str) -> (String, String) {
 fn one_corrupted_byte_in_ten_thousand_responses_is_caught_and_named() {
     let dir = TempDir::new("workload-corrupt");
     let (w, url) = corrupted_site(&dir, "");
-    let JsonRun {
-        code,
-        stdout,
-        stderr,
-        json: r,
-    } = run_report(
+    let (code, stdout, stderr, r) = run_quiet(
         &dir,
-        &[
-            "run",
-            &w,
-            &url,
-            "-n",
-            "10000",
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "-q",
-            "--fail-if",
-            "consistency>0",
-        ],
-    );
+        &["run", &w, &url],
+        &["-n", "10000", "-c", "4", "--fail-if", "consistency>0"],
+    )
+    .parts();
     assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert_eq!(r["requests"], 10000);
     let c = &r["classes"][0];
@@ -614,22 +544,10 @@ fn shipped_static_site(dir: &TempDir) -> (String, String) {
 /// Runs the shipped static workload (`-n 4000`, 8 connections) at `url` and
 /// checks its report: no error, no failed check, the missing paths 404s.
 fn run_shipped_static(dir: &TempDir, w: &str, url: &str) -> JsonRun {
-    let out = run_report(
+    let out = run_quiet(
         dir,
-        &[
-            "run",
-            w,
-            url,
-            "-n",
-            "4000",
-            "-c",
-            "8",
-            "-t",
-            "1",
-            "-q",
-            "--fail-if",
-            "consistency>0",
-        ],
+        &["run", w, url],
+        &["-n", "4000", "-c", "8", "--fail-if", "consistency>0"],
     );
     assert_eq!(out.code, 0, "{}", out.show());
     let r = &out.json;
