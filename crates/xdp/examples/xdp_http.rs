@@ -248,6 +248,7 @@ fn drive_http(
 // ---------------------------------------------------------------------------
 
 /// One phase's figures.
+#[derive(Default)]
 struct Phase {
     stack: &'static str,
     conns: usize,
@@ -382,6 +383,71 @@ fn wait_quiet(client_cpu: usize) -> f64 {
     background_pct
 }
 
+/// What both stacks' phases share: the quiet wait and nginx's and the
+/// kernel's counters around the phase, the CPU clocks around its window.
+struct Bracket {
+    stub: SocketAddr,
+    client_cpu: usize,
+    background_pct: f64,
+    before: u64,
+    drops0: u64,
+    busy0: f64,
+    proc0: f64,
+    start: Instant,
+}
+
+impl Bracket {
+    /// Waits for a quiet client CPU and reads the counters.
+    fn open(lab: &ServerLab, client_cpu: usize) -> Result<Bracket, String> {
+        let stub = SocketAddr::from((lab.ip_srv, 80));
+        let background_pct = wait_quiet(client_cpu);
+        let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
+        Ok(Bracket {
+            stub,
+            client_cpu,
+            background_pct,
+            before,
+            drops0: backlog_drops(),
+            busy0: 0.0,
+            proc0: 0.0,
+            start: Instant::now(),
+        })
+    }
+
+    /// Starts the measured window.
+    fn start_window(&mut self) {
+        (self.busy0, self.proc0) = (cpu_busy_s(self.client_cpu), process_cpu_s());
+        self.start = Instant::now();
+    }
+
+    /// Whether the window of `duration` is still open.
+    fn in_window(&self, duration: Duration) -> bool {
+        self.start.elapsed() < duration && !stopped()
+    }
+
+    /// Ends the window: `phase` with its length and the CPU it took.
+    fn end_window(&self, phase: Phase) -> Phase {
+        Phase {
+            window_s: self.start.elapsed().as_secs_f64(),
+            busy_s: cpu_busy_s(self.client_cpu) - self.busy0,
+            process_s: process_cpu_s() - self.proc0,
+            ..phase
+        }
+    }
+
+    /// After the drain: `phase` with nginx's count and the drops.
+    fn close(self, phase: Phase) -> Result<Phase, String> {
+        let after = stub_requests(self.stub).map_err(|e| format!("stub_status: {e}"))?;
+        Ok(Phase {
+            // The second stub request counts itself.
+            nginx_requests: after - self.before - 1,
+            background_pct: self.background_pct,
+            drops: backlog_drops() - self.drops0,
+            ..phase
+        })
+    }
+}
+
 fn run_phase(
     stack: &mut Stack,
     lab: &ServerLab,
@@ -390,10 +456,7 @@ fn run_phase(
     duration: Duration,
     client_cpu: usize,
 ) -> Result<Phase, String> {
-    let stub = SocketAddr::from((lab.ip_srv, 80));
-    let background_pct = wait_quiet(client_cpu);
-    let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
-    let drops0 = backlog_drops();
+    let mut bracket = Bracket::open(lab, client_cpu)?;
     let mut sockets = SocketSet::new(Vec::with_capacity(conns_n));
     let mut handles = Vec::with_capacity(conns_n);
     for i in 0..conns_n {
@@ -430,10 +493,10 @@ fn run_phase(
         stack.wait(&sockets);
     }
     // The measured window.
-    let (busy0, proc0, start) = (cpu_busy_s(client_cpu), process_cpu_s(), Instant::now());
+    bracket.start_window();
     let (mut poll_ns, mut app_ns, mut polls) = (0u64, 0u64, 0u64);
     let counted0: u64 = conns.iter().map(|c| c.responses).sum();
-    while start.elapsed() < duration && !stopped() {
+    while bracket.in_window(duration) {
         stack.poll(&mut sockets, &mut poll_ns);
         let t = cpu_ns();
         let busy = drive_http(&mut sockets, &handles, &mut conns, true);
@@ -444,9 +507,15 @@ fn run_phase(
             stack.wait(&sockets);
         }
     }
-    let window = start.elapsed().as_secs_f64();
-    let responses = conns.iter().map(|c| c.responses).sum::<u64>() - counted0;
-    let (busy_s, process_s) = (cpu_busy_s(client_cpu) - busy0, process_cpu_s() - proc0);
+    let phase = bracket.end_window(Phase {
+        stack: "smoltcp",
+        conns: conns_n,
+        responses: conns.iter().map(|c| c.responses).sum::<u64>() - counted0,
+        poll_s: poll_ns as f64 * 1e-9,
+        app_s: app_ns as f64 * 1e-9,
+        polls,
+        ..Phase::default()
+    });
     // Drain: no new requests; every outstanding answer comes (bounded).
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut drain_ns = 0u64;
@@ -456,22 +525,9 @@ fn run_phase(
         stack.wait(&sockets);
     }
     close_all(stack, &mut sockets, &handles);
-    let after = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
-    Ok(Phase {
-        stack: "smoltcp",
-        conns: conns_n,
-        window_s: window,
-        responses,
-        busy_s,
-        process_s,
-        poll_s: poll_ns as f64 * 1e-9,
-        app_s: app_ns as f64 * 1e-9,
-        polls,
+    bracket.close(Phase {
         total_responses: conns.iter().map(|c| c.responses).sum(),
-        // The second stub request counts itself.
-        nginx_requests: after - before - 1,
-        background_pct,
-        drops: backlog_drops() - drops0,
+        ..phase
     })
 }
 
@@ -515,10 +571,7 @@ fn run_phase_own(
     duration: Duration,
     client_cpu: usize,
 ) -> Result<Phase, String> {
-    let stub = SocketAddr::from((lab.ip_srv, 80));
-    let background_pct = wait_quiet(client_cpu);
-    let before = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
-    let drops0 = backlog_drops();
+    let mut bracket = Bracket::open(lab, client_cpu)?;
     let seed = u64::from(std::process::id()) << 20 | u64::from(port_base);
     let (ip, mac) = (lab.ip_user, lab.mac_gen.0);
     let mut client = Client::new(mac, ip, lab.ip_srv, 80, port_base, conns_n as u32, seed);
@@ -542,41 +595,45 @@ fn run_phase_own(
     let all = |client: &Client, want: &[tcp::State]| {
         (0..conns_n as u32).all(|i| want.contains(&client.state(i)))
     };
+    // One turn: a pump (sending requests when `send`), a wait when nothing
+    // came, the timers; the stack's nanoseconds.
+    let mut turn = |client: &mut Client, conns: &mut [Conn], send: bool| {
+        let (got, ns) = pump_own(dev, client, conns, send, now());
+        if got == 0 {
+            dev.port.wait(1);
+        }
+        timers(client);
+        ns
+    };
     let deadline = Instant::now() + Duration::from_secs(10);
     while !all(&client, &[tcp::State::Established]) {
         if Instant::now() > deadline {
             return Err("own stack: connections not established in 10 s".into());
         }
-        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            dev.port.wait(1);
-        }
-        timers(&mut client);
+        turn(&mut client, &mut conns, false);
     }
     // The measured window: one request in flight per connection.
-    let (busy0, proc0, start) = (cpu_busy_s(client_cpu), process_cpu_s(), Instant::now());
+    bracket.start_window();
     for (i, c) in conns.iter_mut().enumerate() {
         c.waiting = client.send(i as u32, REQUEST);
     }
     let (mut stack_ns, mut polls) = (0u64, 0u64);
-    while start.elapsed() < duration && !stopped() {
-        let (got, ns) = pump_own(dev, &mut client, &mut conns, true, now());
-        stack_ns += ns;
+    while bracket.in_window(duration) {
+        stack_ns += turn(&mut client, &mut conns, true);
         polls += 1;
-        timers(&mut client);
-        if got == 0 {
-            dev.port.wait(1);
-        }
     }
-    let window = start.elapsed().as_secs_f64();
-    let responses: u64 = conns.iter().map(|c| c.responses).sum();
-    let (busy_s, process_s) = (cpu_busy_s(client_cpu) - busy0, process_cpu_s() - proc0);
+    let phase = bracket.end_window(Phase {
+        stack: "own",
+        conns: conns_n,
+        responses: conns.iter().map(|c| c.responses).sum(),
+        poll_s: stack_ns as f64 * 1e-9,
+        polls,
+        ..Phase::default()
+    });
     // Drain, then close every connection (FIN both ways), bounded.
     let deadline = Instant::now() + Duration::from_secs(5);
     while conns.iter().any(|c| c.waiting) && Instant::now() < deadline {
-        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            dev.port.wait(1);
-        }
-        timers(&mut client);
+        turn(&mut client, &mut conns, false);
     }
     for i in 0..conns_n as u32 {
         client.close(i);
@@ -584,33 +641,18 @@ fn run_phase_own(
     let done = [tcp::State::Done, tcp::State::Failed, tcp::State::Closed];
     let deadline = Instant::now() + Duration::from_secs(3);
     while !all(&client, &done) && Instant::now() < deadline {
-        if pump_own(dev, &mut client, &mut conns, false, now()).0 == 0 {
-            dev.port.wait(1);
-        }
-        timers(&mut client);
+        turn(&mut client, &mut conns, false);
     }
-    let after = stub_requests(stub).map_err(|e| format!("stub_status: {e}"))?;
     if client.counters.retransmits + client.counters.out_of_order > 0 {
         eprintln!(
             "own stack: {:?}; socket: {:?}",
             client.counters,
-            dev.port.statistics()
+            stack.dev.port.statistics()
         );
     }
-    Ok(Phase {
-        stack: "own",
-        conns: conns_n,
-        window_s: window,
-        responses,
-        busy_s,
-        process_s,
-        poll_s: stack_ns as f64 * 1e-9,
-        app_s: 0.0,
-        polls,
+    bracket.close(Phase {
         total_responses: conns.iter().map(|c| c.responses).sum(),
-        nginx_requests: after - before - 1,
-        background_pct,
-        drops: backlog_drops() - drops0,
+        ..phase
     })
 }
 
