@@ -220,6 +220,29 @@ impl<'a> Ctx<'a> {
         Some((w.session.clone()?, session_seed(w.seed, self.index, i)))
     }
 
+    /// Sessions: how long after it is first ready connection `i` sends its
+    /// first request. The connections of all workers take evenly spaced
+    /// slots over one mean think time (worker-interleaved), so the offered
+    /// load is smooth from the start instead of every session firing at once.
+    pub(crate) fn first_offset_ns(&self, i: usize) -> u64 {
+        let Some(s) = self.plan.workload.as_ref().and_then(|w| w.session.as_ref()) else {
+            return 0;
+        };
+        let workers = self.plan.worker_cpus.len().max(1) as u128;
+        let slots = self.plan.connections_of(self.index) as u128 * workers;
+        let slot = i as u128 * workers + self.index as u128;
+        if slot >= slots {
+            return 0;
+        }
+        (s.think.mean().as_nanos() * slot / slots) as u64
+    }
+
+    /// Closed loop, held: nothing may be sent before the window opens.
+    #[inline]
+    pub(crate) fn holding(&self) -> bool {
+        self.hold && !self.measuring
+    }
+
     /// Sessions: connection `i` thinks until `due_ns`.
     pub(crate) fn think(&mut self, i: usize, due_ns: u64) {
         self.thinking.push(Reverse((due_ns, i as u32)));

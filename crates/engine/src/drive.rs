@@ -315,18 +315,43 @@ pub(crate) trait Transport<'p> {
     /// Workload runs: the request connection `i` sends next, from its
     /// session or the worker's schedule; None when its session ended.
     fn workload_pick(&mut self, i: usize) -> Option<xload_workload::Pick> {
-        if !self.exchange(i).has_mix() {
-            // Once per connection: no shared reference count per request.
-            let requests = self.ctx().mix_requests().cloned();
-            let session = self.ctx().session_of(i);
-            let session = session.as_ref().map(|(s, seed)| (s, *seed));
-            self.exchange(i).attach_mix(requests, session);
-        }
+        self.attach_mix(i);
         if self.ctx().sessions() {
             self.exchange(i).mix_mut().and_then(ConnMix::session_pick)
         } else {
             self.ctx().next_pick()
         }
+    }
+
+    /// Workload runs: gives connection `i` its mix, once per connection (no
+    /// shared reference count per request).
+    fn attach_mix(&mut self, i: usize) {
+        if !self.exchange(i).has_mix() {
+            let requests = self.ctx().mix_requests().cloned();
+            let session = self.ctx().session_of(i);
+            let session = session.as_ref().map(|(s, seed)| (s, *seed));
+            self.exchange(i).attach_mix(requests, session);
+        }
+    }
+
+    /// Sessions: the first time connection `i` may send, it waits its
+    /// offset instead ([`Ctx::first_offset_ns`]), as a think time. True when
+    /// it does; a connection that already had a session sends at once.
+    fn stagger_first(&mut self, i: usize, now: u64) -> bool {
+        if !self.ctx().sessions() || self.exchange(i).has_mix() || self.ctx().holding() {
+            return false;
+        }
+        self.attach_mix(i);
+        let offset = self.ctx().first_offset_ns(i);
+        if offset == 0 {
+            return false;
+        }
+        let due = now + offset;
+        if let Some(m) = self.exchange(i).mix_mut() {
+            m.think_due_ns = due;
+        }
+        self.ctx().think(i, due);
+        true
     }
 
     /// A response completed and nothing is in flight: sessions think first,
@@ -374,6 +399,9 @@ pub(crate) trait Transport<'p> {
     /// Closed loop: as many requests as the pipeline and the quota allow.
     #[inline]
     fn send_batch(&mut self, i: usize, now: u64) {
+        if self.stagger_first(i, now) {
+            return;
+        }
         let want = self.core().pipeline;
         let n = self.ctx().allow(want);
         if n > 0 {

@@ -139,3 +139,14 @@ pub enum Think {
     /// Exponentially distributed with this mean.
     Exponential(Duration),
 }
+
+impl Think {
+    /// The mean pause: the span over which sessions' first requests are spread.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            Think::None => Duration::ZERO,
+            Think::Fixed(d) | Think::Exponential(d) => d,
+            Think::Uniform(lo, hi) => (lo + hi) / 2,
+        }
+    }
+}

@@ -126,6 +126,7 @@ mod tests {
                 },
                 3,
             );
+            assert_eq!(think.mean(), ms(100));
             let total: f64 = (0..20_000).map(|_| w.think().as_secs_f64() * 1e3).sum();
             assert!(
                 (total / 20_000.0 - mean).abs() < 3.0,

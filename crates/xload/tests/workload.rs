@@ -353,9 +353,83 @@ fn markov_sessions_that_end_start_over_on_a_new_connection(engine: &str) {
     assert!(r["connects"].as_u64().unwrap() >= home, "{}", r["connects"]);
 }
 
+/// A keep-alive server answering every request with an empty 200, that
+/// notes when each request arrived; on its own threads.
+fn arrival_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>) {
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let noted = arrivals.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { return };
+            let noted = noted.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        noted.lock().unwrap().push(std::time::Instant::now());
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").is_err() {
+                            return;
+                        }
+                    }
+                    match s.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (port, arrivals)
+}
+
+/// Sessions start spread over one think time: with 40 sessions thinking
+/// 400 ms, the requests that arrive in the first 50 ms are about 40/8, not
+/// all 40 at once (which would keep the sessions in step).
+fn first_requests_spread_over_one_think_time(engine: &str) {
+    let (port, arrivals) = arrival_server();
+    let dir = TempDir::new("workload-spread");
+    let w = dir.file(
+        "w.toml",
+        "[classes.home]\npath = \"/home\"\n[session]\nsequence = [\"home\"]\nthink = \"400ms\"\n",
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let (code, stdout, stderr) = run(&[
+        "run",
+        &w,
+        &url,
+        "--sessions",
+        "40",
+        "-d",
+        "1s",
+        "-t",
+        "2",
+        "--engine",
+        engine,
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let mut at = arrivals.lock().unwrap().clone();
+    at.sort();
+    let first = at[0];
+    let early = at
+        .iter()
+        .filter(|t| t.duration_since(first) < Duration::from_millis(50))
+        .count();
+    // Evenly spread: 5 (one slot every 10 ms); in step: 40. Room for a stall.
+    assert!(early <= 20, "{early} of the first requests within 50 ms");
+    // Every session did start (each sends 2 or 3 requests in 1 s).
+    assert!(at.len() >= 60, "{} requests", at.len());
+}
+
 both_engines!(
     sessions_walk_their_sequence_with_think_time,
-    markov_sessions_that_end_start_over_on_a_new_connection
+    markov_sessions_that_end_start_over_on_a_new_connection,
+    first_requests_spread_over_one_think_time
 );
 
 /// A keep-alive server of `files` (path → body) that flips one byte of one
