@@ -355,7 +355,10 @@ fn markov_sessions_that_end_start_over_on_a_new_connection(engine: &str) {
 
 /// A keep-alive server answering every request with an empty 200, that
 /// notes when each request arrived; on its own threads.
-fn arrival_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>) {
+fn arrival_server() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
+) {
     use std::sync::{Arc, Mutex};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -372,7 +375,9 @@ fn arrival_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<std::time::Inst
                     while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                         buf.drain(..end + 4);
                         noted.lock().unwrap().push(std::time::Instant::now());
-                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").is_err() {
+                        if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                            .is_err()
+                        {
                             return;
                         }
                     }
