@@ -13,13 +13,16 @@
 //! state each one's loop shares with its driver (window, quota, pacing,
 //! ticks); `drive` is the driver-independent half of a connection's life;
 //! `mix` carries a workload's prebuilt requests and response checks;
-//! `uring` and `epoll` are the two drivers; [`serve`] is the responder.
+//! `uring` and `epoll` are the two drivers; [`serve`] is the responder;
+//! [`certs`] makes self-signed certificates and accepts any (for `--tls`,
+//! `--insecure` and the tests).
 //!
 //! Timeouts are checked by a coarse periodic sweep over the worker's
 //! connections (every ~tenth of the request timeout, at most 100 ms) instead of a
 //! timer structure updated on every request: the sweep costs O(connections) a
 //! few times per second and nothing per request.
 
+pub mod certs;
 pub mod clock;
 mod conn;
 mod ctx;

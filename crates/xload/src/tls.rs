@@ -7,18 +7,16 @@ use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{
     ClientSessionMemoryCache, ClientSessionStore, Resumption, Tls12ClientSessionValue,
     Tls13ClientSessionValue,
 };
 use rustls::crypto::ring as provider;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use rustls::pki_types::{ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::NamedGroup;
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use xload_engine::certs::{AcceptAny, SelfSigned};
 use xload_engine::TlsClient;
 
 use crate::args::{TlsArgs, TlsVersionArg};
@@ -41,15 +39,9 @@ pub(crate) fn fingerprint(der: &[u8]) -> String {
 
 /// A certificate for localhost and 127.0.0.1, made now, and its key.
 fn self_signed() -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Failure> {
-    let names = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
-    let ck = rcgen::generate_simple_self_signed(names)
+    let c = SelfSigned::new(&["localhost", "127.0.0.1", "::1"])
         .map_err(|e| Failure::Run(format!("--tls: cannot make a certificate: {e}")))?;
-    let key = PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der());
-    Ok((vec![ck.cert.der().clone()], PrivateKeyDer::Pkcs8(key)))
+    Ok(c.chain_and_key())
 }
 
 /// The certificate chain and key in PEM files.
@@ -139,56 +131,6 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, Failure> {
         )));
     }
     Ok(store)
-}
-
-/// `--insecure`: every certificate is accepted; signatures are still checked
-/// (the handshake costs what a verified one does, less the chain).
-#[derive(Debug)]
-struct NoVerify(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 /// Session resumption for one load: rustls's in-memory cache, but with room
@@ -283,7 +225,8 @@ pub(crate) fn client(a: &TlsArgs, host: &str, connections: usize) -> Result<TlsC
     let builder = if a.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            // --insecure: any certificate; signatures are still checked.
+            .with_custom_certificate_verifier(Arc::new(AcceptAny::new(provider)))
     } else {
         builder.with_root_certificates(roots(a.cacert.as_deref())?)
     };

@@ -8,12 +8,12 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::nginx::{Nginx, NginxOptions};
 use support::run::{exit_code, run_xload, TempDir};
 use support::serve::Serve;
+use support::tls::{stream, SelfSigned};
 use xload_files::{sha256, Manifest};
 
 /// A generated set of 1,000 files (specweb sizes, seed 1) in `dir/site`.
@@ -354,30 +354,19 @@ fn serve_files_over_tls_gives_the_same_bytes() {
     let dir = TempDir::new("files-serve");
     let site = site(&dir);
     let (m, picks) = sample(&site);
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    dir.put("cert.pem", &ck.cert.pem());
-    dir.put("key.pem", &ck.key_pair.serialize_pem());
+    let cert = SelfSigned::new(&["localhost"]);
+    let (cert_pem, key_pem) = cert.write(&dir);
     let srv = serve_files(
         &site,
         &[
             "--tls",
             "--cert",
-            &dir.join_str("cert.pem"),
+            &cert_pem.display().to_string(),
             "--key",
-            &dir.join_str("key.pem"),
+            &key_pem.display().to_string(),
         ],
     );
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ck.cert.der().clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(cfg), name).unwrap();
-    let mut tls = rustls::StreamOwned::new(conn, srv.connect());
+    let mut tls = stream(srv.connect(), &cert.trusting_client());
     let paths: Vec<String> = picks
         .iter()
         .map(|&i| format!("/{}", m.entries[i].path))

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use support::run::TempDir;
 use support::serve::Serve;
-use support::tls::{any_cert_client, client, AnyCert, SelfSigned};
+use support::tls::{any_cert, any_cert_client, client, SelfSigned};
 use xload_testkit::both_engines;
 
 /// `xload serve --tls --cpus 0 ARGS...` on a free loopback port.
@@ -66,7 +66,7 @@ fn stats(srv: &Serve, cfg: &Arc<ClientConfig>) -> serde_json::Value {
 #[test]
 fn serve_tls_answers_pipelined_requests_over_tls12_and_tls13() {
     let srv = serve_tls(&["--body-size", "100000"]);
-    let seen = Arc::new(AnyCert::default());
+    let seen = Arc::new(any_cert());
     for versions in [
         &[&rustls::version::TLS13][..],
         &[&rustls::version::TLS12][..],
@@ -108,7 +108,7 @@ fn serve_tls_answers_pipelined_requests_over_tls12_and_tls13() {
     assert_eq!(st["connections"], 5, "{st}");
     assert_eq!(st["bad_requests"], 0, "{st}");
     let out = srv.stop();
-    let der = seen.0.lock().unwrap().clone();
+    let der = seen.last();
     let d = ring::digest::digest(&ring::digest::SHA256, &der);
     let hex: Vec<String> = d.as_ref().iter().map(|b| format!("{b:02X}")).collect();
     assert!(out.contains("listening on https://"), "{out}");

@@ -4,47 +4,39 @@
 
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::danger::ServerCertVerifier;
 use rustls::crypto::ring::default_provider;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use xload_engine::certs::{self, AcceptAny};
 
 use super::nginx::NginxTls;
 use super::run::TempDir;
 
-/// A certificate for `names`, signed by its own key.
-pub(crate) struct SelfSigned {
-    pub cert_pem: String,
-    pub key_pem: String,
-    pub der: CertificateDer<'static>,
-}
+/// A certificate for `names`, signed by its own key (the binary's own
+/// [`xload_engine::certs::SelfSigned`]), with the tests' uses of it.
+pub(crate) struct SelfSigned(pub certs::SelfSigned);
 
 impl SelfSigned {
     pub(crate) fn new(names: &[&str]) -> SelfSigned {
-        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        let ck = rcgen::generate_simple_self_signed(names).unwrap();
-        SelfSigned {
-            cert_pem: ck.cert.pem(),
-            key_pem: ck.key_pair.serialize_pem(),
-            der: ck.cert.der().clone(),
-        }
+        SelfSigned(certs::SelfSigned::new(names).unwrap())
     }
 
     /// Writes `cert.pem` and `key.pem` into `dir`; their paths.
     pub(crate) fn write(&self, dir: &TempDir) -> (PathBuf, PathBuf) {
         let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
-        std::fs::write(&cert, &self.cert_pem).unwrap();
-        std::fs::write(&key, &self.key_pem).unwrap();
+        std::fs::write(&cert, &self.0.cert_pem).unwrap();
+        std::fs::write(&key, &self.0.key_pem).unwrap();
         (cert, key)
     }
 
     /// nginx's `ssl_certificate`, `ssl_certificate_key` and `ssl_protocols`.
     pub(crate) fn nginx(&self, protocols: &str) -> NginxTls {
         NginxTls {
-            cert_pem: self.cert_pem.clone(),
-            key_pem: self.key_pem.clone(),
+            cert_pem: self.0.cert_pem.clone(),
+            key_pem: self.0.key_pem.clone(),
             protocols: protocols.to_string(),
         }
     }
@@ -52,7 +44,7 @@ impl SelfSigned {
     /// A client (TLS 1.2 and 1.3) that trusts this certificate only.
     pub(crate) fn trusting_client(&self) -> Arc<ClientConfig> {
         let mut roots = RootCertStore::empty();
-        roots.add(self.der.clone()).unwrap();
+        roots.add(self.0.der.clone()).unwrap();
         let c = ClientConfig::builder_with_provider(Arc::new(default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()
@@ -62,43 +54,10 @@ impl SelfSigned {
     }
 }
 
-/// Accepts any certificate and keeps the last one seen (for its fingerprint).
-#[derive(Debug, Default)]
-pub(crate) struct AnyCert(pub Mutex<Vec<u8>>);
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        *self.0.lock().unwrap() = end_entity.to_vec();
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
+/// Accepts any certificate (signatures checked) and keeps the last one seen
+/// (for its fingerprint).
+pub(crate) fn any_cert() -> AcceptAny {
+    AcceptAny::recording(Arc::new(default_provider()))
 }
 
 /// A client of these versions with this verifier, ALPN http/1.1.
@@ -118,7 +77,7 @@ pub(crate) fn client(
 
 /// A client of TLS 1.2 and 1.3 that accepts any certificate.
 pub(crate) fn any_cert_client() -> Arc<ClientConfig> {
-    client(rustls::DEFAULT_VERSIONS, Arc::new(AnyCert::default()))
+    client(rustls::DEFAULT_VERSIONS, Arc::new(any_cert()))
 }
 
 /// A TLS stream over `tcp` to "localhost" with `cfg`.
