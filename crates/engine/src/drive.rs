@@ -108,6 +108,24 @@ impl<S> Core<S> {
     }
 }
 
+/// When a driver's main loop sweeps for timeouts: every tenth of the
+/// timeout it watches, between 1 and 100 ms.
+pub(crate) struct Sweeper {
+    every_ns: u64,
+    /// The next sweep's time (the loop wakes for it).
+    pub(crate) next_ns: u64,
+}
+
+impl Sweeper {
+    pub(crate) fn new(now: u64, timeout_ns: u64) -> Sweeper {
+        let every_ns = (timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        Sweeper {
+            every_ns,
+            next_ns: now + every_ns,
+        }
+    }
+}
+
 /// A driver: the few methods below it must write; the rest of a
 /// connection's life is provided on top of them.
 pub(crate) trait Transport<'p> {
@@ -131,6 +149,24 @@ pub(crate) trait Transport<'p> {
     fn close(&mut self, i: usize);
     /// https: sends the records queued in connection `i`'s session.
     fn send_records(&mut self, i: usize, now: u64);
+    /// Connects and requests that timed out, and reconnects after a back-off.
+    fn sweep(&mut self, now: u64);
+
+    /// The start of each turn of a driver's main loop: the clock's effect on
+    /// the run ([`Ctx::on_time`]), the `-n` quota once the window opens, and
+    /// the timeout sweep when `sweeper` says it is due. False: the loop ends.
+    #[inline]
+    fn tick_common(&mut self, now: u64, sweeper: &mut Sweeper) -> bool {
+        if !self.ctx().on_time(now) {
+            return false;
+        }
+        self.open_window_quota();
+        if now >= sweeper.next_ns {
+            self.sweep(now);
+            sweeper.next_ns = now + sweeper.every_ns;
+        }
+        true
+    }
 
     #[inline]
     fn core_mut(&mut self) -> &mut Core<Self::Sock> {

@@ -15,7 +15,7 @@ use xload_stats::{ErrorKind, Recorder};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, Addr, Sources};
@@ -137,26 +137,34 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
             self.flush(i, now);
         }
     }
+
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Connecting { since_ns } | State::Handshaking { since_ns }
+                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
+                State::Open => self.expire(i, now, self.timeout_ns),
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
         self.ramp_up(now);
-        let sweep_ns =
-            (self.timeout_ns.min(self.connect_timeout_ns) / 10).clamp(1_000_000, 100_000_000);
-        let mut next_sweep = now + sweep_ns;
+        let mut sweeper = Sweeper::new(now, self.timeout_ns.min(self.connect_timeout_ns));
         let mut events: Vec<libc::epoll_event> =
             vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
         loop {
             let now = now_ns();
-            if !self.ctx.on_time(now) {
+            if !self.tick_common(now, &mut sweeper) {
                 break;
-            }
-            self.open_window_quota();
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + sweep_ns;
             }
             if self.rtt.due(now) {
                 let open = self.core.open_count();
@@ -174,7 +182,7 @@ impl Driver<'_, '_> {
             if self.finished() {
                 break;
             }
-            let wake = self.wake_ns(next_sweep);
+            let wake = self.wake_ns(sweeper.next_ns);
             let wait_ns = wake.saturating_sub(now_ns());
             let timeout_ms = if wait_ns < 1_000_000 {
                 0
@@ -451,20 +459,5 @@ impl Driver<'_, '_> {
         c.sock.unsent_end = 0;
         c.state = State::Closed { until_ns: 0 };
         c.ex.reset();
-    }
-
-    fn sweep(&mut self, now: u64) {
-        for i in 0..self.core.conns.len() {
-            match self.core.conns[i].state {
-                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns } | State::Handshaking { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
-                {
-                    self.connect_failed(i, libc::ETIMEDOUT, now);
-                }
-                State::Open => self.expire(i, now, self.timeout_ns),
-                _ => {}
-            }
-        }
     }
 }

@@ -23,7 +23,7 @@ use xload_xdp::xsk::{BindMode, XskConfig, XskSocket};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
 use crate::plan::{Plan, XdpTarget};
 use crate::ring::next_gen;
 
@@ -263,25 +263,32 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
     // No TLS on this engine (refused by `check`).
     fn send_records(&mut self, _i: usize, _now: u64) {}
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Connecting { since_ns }
+                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
+                State::Open => self.expire(i, now, self.timeout_ns),
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
         self.ramp_up(now);
-        let sweep_ns =
-            (self.timeout_ns.min(self.connect_timeout_ns) / 10).clamp(1_000_000, 100_000_000);
-        let mut next_sweep = now + sweep_ns;
+        let mut sweeper = Sweeper::new(now, self.timeout_ns.min(self.connect_timeout_ns));
         let mut next_timer = now + TIMER_NS;
         loop {
             let now = now_ns();
-            if !self.ctx.on_time(now) {
+            if !self.tick_common(now, &mut sweeper) {
                 break;
-            }
-            self.open_window_quota();
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + sweep_ns;
             }
             if now >= next_timer {
                 self.timers(now);
@@ -298,7 +305,7 @@ impl Driver<'_, '_> {
                 self.send_frames(now_ns());
                 continue;
             }
-            let wake = self.wake_ns(next_sweep.min(next_timer));
+            let wake = self.wake_ns(sweeper.next_ns.min(next_timer));
             let held = self.faults.as_ref().is_some_and(|f| !f.rx_held.is_empty());
             let wait_ns = wake.saturating_sub(now_ns());
             if wait_ns >= 1_000_000 && !held {
@@ -455,21 +462,6 @@ impl Driver<'_, '_> {
             }
         }
         port.flush();
-    }
-
-    fn sweep(&mut self, now: u64) {
-        for i in 0..self.core.conns.len() {
-            match self.core.conns[i].state {
-                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
-                {
-                    self.connect_failed(i, libc::ETIMEDOUT, now);
-                }
-                State::Open => self.expire(i, now, self.timeout_ns),
-                _ => {}
-            }
-        }
     }
 
     /// The run is over: FIN on every connection, a bounded wait for the

@@ -26,7 +26,7 @@ use xload_stats::{ErrorKind, Recorder};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
@@ -297,6 +297,24 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         // untouched until this send's completion (`Session::send_done`).
         unsafe { self.push(&e) };
     }
+
+    /// Request timeouts and reconnects after backoff.
+    fn sweep(&mut self, now: u64) {
+        for i in 0..self.core.conns.len() {
+            match self.core.conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Open => self.expire(i, now, self.timeout_ns),
+                State::Handshaking { since_ns }
+                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                {
+                    // --connect-timeout covers the handshake.
+                    self.ctx.rec.record_error(ErrorKind::ConnectTimeout);
+                    self.back_off(i, now);
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Driver<'_, '_> {
@@ -304,18 +322,12 @@ impl Driver<'_, '_> {
         let now = now_ns();
         self.ramp_up(now);
         self.arm_tick();
-        // Sweep for timeouts at a tenth of the request timeout, between 1 and 100 ms.
-        let sweep_ns = (self.timeout_ns / 10).clamp(1_000_000, 100_000_000);
-        let mut next_sweep = now + sweep_ns;
+        // A tenth of the request timeout: connects end by a linked timeout.
+        let mut sweeper = Sweeper::new(now, self.timeout_ns);
         loop {
             let now = now_ns();
-            if !self.ctx.on_time(now) {
+            if !self.tick_common(now, &mut sweeper) {
                 break;
-            }
-            self.open_window_quota();
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + sweep_ns;
             }
             if self.rtt.due(now) {
                 let open = self.core.open_count();
@@ -335,7 +347,7 @@ impl Driver<'_, '_> {
             if self.finished() {
                 break;
             }
-            let wake = self.wake_ns(next_sweep);
+            let wake = self.wake_ns(sweeper.next_ns);
             self.wait(wake.saturating_sub(now_ns()));
             let now = now_ns();
             self.reap(now);
@@ -789,24 +801,6 @@ impl Driver<'_, '_> {
         // SAFETY: `fd` points into `conns` (never reallocated while the ring
         // lives) or to a static; the entry itself points to nothing else.
         unsafe { self.push(&slot_update(fd, i as u32, OP_FILES)) };
-    }
-
-    /// Request timeouts and reconnects after backoff.
-    fn sweep(&mut self, now: u64) {
-        for i in 0..self.core.conns.len() {
-            match self.core.conns[i].state {
-                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Open => self.expire(i, now, self.timeout_ns),
-                State::Handshaking { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
-                {
-                    // --connect-timeout covers the handshake.
-                    self.ctx.rec.record_error(ErrorKind::ConnectTimeout);
-                    self.back_off(i, now);
-                }
-                _ => {}
-            }
-        }
     }
 
     /// Ends everything in flight, drains the completions and closes sockets.
