@@ -640,17 +640,25 @@ mod tests {
         }
     }
 
+    fn tls_client(c: &Certs) -> TlsClient {
+        TlsClient {
+            config: c.client.clone(),
+            server_name: "xload.test".try_into().unwrap(),
+        }
+    }
+
     impl Pair {
-        fn connect(c: &Certs, split: usize) -> Pair {
-            let t = TlsClient {
-                config: c.client.clone(),
-                server_name: "xload.test".try_into().unwrap(),
-            };
-            let mut p = Pair {
-                client: Session::new(&t, 0, 0).unwrap(),
+        /// The client's ClientHello queued, nothing delivered yet.
+        fn new(c: &Certs, split: usize) -> Pair {
+            Pair {
+                client: Session::new(&tls_client(c), 0, 0).unwrap(),
                 server: ServerConnection::new(c.server.clone()).unwrap(),
                 split,
-            };
+            }
+        }
+
+        fn connect(c: &Certs, split: usize) -> Pair {
+            let mut p = Pair::new(c, split);
             let mut established = false;
             for _ in 0..10 {
                 p.deliver_to_server();
@@ -718,6 +726,12 @@ mod tests {
         cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
     ];
 
+    /// One suite of TLS 1.3 and one of TLS 1.2.
+    const ONE_PER_VERSION: [SupportedCipherSuite; 2] = [
+        cs::TLS13_AES_128_GCM_SHA256,
+        cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    ];
+
     #[test]
     fn records_both_ways_every_suite_and_split() {
         for suite in SUITES {
@@ -743,10 +757,7 @@ mod tests {
 
     #[test]
     fn tickets_reach_the_store_and_resume() {
-        for suite in [
-            cs::TLS13_AES_128_GCM_SHA256,
-            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-        ] {
+        for suite in ONE_PER_VERSION {
             let c = certs(suite, true);
             let mut first = Pair::connect(&c, 1 << 20);
             assert!(!first.client.resumed);
@@ -823,15 +834,7 @@ mod tests {
     #[test]
     fn a_request_before_the_handshake_waits_for_it() {
         let c = certs(cs::TLS13_AES_128_GCM_SHA256, false);
-        let t = TlsClient {
-            config: c.client.clone(),
-            server_name: "xload.test".try_into().unwrap(),
-        };
-        let mut p = Pair {
-            client: Session::new(&t, 0, 0).unwrap(),
-            server: ServerConnection::new(c.server.clone()).unwrap(),
-            split: 1 << 20,
-        };
+        let mut p = Pair::new(&c, 1 << 20);
         p.client.seal(b"early");
         let mut got = Vec::new();
         for _ in 0..4 {
@@ -854,10 +857,7 @@ mod tests {
 
     #[test]
     fn a_forged_record_is_a_parse_error() {
-        for suite in [
-            cs::TLS13_AES_128_GCM_SHA256,
-            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
-        ] {
+        for suite in ONE_PER_VERSION {
             let c = certs(suite, false);
             let mut p = Pair::connect(&c, 1 << 20);
             p.server.writer().write_all(b"response").unwrap();
@@ -876,11 +876,7 @@ mod tests {
     #[test]
     fn plain_http_is_not_tls() {
         let c = certs(cs::TLS13_AES_128_GCM_SHA256, false);
-        let t = TlsClient {
-            config: c.client.clone(),
-            server_name: "xload.test".try_into().unwrap(),
-        };
-        let mut s = Session::new(&t, 0, 0).unwrap();
+        let mut s = Session::new(&tls_client(&c), 0, 0).unwrap();
         assert!(!s.out.is_empty(), "a ClientHello is queued");
         let mut http = b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec();
         assert_eq!(s.open(&mut http), Err(ErrorKind::NotTls));
