@@ -152,6 +152,31 @@ pub(crate) trait Transport<'p> {
     /// Connects and requests that timed out, and reconnects after a back-off.
     fn sweep(&mut self, now: u64);
 
+    /// A connect failed with `errno` (counted): the connection is retried
+    /// after a back-off.
+    fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
+        record_errno(&mut self.ctx().rec, Phase::Connect, errno);
+        self.back_off(i, now);
+    }
+
+    /// The sweep of a driver that times its own connects (and handshakes):
+    /// reconnects after a back-off, connects older than `connect_timeout_ns`
+    /// fail, requests older than `timeout_ns` expire.
+    fn sweep_states(&mut self, now: u64, connect_timeout_ns: u64, timeout_ns: u64) {
+        for i in 0..self.core().conns.len() {
+            match self.core().conns[i].state {
+                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
+                State::Connecting { since_ns } | State::Handshaking { since_ns }
+                    if now.saturating_sub(since_ns) >= connect_timeout_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
+                State::Open => self.expire(i, now, timeout_ns),
+                _ => {}
+            }
+        }
+    }
+
     /// The start of each turn of a driver's main loop: the clock's effect on
     /// the run ([`Ctx::on_time`]), the `-n` quota once the window opens, and
     /// the timeout sweep when `sweeper` says it is due. False: the loop ends.

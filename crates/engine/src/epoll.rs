@@ -139,18 +139,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
 
     fn sweep(&mut self, now: u64) {
-        for i in 0..self.core.conns.len() {
-            match self.core.conns[i].state {
-                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns } | State::Handshaking { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
-                {
-                    self.connect_failed(i, libc::ETIMEDOUT, now);
-                }
-                State::Open => self.expire(i, now, self.timeout_ns),
-                _ => {}
-            }
-        }
+        self.sweep_states(now, self.connect_timeout_ns, self.timeout_ns);
     }
 }
 
@@ -440,11 +429,6 @@ impl Driver<'_, '_> {
             let e = errno();
             self.connect_failed(i, e, now);
         }
-    }
-
-    fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
-        record_errno(&mut self.ctx.rec, Phase::Connect, errno);
-        self.back_off(i, now);
     }
 
     fn close_socket(&mut self, i: usize) {

@@ -264,18 +264,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     // No TLS on this engine (refused by `check`).
     fn send_records(&mut self, _i: usize, _now: u64) {}
     fn sweep(&mut self, now: u64) {
-        for i in 0..self.core.conns.len() {
-            match self.core.conns[i].state {
-                State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
-                {
-                    self.connect_failed(i, libc::ETIMEDOUT, now);
-                }
-                State::Open => self.expire(i, now, self.timeout_ns),
-                _ => {}
-            }
-        }
+        self.sweep_states(now, self.connect_timeout_ns, self.timeout_ns);
     }
 }
 
@@ -408,11 +397,6 @@ impl Driver<'_, '_> {
             // Handshaking: no TLS on this engine.
             State::Closed { .. } | State::Handshaking { .. } => {}
         }
-    }
-
-    fn connect_failed(&mut self, i: usize, errno: i32, now: u64) {
-        record_errno(&mut self.ctx.rec, Phase::Connect, errno);
-        self.back_off(i, now);
     }
 
     fn timers(&mut self, now: u64) {

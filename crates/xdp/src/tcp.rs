@@ -685,21 +685,7 @@ impl Client {
         let port = self.port_base.wrapping_add(id as u16);
         let c = &mut self.conns[id as usize];
         if let Some(seq) = c.rst_seq.take() {
-            let ip_id = self.ip_id;
-            self.ip_id = self.ip_id.wrapping_add(1);
-            let h = Header {
-                src_mac: self.mac,
-                dst_mac: mac,
-                src: self.ip,
-                dst: self.server_ip,
-                ip_id,
-                sport: port,
-                dport: self.server_port,
-                seq,
-                ack: 0,
-                flags: RST,
-                window: 0,
-            };
+            let h = self.header(port, mac, seq, 0, RST, 0);
             return Some(write_segment(buf, &h, &[]));
         }
         let (flags, seq, payload) = match c.state {
@@ -741,27 +727,38 @@ impl Client {
         let ack = if flags & SYN != 0 { 0 } else { c.rcv_nxt };
         c.ack_owed = false;
         c.rx_unacked = 0;
+        let flags = if flags & SYN != 0 { flags } else { flags | ACK };
+        let h = self.header(port, mac, seq, ack, flags, OUR_WINDOW);
+        let data = &self.conns[id as usize].unacked[payload];
+        Some(write_segment(buf, &h, data))
+    }
+
+    /// The headers of a segment from local `port` to the server, with the
+    /// next IP id.
+    fn header(
+        &mut self,
+        port: u16,
+        mac: [u8; 6],
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        window: u16,
+    ) -> Header {
         let ip_id = self.ip_id;
         self.ip_id = self.ip_id.wrapping_add(1);
-        let c = &self.conns[id as usize];
-        let data = &c.unacked[payload];
-        Some(write_segment(
-            buf,
-            &Header {
-                src_mac: self.mac,
-                dst_mac: mac,
-                src: self.ip,
-                dst: self.server_ip,
-                ip_id,
-                sport: port,
-                dport: self.server_port,
-                seq,
-                ack,
-                flags: if flags & SYN != 0 { flags } else { flags | ACK },
-                window: OUR_WINDOW,
-            },
-            data,
-        ))
+        Header {
+            src_mac: self.mac,
+            dst_mac: mac,
+            src: self.ip,
+            dst: self.server_ip,
+            ip_id,
+            sport: port,
+            dport: self.server_port,
+            seq,
+            ack,
+            flags,
+            window,
+        }
     }
 
     fn write_arp(&self, buf: &mut [u8], op: u8, to_mac: [u8; 6], to_ip: [u8; 4]) -> usize {

@@ -225,7 +225,7 @@ impl Session {
             // Records that came with the handshake's last ones.
             let mut rest = std::mem::take(&mut self.inbuf);
             let used = self.open_whole(&mut rest, &mut closed);
-            rest.drain(..*used.as_ref().unwrap_or(&rest.len()));
+            rest.drain(..used.unwrap_or(rest.len()));
             self.inbuf = rest;
             used.map_err(|_| ErrorKind::Parse)?;
         }
@@ -331,15 +331,9 @@ impl Session {
         let mut cipher = cipher;
         while !self.inbuf.is_empty() {
             // Only as much as completes the header, then the record.
-            let want = match Records::whole(&self.inbuf) {
-                Ok(Some(len)) => len,
-                Ok(None) if self.inbuf.len() < HEADER => HEADER,
-                Ok(None) => {
-                    let len = u16::from_be_bytes([self.inbuf[3], self.inbuf[4]]);
-                    HEADER + usize::from(len)
-                }
-                Err(_) => return Err(ErrorKind::Parse),
-            };
+            let want = Records::record_len(&self.inbuf)
+                .map_err(|_| ErrorKind::Parse)?
+                .unwrap_or(HEADER);
             let take = (want - self.inbuf.len()).min(cipher.len());
             let (head, rest) = std::mem::take(&mut cipher).split_at_mut(take);
             self.inbuf.extend_from_slice(head);
@@ -347,7 +341,7 @@ impl Session {
             if self.inbuf.len() < want {
                 return Ok(false);
             }
-            if want > HEADER || Records::whole(&self.inbuf) == Ok(Some(HEADER)) {
+            if Records::whole(&self.inbuf) == Ok(Some(self.inbuf.len())) {
                 let mut rec = std::mem::take(&mut self.inbuf);
                 let opened = self.open_record(&mut rec);
                 rec.clear();

@@ -163,6 +163,12 @@ impl Records {
     /// The length of the whole record at the front of `buf` (header
     /// included), None while it is incomplete.
     pub(super) fn whole(buf: &[u8]) -> Result<Option<usize>, BadRecord> {
+        Ok(Records::record_len(buf)?.filter(|&n| buf.len() >= n))
+    }
+
+    /// The length of the record starting `buf` (header included), from its
+    /// header; None until the header is there.
+    pub(super) fn record_len(buf: &[u8]) -> Result<Option<usize>, BadRecord> {
         if buf.len() < HEADER {
             return Ok(None);
         }
@@ -170,7 +176,7 @@ impl Records {
         if len > MAX_CIPHERTEXT {
             return Err(BadRecord);
         }
-        Ok((buf.len() >= HEADER + len).then_some(HEADER + len))
+        Ok(Some(HEADER + len))
     }
 
     /// Opens one whole record in place: its content type and plaintext.
