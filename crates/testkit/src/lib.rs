@@ -154,6 +154,26 @@ pub fn stdout_of(bin: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf-8")
 }
 
+/// nginx's stub_status request counter at `addr` (`GET /stub`; the read
+/// counts itself).
+pub fn nginx_stub_requests(addr: std::net::SocketAddr, timeout: std::time::Duration) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).expect("stub");
+    s.set_read_timeout(Some(timeout)).unwrap();
+    s.write_all(b"GET /stub HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut page = String::new();
+    let _ = s.read_to_string(&mut page);
+    let at = page
+        .find("server accepts handled requests")
+        .unwrap_or_else(|| panic!("not stub_status: {page}"));
+    page[at..]
+        .split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .nth(2)
+        .expect("requests counter")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,7 @@
 //! closed port refuses every connection. Load goes only to the lab's server
 //! address; every loop is bounded in time.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -143,20 +142,7 @@ impl Rig {
 
     fn stub_requests(&self) -> u64 {
         let addr = SocketAddr::from((self.lab.ip_srv, 80));
-        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).expect("stub");
-        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        s.write_all(b"GET /stub HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut page = String::new();
-        let _ = s.read_to_string(&mut page);
-        let at = page
-            .find("server accepts handled requests")
-            .expect("stub_status page");
-        page[at..]
-            .split_whitespace()
-            .filter_map(|w| w.parse::<u64>().ok())
-            .nth(2)
-            .expect("requests counter")
+        xload_testkit::nginx_stub_requests(addr, Duration::from_secs(2))
     }
 }
 

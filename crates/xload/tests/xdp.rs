@@ -10,8 +10,7 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -57,20 +56,7 @@ fn lab(with_nginx: bool) -> Option<ServerLab> {
 /// (each read counts itself).
 fn stub_requests(lab: &ServerLab) -> u64 {
     let addr = SocketAddr::from((lab.ip_srv, 80));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("stub");
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /stub HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut page = String::new();
-    let _ = s.read_to_string(&mut page);
-    let at = page
-        .find("server accepts handled requests")
-        .unwrap_or_else(|| panic!("not stub_status: {page}"));
-    page[at..]
-        .split_whitespace()
-        .filter_map(|w| w.parse::<u64>().ok())
-        .nth(2)
-        .expect("requests counter")
+    xload_testkit::nginx_stub_requests(addr, Duration::from_secs(5))
 }
 
 /// What one run left behind.
