@@ -31,8 +31,10 @@ const TICK_INITIAL_NS: u64 = 1_000_000;
 pub(super) struct Batch {
     pub want: usize,
     cap: usize,
-    /// The tick's own completions in the current reap (expiries, removes).
-    pub tick_cqes: usize,
+    /// Completions in the current reap that are not answers: the tick's
+    /// (expiries, removes) and the TLS sends' (a sealed send posts its
+    /// completion to free its buffer).
+    pub aside_cqes: usize,
     /// The tick expired since the last reap.
     pub ticked: bool,
     /// The enter before this reap was a batched wait that returned normally.
@@ -83,7 +85,7 @@ impl Batch {
         Batch {
             want: 1,
             cap: cap.max(1),
-            tick_cqes: 0,
+            aside_cqes: 0,
             ticked: false,
             waited: false,
             short: false,
@@ -100,9 +102,10 @@ impl Batch {
     /// Adjusts `want` after a reap of `completions` and starts counting the
     /// next one.
     pub(super) fn after_reap(&mut self, completions: usize) {
-        // What the wait got, counted as the kernel counts toward its count:
-        // every completion but the tick's own.
-        let got = completions - self.tick_cqes;
+        // What the wait got: answers (and connects, failed sends), not the
+        // tick's or the TLS sends' completions, which the wait asked for on
+        // top (see `Driver::wait`).
+        let got = completions - self.aside_cqes;
         if self.slept {
             self.seen.waits += 1;
             self.seen.completions += got as u64;
@@ -119,7 +122,7 @@ impl Batch {
             self.want = (self.want + self.want / 4 + 1).min(self.cap);
         }
         self.short = short;
-        self.tick_cqes = 0;
+        self.aside_cqes = 0;
         self.ticked = false;
         self.waited = false;
         self.slept = false;
@@ -279,7 +282,7 @@ mod tests {
     fn reap(b: &mut Batch, answers: usize, tick: bool) -> usize {
         b.waited = true;
         b.ticked = tick;
-        b.tick_cqes = usize::from(tick);
+        b.aside_cqes = usize::from(tick);
         b.after_reap(answers + usize::from(tick));
         b.want
     }
@@ -468,7 +471,7 @@ mod tests {
         let mut b = Batch::new(12);
         // A wait that brought 5 answers and the tick's expiry: 1 wait, 5.
         b.slept = true;
-        b.tick_cqes = 1;
+        b.aside_cqes = 1;
         b.after_reap(6);
         // A reap after an enter that did not wait: not counted.
         b.after_reap(3);

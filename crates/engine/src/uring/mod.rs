@@ -85,6 +85,8 @@ struct Driver<'c, 'p> {
     connects_live: usize,
     /// https: sends of sealed records not completed yet.
     tls_sends_live: usize,
+    /// The most completions one wait can ask for.
+    cq_entries: usize,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
     /// The connections' round trip: the batching tick and the marks follow it.
@@ -154,6 +156,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             setup_hint(&e)
         )
     })?;
+    let cq_entries = ring.params().cq_entries() as usize;
     let bufs = BufRing::growing(size.bufs, RECV_BUF, 0, FIRST_BUFS)
         .map_err(|e| format!("buffer ring: {e}"))?;
     bufs.register(&ring)
@@ -188,6 +191,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         recvs_live: 0,
         connects_live: 0,
         tls_sends_live: 0,
+        cq_entries,
         lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
         fixed,
@@ -388,7 +392,11 @@ impl Driver<'_, '_> {
             let args = types::SubmitArgs::new().timespec(&ts);
             // Several answers only when the tick bounds the wait (see `Batch`).
             let batched = self.tick.armed && self.waits.want > 1;
-            let want = if batched { self.waits.want } else { 1 };
+            let answers = if batched { self.waits.want } else { 1 };
+            // Every TLS send not reaped yet posts a completion (most while this
+            // enter submits them): wait for them on top, or a batch of sends
+            // would end the wait with half the answers it is for.
+            let want = (answers + self.tls_sends_live).min(self.cq_entries);
             let res = self.ring.submitter().submit_with_args(want, &args);
             self.waits.waited = batched && res.is_ok();
             // It waited (and may have slept) unless the enter failed outright.
@@ -472,7 +480,7 @@ impl Driver<'_, '_> {
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
-            OP_TICK_REMOVE => self.waits.tick_cqes += 1,
+            OP_TICK_REMOVE => self.waits.aside_cqes += 1,
             _ => {} // OP_LINK_TIMEOUT: the connect completion says what happened.
         }
     }
@@ -547,7 +555,7 @@ impl Driver<'_, '_> {
 
     /// The batching tick expired (or was removed, or is not supported).
     fn on_tick(&mut self, tok: Token, res: i32, flags: u32) {
-        self.waits.tick_cqes += 1;
+        self.waits.aside_cqes += 1;
         let more = cqueue::more(flags);
         if res == -libc::ETIME {
             // Any tick's expiry ends the wait in progress.
@@ -582,6 +590,7 @@ impl Driver<'_, '_> {
     /// (whatever connection it was for); what was queued meanwhile goes.
     fn on_tls_send(&mut self, tok: Token, res: i32, now: u64) {
         self.tls_sends_live -= 1;
+        self.waits.aside_cqes += 1;
         let i = tok.index as usize;
         let len = self.core.conns[i]
             .tls
