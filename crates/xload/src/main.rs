@@ -153,7 +153,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.cmd {
-        Some(Cmd::Sweep(a)) => sweep::main_sweep(&a, install_sigint()),
+        Some(Cmd::Sweep(mut a)) => sweep::take_workload_positional(&mut a)
+            .and_then(|()| sweep::main_sweep(&a, install_sigint())),
         Some(Cmd::Serve(a)) => serve::main_serve(&a, install_sigint()),
         Some(Cmd::Merge(a)) => merge::main_merge(&a),
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),

@@ -449,6 +449,49 @@ fn sweep_json_to_stdout_is_only_the_json_document() {
     assert!(stderr.contains("conc"), "{stderr}");
 }
 
+/// `xload sweep FILE.toml`, as `xload run FILE`: the positional file is the
+/// workload and its url the target; with -w as well it is a usage error, and
+/// an invalid target prints no table before its error.
+#[test]
+fn sweep_takes_a_workload_file_as_its_argument() {
+    let _serial = serial();
+    let server = TestServer::start(Behavior::Ok { body_len: 0 });
+    let dir = TempDir::new("sweep-file");
+    let w = dir.file(
+        "w.toml",
+        &format!(
+            "url = \"{}\"\n[classes.page]\npath = \"/\"\ncheck = {{ status = 200 }}\n",
+            server.url("/")
+        ),
+    );
+    let s = sweep(&w, &["-c", "1,2", "-d", "300ms", "--warmup", "100ms"], &dir);
+    assert_eq!(s.code, 0);
+    assert_eq!(
+        s.json["steps"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        s.json
+    );
+    assert!(server.requests() > 0, "{}{}", s.stdout, s.stderr);
+    // The workload ran: its class's answers, every one passing the check.
+    let class = &s.json["steps"][0]["classes"][0];
+    assert_eq!(class["name"], "page", "{}", s.json);
+    assert!(class["requests"].as_u64() > Some(0), "{class}");
+    assert_eq!(class["consistency_errors"], 0, "{class}");
+
+    let (status, stdout, stderr, _) = run_xload(["sweep", &w, "-w", &w, "-c", "1"]);
+    assert_eq!(exit_code(status), 2, "{stdout}{stderr}");
+    assert!(stderr.contains("one workload per sweep"), "{stderr}");
+
+    let (status, stdout, stderr, _) = run_xload(["sweep", "http://", "-c", "1,2"]);
+    assert_eq!(exit_code(status), 2, "{stdout}{stderr}");
+    assert!(stderr.contains("invalid URL"), "{stderr}");
+    assert!(
+        stdout.trim().is_empty(),
+        "a table before the error: {stdout}"
+    );
+}
+
 #[test]
 fn plot_path_with_an_unknown_extension_is_a_usage_error_before_any_traffic() {
     let _serial = serial();

@@ -25,7 +25,8 @@ use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
 pub(crate) struct SweepArgs {
-    /// Target URL: http://host[:port]/path?query (with -w, default: the workload's url).
+    /// Target URL: http://host[:port]/path?query (with -w, default: the workload's url); or a
+    /// workload file (FILE.toml), as `xload run FILE`: then the target is the workload's url.
     pub url: Option<String>,
 
     /// Concurrency levels: 1,2,4,8 — or A..B (doubling) or A..B/N (N even steps); run lightest first.
@@ -384,12 +385,6 @@ pub(crate) fn run_steps(
         Mode::Rate => "rate",
         Mode::Sessions => "sessions",
     };
-    if print_header {
-        out.line(&format!(
-            "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
-            "rps", "p50", "p95", "p99", "max", "errors", "cpu"
-        ));
-    }
     let mut addr: Option<std::net::SocketAddr> = None;
     for (i, &load) in levels.iter().enumerate() {
         let (conns, rate) = match mode {
@@ -401,6 +396,13 @@ pub(crate) fn run_steps(
             crate::workload::enable_sessions(&mut p.plan, a)?;
         }
         if i == 0 {
+            // Under a valid first step only: a bad URL or workload prints no table.
+            if print_header {
+                out.line(&format!(
+                    "{header:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
+                    "rps", "p50", "p95", "p99", "max", "errors", "cpu"
+                ));
+            }
             // Rate steps all use `fixed_conns`; the others' loads are connections.
             let most_conns = match mode {
                 Mode::Concurrency | Mode::Sessions => {
@@ -435,6 +437,28 @@ pub(crate) fn run_steps(
 }
 
 /// `xload sweep`.
+/// `xload sweep FILE.toml ...`: a positional that names a workload file (a
+/// `.toml` path, or an existing file, never `scheme://`) is the workload, as
+/// in `xload run FILE`; its `url` is then the target.
+pub(crate) fn take_workload_positional(s: &mut SweepArgs) -> Result<(), Failure> {
+    let Some(arg) = s.url.as_deref() else {
+        return Ok(());
+    };
+    let path = std::path::Path::new(arg);
+    if arg.contains("://") || !(arg.ends_with(".toml") || path.is_file()) {
+        return Ok(());
+    }
+    if let Some(w) = &s.common.workload {
+        return Err(Failure::Usage(format!(
+            "{arg} and -w {}: one workload per sweep (xload sweep FILE, or xload sweep -w FILE URL)",
+            w.display()
+        )));
+    }
+    s.common.workload = Some(path.to_path_buf());
+    s.url = None;
+    Ok(())
+}
+
 pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let gates = s
         .common
