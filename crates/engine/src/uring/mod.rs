@@ -392,11 +392,16 @@ impl Driver<'_, '_> {
             let args = types::SubmitArgs::new().timespec(&ts);
             // Several answers only when the tick bounds the wait (see `Batch`).
             let batched = self.tick.armed && self.waits.want > 1;
-            let answers = if batched { self.waits.want } else { 1 };
             // Every TLS send not reaped yet posts a completion (most while this
-            // enter submits them): wait for them on top, or a batch of sends
-            // would end the wait with half the answers it is for.
-            let want = (answers + self.tls_sends_live).min(self.cq_entries);
+            // enter submits them): a batch waits for them on top, or they would
+            // end it with half the answers it is for. An unbatched wait takes the
+            // first completion: a send held by a server that answered early must
+            // not hold its answer until the wait's timeout.
+            let want = if batched {
+                (self.waits.want + self.tls_sends_live).min(self.cq_entries)
+            } else {
+                1
+            };
             let res = self.ring.submitter().submit_with_args(want, &args);
             self.waits.waited = batched && res.is_ok();
             // It waited (and may have slept) unless the enter failed outright.
