@@ -150,6 +150,16 @@ impl Report {
             mode.push_str(&format!("; kTLS not available: {why}"));
         }
         line(out, "TLS", &mode);
+        if t.handshakes_full + t.handshakes_resumed == 0 && self.requests > 0 {
+            // Answers but no handshake: the connections were set up before the
+            // window (a warm-up or --start-at), and their handshakes with it.
+            line(
+                out,
+                "Handshakes",
+                "none in the measured window (the connections were set up in the warm-up)",
+            );
+            return;
+        }
         let mut hs = format!(
             "{} full, {} resumed ({}/s)",
             fmt_count(t.handshakes_full),

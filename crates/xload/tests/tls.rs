@@ -239,6 +239,34 @@ fn https_batched_waits_count_answers_not_sends() {
     );
 }
 
+/// Connections set up in the warm-up leave no handshake in the measured
+/// window: the report says so rather than "0 full, 0 resumed".
+#[test]
+fn https_after_a_warmup_says_the_handshakes_were_before_the_window() {
+    let srv = serve_tls(&[]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(
+        "uring",
+        &[
+            &url,
+            "--insecure",
+            "-c",
+            "4",
+            "-d",
+            "300ms",
+            "--warmup",
+            "200ms",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(r["requests"].as_u64() > Some(0), "{out}");
+    assert_eq!(r["tls"]["handshakes_full"], 0, "{out}");
+    assert!(
+        out.contains("Handshakes  none in the measured window"),
+        "{out}"
+    );
+}
+
 #[test]
 fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
     let engine = "auto";
