@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+mod hosts;
+pub(crate) use hosts::HostArgs;
+
 /// Options of one load run (docs/design.md, command-line contract).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
@@ -27,7 +30,7 @@ pub(crate) struct RunArgs {
     pub common: CommonArgs,
 
     #[command(flatten)]
-    pub hosts: crate::hosts::HostArgs,
+    pub hosts: HostArgs,
 }
 
 /// Options shared by `xload URL` and `xload sweep` (all but the load level).

@@ -4,13 +4,16 @@
 mod args;
 mod cli_docs;
 mod demo;
+mod fd_limit;
 mod files;
 mod gate;
 mod hosts;
 mod lab;
 mod merge;
+mod output;
 mod plot;
 mod pps;
+mod prepared;
 mod progress;
 mod run;
 mod serve;

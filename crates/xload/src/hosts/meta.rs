@@ -9,9 +9,8 @@ use xload_stats::walltime::format_rfc3339_us;
 use xload_stats::{Report, RunInfo};
 
 use super::start::unix_us_of_monotonic;
-use super::HostArgs;
-use crate::args::{ArrivalArg, CommonArgs};
-use crate::run::Prepared;
+use crate::args::{ArrivalArg, CommonArgs, HostArgs};
+use crate::prepared::Prepared;
 
 /// This machine's host name (None if it cannot be read).
 pub(super) fn host_name() -> Option<String> {
