@@ -93,6 +93,9 @@ pub struct RequestScanner {
     chunk: Option<Chunk>,
     /// The last head parsed whole, and what it said (request, body length).
     memo: HeadMemo<(ScannedRequest, u64)>,
+    /// The input ended on a CR where a request line could start: the CR of
+    /// an empty line, skipped with its LF (or the start of a head).
+    blank_cr: bool,
 }
 
 /// The body length `parse_head` gives for a chunked body.
@@ -203,6 +206,7 @@ impl RequestScanner {
             pending: None,
             chunk: None,
             memo: HeadMemo::default(),
+            blank_cr: false,
         }
     }
 
@@ -247,13 +251,28 @@ impl RequestScanner {
                 continue;
             }
             let rest = &input[i..];
+            if std::mem::take(&mut self.blank_cr) {
+                if rest[0] == b'\n' {
+                    i += 1;
+                    continue;
+                }
+                // Not an empty line: the CR starts a head, as it would have
+                // had it come with what follows.
+                self.head.push(b'\r');
+            }
             if !self.head.is_empty() {
                 i += self.split_head(rest, &mut on)?;
                 continue;
             }
+            // An empty line before a request line is ignored (RFC 9112 §2.2),
+            // also when its CR and LF come in different receives.
             if rest.starts_with(b"\r\n") {
-                // An empty line before a request line is ignored (RFC 9112 §2.2).
                 i += 2;
+                continue;
+            }
+            if rest == b"\r" {
+                self.blank_cr = true;
+                i += 1;
                 continue;
             }
             // The remembered head ends at its only blank line, so input
@@ -366,6 +385,7 @@ impl RequestScanner {
         self.body_left = 0;
         self.pending = None;
         self.chunk = None;
+        self.blank_cr = false;
     }
 }
 
