@@ -11,7 +11,7 @@
 //! byte for byte to the last one parsed whole is recognized by one comparison
 //! and means what it meant then (see `crate::memo`).
 
-use crate::grammar::{eq_lower, hex_value, is_token, trim_ows};
+use crate::grammar::{eq_lower, hex_value, is_tchar, is_token, is_value_byte, trim_ows};
 use crate::memo::HeadMemo;
 
 /// What the responder must answer, in order.
@@ -66,7 +66,9 @@ pub enum BadRequest {
     /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 §6.1, §6.3).
     #[error("unsupported Transfer-Encoding")]
     TransferEncoding,
-    /// A chunked body that breaks its framing (size line, CRLFs, trailers).
+    /// A chunked body that breaks its framing: a size line outside RFC 9112
+    /// §7.1.1 (a space before its CR, an extension without `;` or name, an
+    /// unclosed quote), a missing CRLF, an endless trailer.
     #[error("invalid chunked body")]
     Chunk,
     /// A head longer than [`MAX_REQUEST_HEAD`].
@@ -104,12 +106,12 @@ const CHUNKED: u64 = u64::MAX;
 /// A chunked body's framing, byte by byte but for the data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chunk {
-    /// The chunk-size line: the size so far, its digits, past a `;` (an
-    /// extension, skipped) or whitespace.
-    Size {
+    /// The chunk-size line: the size so far, the line's length so far, and
+    /// where in its grammar the next byte falls.
+    Line {
         size: u64,
-        digits: u8,
-        ext: bool,
+        len: usize,
+        at: SizeLine,
     },
     /// After the size line's CR.
     SizeLf {
@@ -128,11 +130,78 @@ enum Chunk {
     },
 }
 
+/// Where a chunk-size line is, in RFC 9112 §7.1.1's grammar:
+/// `chunk-size *( BWS ";" BWS ext-name [ BWS "=" BWS ext-value ] ) CRLF`,
+/// an `ext-value` being a token or a quoted string. Anything else (a space
+/// before the CR, an extension without `;`, an empty name, an unclosed
+/// quote) is refused: a proxy in front may read such a line differently,
+/// and the two would disagree on where the request ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SizeLine {
+    /// Hex digits, this many so far (at most 15).
+    Digits(u8),
+    /// Whitespace after the size: only `;` may follow.
+    SizeWs,
+    /// After `;`: whitespace, then the extension's name.
+    NameStart,
+    Name,
+    /// Whitespace after a name: `=` or `;` follows.
+    NameWs,
+    /// After `=`: whitespace, then the value.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash inside the quoted string.
+    QuotedEscape,
+    /// After a value: whitespace, then `;` or the line's end.
+    ValueEnd,
+    /// Whitespace after a value: only `;` may follow.
+    ValueWs,
+}
+
+/// Where the byte after a chunk-size line's byte `c` falls; `None` when
+/// the line is malformed. A CR (ending the line) is handled by the caller.
+fn size_line_step(at: SizeLine, c: u8) -> Option<SizeLine> {
+    use SizeLine::*;
+    let ws = c == b' ' || c == b'\t';
+    Some(match at {
+        Digits(n) if c.is_ascii_hexdigit() && n < 15 => Digits(n + 1),
+        Digits(n) if n > 0 && c == b';' => NameStart,
+        Digits(n) if n > 0 && ws => SizeWs,
+        SizeWs | ValueWs if ws => at,
+        SizeWs | ValueWs | ValueEnd if c == b';' => NameStart,
+        NameStart | ValueStart if ws => at,
+        NameStart | Name if is_tchar(c) => Name,
+        Name | NameWs if c == b'=' => ValueStart,
+        Name | NameWs if c == b';' => NameStart,
+        Name | NameWs if ws => NameWs,
+        ValueStart | Token if is_tchar(c) => Token,
+        ValueStart if c == b'"' => Quoted,
+        Token if c == b';' => NameStart,
+        Token | ValueEnd if ws => ValueWs,
+        Quoted if c == b'"' => ValueEnd,
+        Quoted if c == b'\\' => QuotedEscape,
+        // qdtext and quoted-pair: HTAB, SP, VCHAR, obs-text.
+        Quoted | QuotedEscape if is_value_byte(c) => Quoted,
+        _ => return None,
+    })
+}
+
+impl SizeLine {
+    /// The line may end (CRLF) here.
+    fn may_end(self) -> bool {
+        matches!(
+            self,
+            SizeLine::Digits(1..) | SizeLine::Name | SizeLine::Token | SizeLine::ValueEnd
+        )
+    }
+}
+
 impl Chunk {
-    const START: Chunk = Chunk::Size {
+    const START: Chunk = Chunk::Line {
         size: 0,
-        digits: 0,
-        ext: false,
+        len: 0,
+        at: SizeLine::Digits(0),
     };
 
     /// Consumes bytes of `input`; returns how many, and whether the body ended.
@@ -151,21 +220,23 @@ impl Chunk {
                     };
                     continue;
                 }
-                Chunk::Size { size, digits, ext } => match c {
-                    b'\r' if digits > 0 => Chunk::SizeLf { size },
-                    b';' | b' ' | b'\t' if digits > 0 => Chunk::Size {
+                Chunk::Line { size, at, .. } if c == b'\r' && at.may_end() => {
+                    Chunk::SizeLf { size }
+                }
+                Chunk::Line { size, len, at } if len < MAX_REQUEST_HEAD => {
+                    let next = size_line_step(at, c).ok_or(BadRequest::Chunk)?;
+                    let size = match (at, next) {
+                        (SizeLine::Digits(_), SizeLine::Digits(_)) => {
+                            size * 16 + u64::from(hex_value(c))
+                        }
+                        _ => size,
+                    };
+                    Chunk::Line {
                         size,
-                        digits,
-                        ext: true,
-                    },
-                    _ if ext && c != b'\n' && c != b'\r' => Chunk::Size { size, digits, ext },
-                    _ if !ext && c.is_ascii_hexdigit() && digits < 15 => Chunk::Size {
-                        size: size * 16 + u64::from(hex_value(c)),
-                        digits: digits + 1,
-                        ext,
-                    },
-                    _ => return Err(BadRequest::Chunk),
-                },
+                        len: len + 1,
+                        at: next,
+                    }
+                }
                 Chunk::SizeLf { size } if c == b'\n' => {
                     if size == 0 {
                         Chunk::Trailer { len: 0 }

@@ -60,7 +60,126 @@ const ANSWERED: &[(&str, &[u8], &[bool])] = &[
           PATCH /ccc HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nCCCCC",
         &[true, true, true],
     ),
+    (
+        "Parse chunks with lowercase size",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          a\r\n0123456789\r\n0\r\n\r\n",
+        &[true],
+    ),
+    (
+        "Parse chunks with uppercase size",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          A\r\n0123456789\r\n0\r\n\r\n",
+        &[true],
+    ),
+    (
+        "Two chunks and triple zero prefixed end chunk",
+        b"POST /two_chunks_mult_zero_end HTTP/1.1\r\nHost: a\r\n\
+          Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n000\r\n\r\n",
+        &[true],
+    ),
+    (
+        "Trailing headers",
+        b"POST /chunked_w_trailing_headers HTTP/1.1\r\nHost: a\r\n\
+          Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\
+          Vary: *\r\nContent-Type: text/plain\r\n\r\n",
+        &[true],
+    ),
+    (
+        "Chunk extensions",
+        b"POST /chunked_w_unicorns_after_length HTTP/1.1\r\nHost: a\r\n\
+          Transfer-Encoding: chunked\r\n\r\n\
+          5;ilovew3;somuchlove=aretheseparametersfor;another=withvalue\r\nhello\r\n\
+          6;blahblah;blah\r\n world\r\n0\r\n\r\n",
+        &[true],
+    ),
+    (
+        "Chunk extensions quoting",
+        b"POST /chunked_w_unicorns_after_length HTTP/1.1\r\nHost: a\r\n\
+          Transfer-Encoding: chunked\r\n\r\n\
+          5;ilovew3=\"I \\\"love\\\"; \\\\extensions\\\\\";somuchlove=\"aretheseparametersfor\";blah;foo=bar\r\n\
+          hello\r\n6;blahblah;blah\r\n world\r\n0\r\n\r\n",
+        &[true],
+    ),
+    (
+        // RFC 9112 §7.1.1: BWS is allowed around `;` and `=` of an extension.
+        "whitespace around an extension's ; and =",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5 ;\tname = \"v\" ; other\r\nhello\r\n0\r\n\r\n",
+        &[true],
+    ),
 ];
+
+/// Cases that must be refused: the error, after the requests before it.
+const REFUSED: &[(&str, &[u8], BadRequest)] = &[
+    (
+        "Space after chunk header",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          a \r\n0123456789\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "No semicolon before chunk extensions",
+        b"POST /chunked_w_unicorns_after_length HTTP/1.1\r\nHost: localhost\r\n\
+          Transfer-encoding: chunked\r\n\r\n2 erfrferferf\r\naa\r\n0 rrrr\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "No extension after semicolon",
+        b"POST /chunked_w_unicorns_after_length HTTP/1.1\r\nHost: localhost\r\n\
+          Transfer-encoding: chunked\r\n\r\n2;\r\naa\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "Unbalanced chunk extensions quoting",
+        b"POST /chunked_w_unicorns_after_length HTTP/1.1\r\nHost: a\r\n\
+          Transfer-Encoding: chunked\r\n\r\n\
+          5;ilovew3=\"abc\";somuchlove=\"def; ghi\r\nhello\r\n\
+          6;blahblah;blah\r\n world\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "Validate chunk parameters",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\
+          3 \n  \r\n\nfoo\r\n\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "Chunk header not terminated by CRLF",
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close \r\nTransfer-Encoding: chunked \r\n\r\n\
+          5\r\r;ABCD\r\n34\r\nE\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "Chunk data not terminated by CRLF",
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close \r\nTransfer-Encoding: chunked \r\n\r\n\
+          5\r\nABCDE0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "Missing last-chunk",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nfoo\r\n\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "an extension value that is neither token nor quoted string",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\r\nhello\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+    (
+        "whitespace before the size line's end",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a \r\nhello\r\n0\r\n\r\n",
+        BadRequest::Chunk,
+    ),
+];
+
+#[test]
+fn llhttp_cases_that_must_be_refused_are_refused_whatever_the_split() {
+    for (name, input, want) in REFUSED {
+        let (_, end) = outcome(name, input);
+        assert_eq!(end, Err(*want), "{name}");
+    }
+}
 
 #[test]
 fn llhttp_cases_are_answered_whatever_the_split() {
