@@ -488,6 +488,9 @@ fn head_end(b: &[u8], from: usize) -> Option<usize> {
 /// What the header fields of a request said.
 #[derive(Default)]
 struct Fields {
+    /// `Connection` lists held `close` / `keep-alive` (close wins over
+    /// keep-alive wherever either stands, RFC 9112 §9.6).
+    close: bool,
     keep_alive: bool,
     length: Option<u64>,
     expect_continue: bool,
@@ -520,13 +523,12 @@ fn parse_head(
         b"HTTP/1.0" => false,
         _ => return Err(BadRequest::Version),
     };
-    let mut f = Fields {
-        keep_alive: http11,
-        ..Fields::default()
-    };
+    let mut f = Fields::default();
     for line in lines {
         field_line(line, http11, &mut f)?;
     }
+    // HTTP/1.1 stays open unless told to close; HTTP/1.0 only when asked to.
+    let keep_alive = !f.close && (http11 || f.keep_alive);
     if f.chunked && f.length.is_some() {
         // Both framings at once: the request-smuggling shape (RFC 9112 §6.3).
         return Err(BadRequest::TransferEncoding);
@@ -534,9 +536,9 @@ fn parse_head(
     let path = origin_path(target);
     let special_path = path == special;
     let request = ScannedRequest {
-        keep_alive: f.keep_alive,
+        keep_alive,
         special_path,
-        says_keep_alive: f.keep_alive && !http11,
+        says_keep_alive: keep_alive && !http11,
         head: method == b"HEAD",
         // HTTP/1.1 only (RFC 9110 §10.1.1: ignore it from 1.0 clients).
         continue_only: f.expect_continue && http11,
@@ -599,7 +601,7 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
         10 if eq_lower(name, b"connection") => {
             for tok in value.split(|&c| c == b',').map(trim_ows) {
                 if tok.eq_ignore_ascii_case(b"close") {
-                    f.keep_alive = false;
+                    f.close = true;
                 } else if tok.eq_ignore_ascii_case(b"keep-alive") {
                     f.keep_alive = true;
                 }

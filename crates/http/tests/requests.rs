@@ -108,6 +108,29 @@ const ANSWERED: &[(&str, &[u8], &[bool])] = &[
           5 ;\tname = \"v\" ; other\r\nhello\r\n0\r\n\r\n",
         &[true],
     ),
+    (
+        // Any list holding `close` closes (RFC 9112 §9.6), wherever
+        // keep-alive stands in it; llhttp sets both flags.
+        "Parsing multiple tokens: Sample",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nConnection: close, token, upgrade, token, keep-alive\r\n\r\n",
+        &[false],
+    ),
+    (
+        "close then keep-alive on two lines",
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
+        &[false],
+    ),
+    (
+        "HTTP/1.0 keep-alive then close",
+        b"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n",
+        &[false],
+    ),
+    (
+        "Restarting when keep-alive is explicitly",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n\
+          PUT /url HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n",
+        &[true, true],
+    ),
 ];
 
 /// Cases that must be refused: the error, after the requests before it.

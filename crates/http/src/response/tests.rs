@@ -124,6 +124,13 @@ fn complete_responses_table() {
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: ,chunked,\r\n\r\n0\r\n\n", false, 200, true, 0),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000000000001\r\nx\r\n0\r\n\r\n", false, 200, true, 1),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n", false, 200, false, 0),
+        // Any list holding `close` closes, wherever keep-alive stands.
+        ("HTTP/1.1 200 OK\r\nConnection: close, keep-alive\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
+        ("HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
+        ("HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
+        ("HTTP/1.1 200 OK\r\nConnection: close, token, upgrade, token, keep-alive\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
+        ("HTTP/1.0 200 OK\r\nConnection: close, keep-alive\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
+        ("HTTP/1.0 200 OK\r\nConnection: close\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false, 200, false, 0),
     ];
     for &(input, head, status, keep_alive, body) in cases {
         let r = complete(input, head);
