@@ -62,7 +62,8 @@ pub enum BadRequest {
     /// A Content-Length that is not 1 to 15 digits, or two that differ.
     #[error("invalid Content-Length")]
     ContentLength,
-    /// A Transfer-Encoding whose last coding is not chunked, one on an
+    /// A Transfer-Encoding list (one over all its lines) whose last coding
+    /// is not chunked, that lists chunked twice or a non-token, one on an
     /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 §6.1, §6.3).
     #[error("unsupported Transfer-Encoding")]
     TransferEncoding,
@@ -494,7 +495,11 @@ struct Fields {
     keep_alive: bool,
     length: Option<u64>,
     expect_continue: bool,
-    chunked: bool,
+    /// Transfer-Encoding lines came; the last coding listed is chunked;
+    /// how many times chunked was listed.
+    te_seen: bool,
+    te_last_chunked: bool,
+    te_chunked: u32,
 }
 
 /// Parses a complete head (ending in CRLFCRLF): the request and its body
@@ -529,8 +534,9 @@ fn parse_head(
     }
     // HTTP/1.1 stays open unless told to close; HTTP/1.0 only when asked to.
     let keep_alive = !f.close && (http11 || f.keep_alive);
-    if f.chunked && f.length.is_some() {
-        // Both framings at once: the request-smuggling shape (RFC 9112 §6.3).
+    if f.te_seen && (f.length.is_some() || !f.te_last_chunked || f.te_chunked > 1) {
+        // Both framings at once (the request-smuggling shape), or codings
+        // that do not end in chunked, once: no length to read (RFC 9112 §6.3).
         return Err(BadRequest::TransferEncoding);
     }
     let path = origin_path(target);
@@ -544,7 +550,7 @@ fn parse_head(
         continue_only: f.expect_continue && http11,
         found: paths.filter(|_| !special_path).and_then(|p| p.find(path)),
     };
-    let body = if f.chunked {
+    let body = if f.te_seen {
         CHUNKED
     } else {
         f.length.unwrap_or(0)
@@ -586,17 +592,23 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
             f.expect_continue = value.eq_ignore_ascii_case(b"100-continue");
         }
         17 if eq_lower(name, b"transfer-encoding") => {
-            // Framed by its last coding, which must be chunked; the
-            // body is skipped, so other codings need no decoding.
-            let last = value
-                .rsplit(|&c| c == b',')
-                .map(trim_ows)
-                .next()
-                .unwrap_or(b"");
-            if !http11 || f.chunked || !last.eq_ignore_ascii_case(b"chunked") {
+            // One list over every Transfer-Encoding line (RFC 9110 §5.3),
+            // judged when the head ends; the body is skipped, so codings
+            // other than chunked need no decoding.
+            if !http11 || value.is_empty() {
                 return Err(BadRequest::TransferEncoding);
             }
-            f.chunked = true;
+            for coding in value.split(|&c| c == b',').map(trim_ows) {
+                if coding.is_empty() {
+                    continue;
+                }
+                if !is_token(coding) {
+                    return Err(BadRequest::TransferEncoding);
+                }
+                f.te_last_chunked = coding.eq_ignore_ascii_case(b"chunked");
+                f.te_chunked += u32::from(f.te_last_chunked);
+            }
+            f.te_seen = true;
         }
         10 if eq_lower(name, b"connection") => {
             for tok in value.split(|&c| c == b',').map(trim_ows) {

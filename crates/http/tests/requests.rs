@@ -131,6 +131,18 @@ const ANSWERED: &[(&str, &[u8], &[bool])] = &[
           PUT /url HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n",
         &[true, true],
     ),
+    (
+        "POST with `chunked` as last transfer-encoding",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: deflate, chunked\r\n\r\n5\r\nWorld\r\n0\r\n\r\n",
+        &[true],
+    ),
+    (
+        "POST with `chunked` as last transfer-encoding (multiple headers)",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: deflate\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nWorld\r\n0\r\n\r\n",
+        &[true],
+    ),
 ];
 
 /// Cases that must be refused: the error, after the requests before it.
@@ -193,6 +205,46 @@ const REFUSED: &[(&str, &[u8], BadRequest)] = &[
         "whitespace before the size line's end",
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;a \r\nhello\r\n0\r\n\r\n",
         BadRequest::Chunk,
+    ),
+    (
+        "POST with `chunked` before other transfer coding names",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: chunked, deflate\r\n\r\nWorld",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "POST with `chunked` and duplicate transfer-encoding",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: chunked\r\nTransfer-Encoding: deflate\r\n\r\nWorld",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "POST with `chunkedchunked` as transfer-encoding",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: chunkedchunked\r\n\r\n5\r\nWorld\r\n0\r\n\r\n",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "Ignoring `pigeons`",
+        b"PUT /url HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: pigeons\r\n\r\n",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "POST with `Transfer-Encoding` and `Content-Length`",
+        b"POST /post_identity_body_world?q=search#hey HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\
+          Transfer-Encoding: identity\r\nContent-Length: 5\r\n\r\nWorld",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "Empty `Transfer-Encoding` with `Content-Length`",
+        b"POST /first HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\nContent-Length: 5\r\n\r\nhello",
+        BadRequest::TransferEncoding,
+    ),
+    (
+        "chunked applied twice over two lines",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+          0\r\n\r\n",
+        BadRequest::TransferEncoding,
     ),
 ];
 

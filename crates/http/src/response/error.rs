@@ -52,8 +52,10 @@ pub enum ParseError {
     /// Content-Length together with Transfer-Encoding, or two different Content-Lengths.
     #[error("conflicting message length (Content-Length with Transfer-Encoding, or two different Content-Lengths)")]
     ConflictingLength,
-    /// A Transfer-Encoding whose final coding is not `chunked`, or that applies chunked twice.
-    #[error("unsupported Transfer-Encoding (final coding must be chunked, once)")]
+    /// A Transfer-Encoding that is empty, holds something other than
+    /// tokens, or applies chunked twice. (Codings that do not end in
+    /// chunked are no error: that body ends at the close.)
+    #[error("invalid Transfer-Encoding (empty, not a list of codings, or chunked twice)")]
     UnsupportedTransferEncoding,
     /// A chunk size that is not hexadecimal or overflows 64 bits.
     #[error("invalid chunk size")]

@@ -488,14 +488,20 @@ impl ResponseParser {
         if f.te_seen && f.content_length.is_some() {
             return Err(ParseError::ConflictingLength);
         }
-        if f.te_seen && (!f.te_last_chunked || f.te_chunked_count > 1) {
+        if f.te_seen && (f.te_codings == 0 || f.te_malformed || f.te_chunked_count > 1) {
             return Err(ParseError::UnsupportedTransferEncoding);
         }
         if self.head || self.status == 101 || self.status == 204 || self.status == 304 {
             return Ok(Some(self.complete(pos, false)));
         }
         if f.te_seen {
-            self.state = self.start_chunk_line();
+            // Codings that do not end in chunked: the body ends at the
+            // close (RFC 9112 §6.3 item 4).
+            self.state = if f.te_last_chunked {
+                self.start_chunk_line()
+            } else {
+                State::CloseDelimited
+            };
             return Ok(None);
         }
         match f.content_length {

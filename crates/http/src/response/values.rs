@@ -78,6 +78,10 @@ pub(super) struct Framing {
     pub(super) te_seen: bool,
     pub(super) te_last_chunked: bool,
     pub(super) te_chunked_count: u32,
+    /// Transfer codings listed (empty list elements aside).
+    pub(super) te_codings: u32,
+    /// A Transfer-Encoding element that is no token (whitespace inside).
+    pub(super) te_malformed: bool,
     pub(super) close: bool,
     pub(super) keep_alive: bool,
 }
@@ -109,6 +113,7 @@ impl Framing {
                 self.te_seen = true;
                 self.te_last_chunked = true;
                 self.te_chunked_count = 1;
+                self.te_codings = 1;
             }
             _ => return false,
         }
@@ -126,6 +131,7 @@ impl Framing {
                 self.te_seen = true;
                 self.te_last_chunked = true;
                 self.te_chunked_count += 1;
+                self.te_codings += 1;
             }
             _ => {
                 let mut v = FieldValue::begin(field);
@@ -282,6 +288,8 @@ impl FieldValue {
                 if matched == Some(0) {
                     framing.te_chunked_count += 1;
                 }
+                framing.te_codings += 1;
+                framing.te_malformed |= e.broken;
             }
             Field::Other | Field::ContentLength => {}
         }
