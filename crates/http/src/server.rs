@@ -56,7 +56,8 @@ pub enum BadRequest {
     /// A header line without a colon, or a name that is not a token.
     #[error("invalid header field name")]
     HeaderName,
-    /// A header line not ended by CRLF, or a NUL or CR inside a value.
+    /// A header line not ended by CRLF, or a control byte other than HTAB
+    /// (NUL, CR, form feed, ...) or DEL inside a value.
     #[error("invalid header field value")]
     HeaderValue,
     /// A Content-Length that is not 1 to 15 digits, or two that differ.
@@ -72,6 +73,12 @@ pub enum BadRequest {
     /// unclosed quote), a missing CRLF, an endless trailer.
     #[error("invalid chunked body")]
     Chunk,
+    /// An HTTP/1.1 request without a Host field, or with two (RFC 9112 §3.2).
+    #[error("missing or repeated Host")]
+    Host,
+    /// CONNECT: a tunnel request, for proxies; this responder is none.
+    #[error("CONNECT is for proxies")]
+    Connect,
     /// A head longer than [`MAX_REQUEST_HEAD`].
     #[error("request head larger than the limit")]
     HeadTooLarge,
@@ -495,6 +502,8 @@ struct Fields {
     keep_alive: bool,
     length: Option<u64>,
     expect_continue: bool,
+    /// Host fields.
+    hosts: u32,
     /// Transfer-Encoding lines came; the last coding listed is chunked;
     /// how many times chunked was listed.
     te_seen: bool,
@@ -528,9 +537,15 @@ fn parse_head(
         b"HTTP/1.0" => false,
         _ => return Err(BadRequest::Version),
     };
+    if method == b"CONNECT" {
+        return Err(BadRequest::Connect);
+    }
     let mut f = Fields::default();
     for line in lines {
         field_line(line, http11, &mut f)?;
+    }
+    if f.hosts > 1 || (http11 && f.hosts == 0) {
+        return Err(BadRequest::Host);
     }
     // HTTP/1.1 stays open unless told to close; HTTP/1.0 only when asked to.
     let keep_alive = !f.close && (http11 || f.keep_alive);
@@ -570,7 +585,7 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
     if !is_token(name) {
         return Err(BadRequest::HeaderName);
     }
-    if value.iter().any(|&c| c == b'\r' || c == 0) {
+    if !value.iter().all(|&c| is_value_byte(c)) {
         return Err(BadRequest::HeaderValue);
     }
     let value = trim_ows(value);
@@ -588,6 +603,7 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
             }
             f.length = Some(v);
         }
+        4 if eq_lower(name, b"host") => f.hosts += 1,
         6 if eq_lower(name, b"expect") => {
             f.expect_continue = value.eq_ignore_ascii_case(b"100-continue");
         }
@@ -656,7 +672,7 @@ mod tests {
         Ok(out)
     }
 
-    const PIPE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /stats?x=1 HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.0\r\n\r\n";
+    const PIPE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /stats?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.0\r\n\r\n";
 
     #[test]
     fn pipelined_requests_split_at_every_byte_give_the_same_answers() {
@@ -720,28 +736,29 @@ mod tests {
             Err(BadRequest::Version)
         );
         assert_eq!(
-            scan_all(&[b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"]),
+            scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n"]),
             Err(BadRequest::HeaderName)
         );
         assert_eq!(
-            scan_all(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]),
+            scan_all(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"]),
             Err(BadRequest::ContentLength)
         );
         for te in [
-            &b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
+            &b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
             b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
         ] {
             assert_eq!(scan_all(&[te]), Err(BadRequest::TransferEncoding), "{te:?}");
         }
         for body in [&b"x\r\n"[..], b"5\r\nhelloXX", b"5\nhello\r\n0\r\n\r\n"] {
-            let mut req = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            let mut req =
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             req.extend_from_slice(body);
             assert_eq!(scan_all(&[&req]), Err(BadRequest::Chunk), "{body:?}");
         }
         let big = vec![b'a'; MAX_REQUEST_HEAD + 10];
         assert_eq!(
-            scan_all(&[b"GET / HTTP/1.1\r\nX: ", &big]),
+            scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nX: ", &big]),
             Err(BadRequest::HeadTooLarge)
         );
         assert_eq!(scan_all(&[&big]), Err(BadRequest::HeadTooLarge));
@@ -767,7 +784,7 @@ mod tests {
             s.feed(b, |r| out.push(r)).unwrap();
             out.clone()
         };
-        let get = b"GET /stats HTTP/1.1\r\nConnection: keep\r\n\r\n";
+        let get = b"GET /stats HTTP/1.1\r\nHost: a\r\nConnection: keep\r\n\r\n";
         assert_eq!(
             feed(&mut s, get),
             vec![ScannedRequest {
@@ -785,9 +802,9 @@ mod tests {
                 3
             ]
         );
-        let other = b"GET /stata HTTP/1.1\r\nConnection: keep\r\n\r\n";
+        let other = b"GET /stata HTTP/1.1\r\nHost: a\r\nConnection: keep\r\n\r\n";
         assert_eq!(feed(&mut s, other), vec![ka]);
-        let close = b"GET /stata HTTP/1.1\r\nConnection: close\r\n\r\n";
+        let close = b"GET /stata HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
         assert_eq!(
             feed(&mut s, close),
             vec![ScannedRequest {
@@ -796,8 +813,8 @@ mod tests {
             }]
         );
         // Content-Length 3 then 4: the second body's fourth byte is not a request.
-        let post3 = b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
-        let post4 = b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd";
+        let post3 = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc";
+        let post4 = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nabcd";
         assert_eq!(feed(&mut s, post3), vec![ka]);
         assert_eq!(feed(&mut s, post3), vec![ka]);
         assert_eq!(feed(&mut s, post4), vec![ka]);
@@ -818,8 +835,8 @@ mod tests {
     #[test]
     fn empty_lines_before_a_request_are_skipped_and_bare_lf_heads_refused() {
         let r = scan_all(&[
-            b"\r\n\r\nGET / HTTP/1.1\r\n\r\n",
-            b"\r\nGET / HTTP/1.1\r\n\r\n",
+            b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
         ])
         .unwrap();
         assert_eq!(r.len(), 2);
@@ -836,7 +853,8 @@ mod tests {
     #[test]
     fn expect_100_continue_is_reported_before_the_body() {
         let mut s = RequestScanner::new(b"/stats");
-        let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+        let head =
+            b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
         let mut got = Vec::new();
         s.feed(head, |r| got.push(r)).unwrap();
         assert_eq!(got.len(), 1);
@@ -846,7 +864,7 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert!(!got[0].continue_only, "then the request itself");
         // No body, or HTTP/1.0: nothing to continue.
-        let r = scan_all(&[b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n"]).unwrap();
+        let r = scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"]).unwrap();
         assert!(r.len() == 1 && !r[0].continue_only);
         let r =
             scan_all(&[b"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx"])
@@ -857,7 +875,7 @@ mod tests {
     #[test]
     fn head_is_told_apart_by_its_method() {
         let r =
-            scan_all(&[b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEADX / HTTP/1.1\r\n\r\n"])
+            scan_all(&[b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\nHEADX / HTTP/1.1\r\nHost: a\r\n\r\n"])
                 .unwrap();
         assert_eq!(
             r.iter().map(|r| r.head).collect::<Vec<_>>(),
@@ -867,10 +885,11 @@ mod tests {
 
     #[test]
     fn chunked_bodies_are_skipped_split_at_every_byte() {
-        let stream: &[u8] = b"POST /up HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+        let stream: &[u8] =
+            b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
             5;name=v\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n\
-            GET /stats HTTP/1.1\r\n\r\n\
-            POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+            GET /stats HTTP/1.1\r\nHost: a\r\n\r\n\
+            POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
         let whole = scan_all(&[stream]).unwrap();
         assert_eq!(whole.len(), 3, "{whole:?}");
         assert!(whole[1].special_path && !whole[0].special_path && !whole[2].special_path);
@@ -885,7 +904,7 @@ mod tests {
         let mut s = RequestScanner::new(b"/health");
         let mut got = Vec::new();
         s.feed(
-            b"GET /health?x HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
+            b"GET /health?x HTTP/1.1\r\nHost: a\r\n\r\nGET /stats HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
             |r| got.push(r.special_path),
         )
         .unwrap();
@@ -900,7 +919,7 @@ mod tests {
         assert_eq!(origin_path(b"https://a"), b"/");
         assert_eq!(origin_path(b"http://a?q"), b"/");
         assert_eq!(origin_path(b"*"), b"*");
-        let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\n\r\n"]).unwrap();
+        let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\nHost: a\r\n\r\n"]).unwrap();
         assert!(r[0].special_path, "{r:?}");
     }
 
@@ -924,9 +943,9 @@ mod tests {
         let table = std::sync::Arc::new(Table::default());
         let mut s = RequestScanner::new(b"/stats").with_paths(table.clone());
         let mut found = Vec::new();
-        let input = b"GET /a HTTP/1.1\r\n\r\nGET /a HTTP/1.1\r\n\r\n\
-                      HEAD http://h/b/c?x=1 HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\n\
-                      GET /nope HTTP/1.1\r\n\r\n";
+        let input = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n\
+                      HEAD http://h/b/c?x=1 HTTP/1.1\r\nHost: a\r\n\r\nGET /stats HTTP/1.1\r\nHost: a\r\n\r\n\
+                      GET /nope HTTP/1.1\r\nHost: a\r\n\r\n";
         s.feed(input, |r| found.push((r.found, r.head, r.special_path)))
             .unwrap();
         assert_eq!(

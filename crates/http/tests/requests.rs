@@ -143,6 +143,11 @@ const ANSWERED: &[(&str, &[u8], &[bool])] = &[
           Transfer-Encoding: deflate\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nWorld\r\n0\r\n\r\n",
         &[true],
     ),
+    (
+        "HTTP/1.0 needs no Host; tabs and obs-text are value bytes",
+        b"GET / HTTP/1.0\r\nX-Note: a\tb \xe9\r\n\r\n",
+        &[false],
+    ),
 ];
 
 /// Cases that must be refused: the error, after the requests before it.
@@ -245,6 +250,37 @@ const REFUSED: &[(&str, &[u8], BadRequest)] = &[
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
           0\r\n\r\n",
         BadRequest::TransferEncoding,
+    ),
+    (
+        "a form feed in a header value",
+        b"GET / HTTP/1.1\r\nHost: a\r\nX-Note: a\x0cb\r\n\r\n",
+        BadRequest::HeaderValue,
+    ),
+    (
+        "a DEL in a header value",
+        b"GET / HTTP/1.1\r\nHost: a\r\nX-Note: a\x7fb\r\n\r\n",
+        BadRequest::HeaderValue,
+    ),
+    (
+        "an HTTP/1.1 request without Host (RFC 9112 §3.2)",
+        b"GET / HTTP/1.1\r\nAccept: */*\r\n\r\n",
+        BadRequest::Host,
+    ),
+    (
+        "an HTTP/1.1 request with two Host fields",
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        BadRequest::Host,
+    ),
+    (
+        "CONNECT request",
+        b"CONNECT 0-home0.netscape.com:443 HTTP/1.0\r\nUser-agent: Mozilla/1.1N\r\n\
+          Proxy-authorization: basic aGVsbG86d29ybGQ=\r\n\r\n",
+        BadRequest::Connect,
+    ),
+    (
+        "CONNECT over HTTP/1.1",
+        b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+        BadRequest::Connect,
     ),
 ];
 
