@@ -46,7 +46,8 @@ pub enum ParseError {
     /// More header fields than `Limits::max_headers`.
     #[error("more header fields than the limit")]
     TooManyHeaders,
-    /// A Content-Length that is not a decimal number fitting 64 bits.
+    /// A Content-Length that is not a decimal number, or is above 2^60 - 1
+    /// (no body that long can arrive).
     #[error("invalid Content-Length")]
     BadContentLength,
     /// Content-Length together with Transfer-Encoding, or two different Content-Lengths.
@@ -57,7 +58,7 @@ pub enum ParseError {
     /// chunked are no error: that body ends at the close.)
     #[error("invalid Transfer-Encoding (empty, not a list of codings, or chunked twice)")]
     UnsupportedTransferEncoding,
-    /// A chunk size that is not hexadecimal or overflows 64 bits.
+    /// A chunk size that is not hexadecimal, or is above 2^60 - 1.
     #[error("invalid chunk size")]
     BadChunkSize,
     /// A control character inside a chunk extension.

@@ -4,7 +4,7 @@
 
 use super::error::{ParseError, Stage};
 use super::fast::{self, Head, Line};
-use super::values::{field_of, Field, FieldValue, Framing, NameMatch};
+use super::values::{field_of, Field, FieldValue, Framing, NameMatch, MAX_LENGTH};
 use crate::grammar::{hex_value, is_tchar, is_value_byte};
 use crate::memo::HeadMemo;
 
@@ -836,10 +836,11 @@ impl ResponseParser {
             i += 1;
             match (self.state, c) {
                 (State::ChunkSizeStart | State::ChunkSize, _) if c.is_ascii_hexdigit() => {
-                    if self.chunk_size >> 60 != 0 {
+                    // At most MAX_LENGTH before, so the shift loses nothing.
+                    self.chunk_size = self.chunk_size << 4 | u64::from(hex_value(c));
+                    if self.chunk_size > MAX_LENGTH {
                         break Err(ParseError::BadChunkSize);
                     }
-                    self.chunk_size = self.chunk_size << 4 | u64::from(hex_value(c));
                     self.state = State::ChunkSize;
                 }
                 (State::ChunkSizeStart, _) => break Err(ParseError::BadChunkSize),

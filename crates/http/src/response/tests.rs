@@ -335,6 +335,16 @@ fn malformed_responses_name_their_cause() {
             "HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n",
             BadContentLength,
         ),
+        // Lengths no body can reach (above 2^60 - 1): refused at once, not
+        // waited on until the request times out.
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n",
+            BadContentLength,
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 1152921504606846976\r\n\r\n",
+            BadContentLength,
+        ),
         (
             "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
             ConflictingLength,
@@ -377,6 +387,14 @@ fn malformed_responses_name_their_cause() {
         ),
         (
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n",
+            BadChunkSize,
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n",
+            BadChunkSize,
+        ),
+        (
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n",
             BadChunkSize,
         ),
         (
@@ -814,10 +832,26 @@ fn stray_empty_lines_count_toward_the_head_limit() {
 }
 
 #[test]
-fn huge_content_length_is_counted_without_overflow() {
+fn the_largest_lengths_are_read_without_overflow() {
+    // 2^60 - 1, in decimal (leading zeros too) and in hex.
     let mut p = ResponseParser::new(Limits::default(), false);
     assert_eq!(
-        p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\n"),
+        p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 01152921504606846975\r\n\r\n"),
+        Ok(Parse::Partial)
+    );
+    assert_eq!(p.parse(&[0u8; 4096]), Ok(Parse::Partial));
+    assert_eq!(
+        p.eof(),
+        Err(ParseError::UnexpectedEof { stage: Stage::Body })
+    );
+    let mut p = ResponseParser::new(Limits::default(), false);
+    assert_eq!(
+        p.parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0fffffffffffffff\r\n"),
+        Ok(Parse::Partial)
+    );
+    let mut p = ResponseParser::new(Limits::default(), false);
+    assert_eq!(
+        p.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 1152921504606846975\r\n\r\n"),
         Ok(Parse::Partial)
     );
     assert_eq!(p.parse(&[0u8; 4096]), Ok(Parse::Partial));

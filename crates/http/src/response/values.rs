@@ -67,6 +67,12 @@ impl NameMatch {
     }
 }
 
+/// The largest Content-Length or chunk size taken, 2^60 - 1 bytes (an
+/// exbibyte, 15 hex digits): no body that long arrives within a run, so a
+/// larger one is an error at once rather than a request timeout later, and
+/// a response's byte counts cannot overflow.
+pub(super) const MAX_LENGTH: u64 = (1 << 60) - 1;
+
 /// Tokens looked for in comma-separated values, lower case.
 const CONNECTION_TOKENS: [&[u8]; 2] = [b"close", b"keep-alive"];
 const CODING_TOKENS: [&[u8]; 1] = [b"chunked"];
@@ -104,6 +110,9 @@ impl Framing {
                         return false;
                     }
                     n = n * 10 + u64::from(d);
+                }
+                if n > MAX_LENGTH {
+                    return false;
                 }
                 self.content_length = Some(n);
             }
@@ -212,11 +221,11 @@ impl FieldValue {
                 for &c in piece {
                     match c {
                         b'0'..=b'9' if !d.trailing_ws => {
-                            d.value = d
-                                .value
-                                .checked_mul(10)
-                                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                                .ok_or(ParseError::BadContentLength)?;
+                            // Below MAX_LENGTH before, so no overflow here.
+                            d.value = d.value * 10 + u64::from(c - b'0');
+                            if d.value > MAX_LENGTH {
+                                return Err(ParseError::BadContentLength);
+                            }
                             d.digits += 1;
                         }
                         b' ' | b'\t' if d.digits > 0 => d.trailing_ws = true,
