@@ -70,6 +70,10 @@ pub enum ParseError {
     /// Chunk data not followed by CRLF (a bare LF included).
     #[error("chunk data not followed by CRLF")]
     BadChunkTerminator,
+    /// Bytes after a 204 or 304 response that do not start a response: a
+    /// body those statuses cannot have (RFC 9110 §15.3.5, §15.4.5).
+    #[error("body bytes after a 204 or 304 response, which has none")]
+    BodyAfterBodilessStatus,
     /// The connection closed in the middle of a response.
     #[error("connection closed mid-response (in {stage:?})")]
     UnexpectedEof {
@@ -98,6 +102,7 @@ impl ParseError {
             ParseError::BadChunkExtension => "bad_chunk_extension",
             ParseError::ChunkLineTooLong => "chunk_line_too_long",
             ParseError::BadChunkTerminator => "bad_chunk_terminator",
+            ParseError::BodyAfterBodilessStatus => "body_after_bodiless_status",
             ParseError::UnexpectedEof { .. } => "unexpected_eof",
         }
     }
@@ -127,6 +132,7 @@ mod tests {
             BadChunkExtension,
             ChunkLineTooLong,
             BadChunkTerminator,
+            BodyAfterBodilessStatus,
             UnexpectedEof { stage: Stage::Body },
         ];
         let names: std::collections::BTreeSet<_> = all.iter().map(|e| e.name()).collect();

@@ -162,6 +162,9 @@ pub struct ResponseParser {
     wire_bytes: u64,
     /// Bytes of empty lines skipped before this response's first status line.
     blank_bytes: u64,
+    /// The last response was a 204 or 304 and no head has ended since: a
+    /// bad status line now is that response's body.
+    after_bodiless: bool,
     /// The last head read whole by the fast path (see [`crate::memo`]).
     pub(super) memo: HeadMemo<Head>,
 }
@@ -193,6 +196,7 @@ impl ResponseParser {
             body_bytes: 0,
             wire_bytes: 0,
             blank_bytes: 0,
+            after_bodiless: false,
             memo: HeadMemo::default(),
         }
     }
@@ -243,6 +247,12 @@ impl ResponseParser {
                 Ok(Parse::Partial)
             }
             Err(e) => {
+                let e = match e {
+                    ParseError::BadVersion if self.after_bodiless => {
+                        ParseError::BodyAfterBodilessStatus
+                    }
+                    e => e,
+                };
                 self.state = State::Failed(e);
                 Err(e)
             }
@@ -286,6 +296,7 @@ impl ResponseParser {
             wire_bytes: self.wire_bytes + consumed_now as u64,
         };
         self.start_response();
+        self.after_bodiless = matches!(response.status, 204 | 304) && !self.head;
         response
     }
 
@@ -479,6 +490,7 @@ impl ResponseParser {
 
     /// The head ended: skip 1xx, pick the body framing. Returns the response if it has no body.
     fn head_done(&mut self, pos: usize) -> Result<Option<Response>, ParseError> {
+        self.after_bodiless = false;
         if (100..200).contains(&self.status) && self.status != 101 {
             self.start_head();
             self.state = State::Version(0);

@@ -880,3 +880,65 @@ fn parse_body_hands_over_the_payload_at_every_split() {
         assert_eq!(body, b"helloabcde", "split {split}");
     }
 }
+
+/// A 204 or 304 has no body whatever its fields say; bytes after its head
+/// that do not start a response are that body, named as such rather than as
+/// a bad status line, however the input is split.
+#[test]
+fn a_body_after_a_bodiless_status_is_named() {
+    for head in [
+        "HTTP/1.1 204 No Content\r\n\r\n",
+        "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+        "HTTP/1.1 204 No Content\r\nServer: x\r\n\r\n\r\n",
+    ] {
+        let status: u16 = head[9..12].parse().unwrap();
+        for body in ["hello", "Hello", "HTTP/1.1 2"] {
+            let input = format!("{head}{body}");
+            for at in 0..=input.len() {
+                let (a, b) = input.as_bytes().split_at(at);
+                let mut p = ResponseParser::new(Limits::default(), false);
+                let mut statuses = Vec::new();
+                let mut end = Ok(());
+                'pieces: for mut piece in [a, b] {
+                    loop {
+                        match p.parse(piece) {
+                            Ok(Parse::Partial) => break,
+                            Ok(Parse::Complete { consumed, response }) => {
+                                statuses.push(response.status);
+                                piece = &piece[consumed..];
+                            }
+                            Err(e) => {
+                                end = Err(e);
+                                break 'pieces;
+                            }
+                        }
+                    }
+                }
+                let want = if body.starts_with("HTTP/1.1 ") {
+                    Ok(()) // a response begins: nothing wrong yet
+                } else {
+                    Err(ParseError::BodyAfterBodilessStatus)
+                };
+                assert_eq!(
+                    (&statuses[..], end),
+                    (&[status][..], want),
+                    "{input:?} split at {at}"
+                );
+            }
+        }
+    }
+    // After other responses, the same bytes are a bad status line.
+    let (got, end) = parse_whole(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nhello",
+        false,
+        Limits::default(),
+    );
+    assert_eq!((got.len(), end), (1, Err(ParseError::BadVersion)));
+    // A response that follows properly clears it.
+    let (got, end) = parse_whole(
+        b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nhello",
+        false,
+        Limits::default(),
+    );
+    assert_eq!((got.len(), end), (2, Err(ParseError::BadVersion)));
+}
