@@ -84,7 +84,7 @@ pub enum BadRequest {
     HeadTooLarge,
 }
 
-/// Largest request head accepted, in bytes.
+/// Largest request head accepted (its empty line included), in bytes.
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// Incremental request scanner for one connection.
@@ -374,20 +374,18 @@ impl RequestScanner {
         rest: &[u8],
         on: &mut impl FnMut(ScannedRequest),
     ) -> Result<usize, BadRequest> {
-        match head_end(rest, 0) {
+        // The limit is on where the head ends, so only that far is searched:
+        // the same verdict as when the head comes in pieces.
+        let window = &rest[..rest.len().min(MAX_REQUEST_HEAD)];
+        match head_end(window, 0)? {
             Some(end) => {
                 let (req, body) = parse_head(&rest[..end], self.special, self.paths.as_deref())?;
                 self.memo.remember(&rest[..end], (req, body));
                 self.start(req, body, on);
                 Ok(end)
             }
+            None if rest.len() >= MAX_REQUEST_HEAD => Err(BadRequest::HeadTooLarge),
             None => {
-                if rest.len() > MAX_REQUEST_HEAD {
-                    return Err(BadRequest::HeadTooLarge);
-                }
-                if bare_lf_blank_line(rest) {
-                    return Err(BadRequest::RequestLine);
-                }
                 self.head.extend_from_slice(rest);
                 Ok(rest.len())
             }
@@ -402,12 +400,11 @@ impl RequestScanner {
         rest: &[u8],
         on: &mut impl FnMut(ScannedRequest),
     ) -> Result<usize, BadRequest> {
+        // INVARIANT: a kept head is shorter than the limit (else refused).
         let old = self.head.len();
-        let take = rest
-            .len()
-            .min(MAX_REQUEST_HEAD + 4 - old.min(MAX_REQUEST_HEAD));
+        let take = rest.len().min(MAX_REQUEST_HEAD - old);
         self.head.extend_from_slice(&rest[..take]);
-        match head_end(&self.head, old.saturating_sub(3)) {
+        match head_end(&self.head, old)? {
             Some(end) => {
                 let (req, body) =
                     parse_head(&self.head[..end], self.special, self.paths.as_deref())?;
@@ -415,15 +412,8 @@ impl RequestScanner {
                 self.start(req, body, on);
                 Ok(end - old)
             }
-            None => {
-                if self.head.len() > MAX_REQUEST_HEAD {
-                    return Err(BadRequest::HeadTooLarge);
-                }
-                if bare_lf_blank_line(&self.head) {
-                    return Err(BadRequest::RequestLine);
-                }
-                Ok(take)
-            }
+            None if self.head.len() >= MAX_REQUEST_HEAD => Err(BadRequest::HeadTooLarge),
+            None => Ok(take),
         }
     }
 
@@ -468,29 +458,24 @@ impl RequestScanner {
     }
 }
 
-/// A head ended by LF LF without CRs: it would never complete (the client
-/// waits for an answer), so it is refused instead.
-fn bare_lf_blank_line(b: &[u8]) -> bool {
-    b.windows(2).any(|w| w == b"\n\n")
-}
-
-/// Offset just past the first `\r\n\r\n` at or after `from`.
-fn head_end(b: &[u8], from: usize) -> Option<usize> {
+/// Where the head at the start of `b` ends, looking at the LFs at or after
+/// `from` (those before were looked at already): `Some` offset just past
+/// its `\r\n\r\n`, `None` when it has not ended yet. An empty line ended
+/// by a bare LF (LF LF) is refused: such a head would never end, and the
+/// client would wait for an answer.
+fn head_end(b: &[u8], from: usize) -> Result<Option<usize>, BadRequest> {
     let mut i = from;
-    while i + 3 < b.len() {
-        // Skip to the next '\n' quickly; the terminator ends with "\n\r\n".
-        match b[i + 3..].iter().position(|&c| c == b'\n') {
-            None => return None,
-            Some(p) => {
-                let j = i + 3 + p; // index of '\n'
-                if b[j - 3] == b'\r' && b[j - 2] == b'\n' && b[j - 1] == b'\r' {
-                    return Some(j + 1);
-                }
-                i = j - 2;
-            }
+    while let Some(p) = b[i..].iter().position(|&c| c == b'\n') {
+        let j = i + p; // an LF
+        if j >= 1 && b[j - 1] == b'\n' {
+            return Err(BadRequest::RequestLine);
         }
+        if j >= 3 && b[j - 3..j] == *b"\r\n\r" {
+            return Ok(Some(j + 1));
+        }
+        i = j + 1;
     }
-    None
+    Ok(None)
 }
 
 /// What the header fields of a request said.

@@ -311,3 +311,51 @@ fn an_empty_line_split_after_its_cr_is_still_skipped() {
     let got = scan([&b"\r"[..], b"GET /test HTTP/1.1\r\nHost: a\r\n\r\n"]);
     assert_eq!(got, (vec![], Err(BadRequest::RequestLine)));
 }
+
+/// The head limit is on where a head ends, whole or in pieces: a head of
+/// exactly `MAX_REQUEST_HEAD` bytes is read, one byte more is refused.
+#[test]
+fn the_head_limit_does_not_depend_on_the_split() {
+    use xload_http::MAX_REQUEST_HEAD;
+    let head = |len: usize| {
+        let mut h = b"GET / HTTP/1.1\r\nHost: a\r\nX-Pad: ".to_vec();
+        h.resize(len - 4, b'p');
+        h.extend_from_slice(b"\r\n\r\n");
+        h
+    };
+    // The long head, then a short request.
+    for (len, want) in [
+        (MAX_REQUEST_HEAD, (vec![true, true], Ok(()))),
+        (
+            MAX_REQUEST_HEAD + 1,
+            (vec![], Err(BadRequest::HeadTooLarge)),
+        ),
+    ] {
+        let mut input = head(len);
+        input.extend_from_slice(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(scan([&input[..]]), want, "{len} whole");
+        let cuts = (0..input.len()).step_by(97).chain(len - 8..len + 8);
+        for at in cuts {
+            let (a, b) = input.split_at(at);
+            assert_eq!(scan([a, b]), want, "{len} split at {at}");
+        }
+    }
+}
+
+/// An empty line ended by a bare LF is refused as a malformed request line,
+/// whether the head's CRLF CRLF comes later in the same input or not.
+#[test]
+fn a_bare_lf_empty_line_is_refused_the_same_whatever_follows() {
+    for input in [
+        &b"GET / HTTP/1.1\r\nHost: a\r\nX: b\n\n"[..],
+        b"GET / HTTP/1.1\r\nHost: a\r\nX: b\n\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"\n\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    ] {
+        let (got, end) = outcome("bare LF", input);
+        assert_eq!(
+            (got, end),
+            (vec![], Err(BadRequest::RequestLine)),
+            "{input:?}"
+        );
+    }
+}
