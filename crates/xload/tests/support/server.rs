@@ -115,6 +115,10 @@ pub(crate) enum Behavior {
     OnlyFirst,
     /// Like `Ok { body_len: 0 }` with status `code` (`503 Status 503`).
     Status { code: u16 },
+    /// Answers every request with `answer`, byte for byte, then keeps
+    /// serving (or, with `close`, sends FIN): a response shape no other
+    /// behavior makes.
+    Raw { answer: &'static [u8], close: bool },
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
@@ -784,6 +788,14 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
         }
         Behavior::Reset => Next::Reset,
         Behavior::NeverAnswer => Next::Continue,
+        Behavior::Raw { answer, close } => {
+            conn.queue(answer);
+            if *close {
+                Next::CloseGracefully
+            } else {
+                Next::Continue
+            }
+        }
         Behavior::OnlyFirst => {
             let live = match shared.live_conn.compare_exchange(
                 u64::MAX,
