@@ -12,6 +12,7 @@ use crate::error::ReportError;
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
+use crate::merge::add_to;
 
 /// As the report's: an empty string when the histogram cannot be encoded.
 fn histogram_string(h: &Histogram<u64>) -> String {
@@ -230,8 +231,13 @@ pub(crate) fn merge_reports<'a>(
             let h = decode_histogram(&c.histogram)?;
             match out.iter_mut().find(|(m, _)| m.name == c.name) {
                 Some((m, acc)) => {
-                    m.requests += c.requests;
-                    m.consistency_errors += c.consistency_errors;
+                    let field = |key: &str| format!("classes.{}.{key}", c.name);
+                    add_to(&mut m.requests, c.requests, &field("requests"))?;
+                    add_to(
+                        &mut m.consistency_errors,
+                        c.consistency_errors,
+                        &field("consistency_errors"),
+                    )?;
                     for o in &c.offending {
                         add_offender(&mut m.offending, &o.path, || o.reason.clone());
                     }

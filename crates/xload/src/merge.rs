@@ -68,7 +68,7 @@ pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
         // Its histogram holds one latency per response, and one per request
         // left unanswered that was recorded at its age.
         if let Ok(h) = r.latency_histogram() {
-            let expected = r.requests + r.unanswered_at_end.recorded;
+            let expected = r.requests.saturating_add(r.unanswered_at_end.recorded);
             if h.len() != expected {
                 eprintln!(
                     "xload: note: {}: its histogram holds {} latencies for {} responses (edited, or written by another tool?); the merged latency follows the histogram",
