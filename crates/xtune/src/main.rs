@@ -596,7 +596,7 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
             outp!("{text}");
             0
         }
-        Some(path) => match xtune::fs::write_atomic(path, text.as_bytes()) {
+        Some(path) => match xtune::fs::write_atomic(path, text.as_bytes(), 0o644) {
             Ok(()) => {
                 eprintln!("xtune: wrote {}", path.display());
                 0

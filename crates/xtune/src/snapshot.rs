@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use xload_sys::calendar::utc;
 
 use crate::fs::write_atomic;
-use crate::host::ProcInfo;
-use crate::knob::Stage;
+use crate::host::{ProcInfo, IRQBALANCE_CONFIGS};
+use crate::knob::{is_irqbalance_config, place_of, Place, Stage};
 
 /// Snapshot file schema.
 pub const SCHEMA: &str = "xtune-snapshot/1";
@@ -200,17 +201,13 @@ impl Store {
     /// rollback would leave one profile's values on the host. Waits for the
     /// holder (saying so on stderr); released when the guard drops.
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
-        let io = |source| StoreError::Io {
-            path: self.dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let _ = set_mode_0700(&self.dir);
+        self.create_dir()?;
         let path = self.dir.join(".lock");
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|source| StoreError::Io {
                 path: path.clone(),
@@ -241,6 +238,23 @@ impl Store {
         Ok(StoreLock { _file: file })
     }
 
+    /// Creates the directory (and its parents), mode 0700 from the start,
+    /// and makes an existing one 0700: snapshots hold what a host was
+    /// tuned from, for root only.
+    fn create_dir(&self) -> Result<(), StoreError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let io = |source| StoreError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io)?;
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(io)
+    }
+
     /// The order number for a new snapshot (see [`Snapshot::seq`]); call it
     /// under [`Store::lock`].
     pub fn next_seq(&self) -> u64 {
@@ -253,17 +267,13 @@ impl Store {
 
     /// Writes the snapshot durably (temp file, fsync, rename, fsync dir).
     pub fn save(&self, snap: &Snapshot) -> Result<PathBuf, StoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Io {
-            path: self.dir.clone(),
-            source,
-        })?;
-        let _ = set_mode_0700(&self.dir);
+        self.create_dir()?;
         let path = self.path_of(&snap.id);
         let json = serde_json::to_vec_pretty(snap).map_err(|e| StoreError::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        write_atomic(&path, &json).map_err(|source| StoreError::Io {
+        write_atomic(&path, &json, 0o600).map_err(|source| StoreError::Io {
             path: path.clone(),
             source,
         })?;
@@ -425,12 +435,50 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
             message: format!("schema `{}`, expected `{SCHEMA}`", snap.schema),
         });
     }
+    for entry in &snap.entries {
+        entry.check_place().map_err(|message| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        })?;
+    }
     Ok(snap)
 }
 
-fn set_mode_0700(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+impl Entry {
+    /// Whether the entry saved its knob where the knob's identity says it
+    /// lives ([`place_of`]): a rollback writes these paths as root, so a
+    /// snapshot edited to point a knob at another file is refused whole.
+    pub fn check_place(&self) -> Result<(), String> {
+        let place = place_of(&self.knob)?;
+        let edited = |path: &str, own: &str| {
+            format!(
+                "entry {} saves {path}, not the knob's own {own} (edited?); xtune restores a knob only into its own file",
+                self.knob
+            )
+        };
+        match (&place, &self.original) {
+            (Place::File(own), Original::File { path, .. }) if path != own => {
+                Err(edited(path, own))
+            }
+            (Place::File(_), Original::File { .. }) => Ok(()),
+            (Place::IrqbalanceConfig, Original::Config { path, .. })
+                if !is_irqbalance_config(path) =>
+            {
+                Err(edited(path, &IRQBALANCE_CONFIGS.join(" or ")))
+            }
+            (Place::IrqbalanceConfig, Original::Config { .. })
+            | (Place::IrqbalanceService, Original::Service { .. }) => Ok(()),
+            _ => Err(format!(
+                "entry {} saves a {} value, which that knob does not have (edited?)",
+                self.knob,
+                match self.original {
+                    Original::File { .. } => "kernel file",
+                    Original::Config { .. } => "config file",
+                    Original::Service { .. } => "service",
+                }
+            )),
+        }
+    }
 }
 
 /// Milliseconds since the epoch.
@@ -601,6 +649,60 @@ mod tests {
         assert_eq!(r, 0, "released when the guard dropped");
         // The lock file is not a snapshot.
         assert!(store.list().1.is_empty());
+    }
+
+    #[test]
+    fn an_entry_that_saves_another_file_than_its_knobs_is_corrupt() {
+        let t = TempDir::new("snap-place");
+        let store = Store::new(t.path());
+        let good = snap(&store, "host", 7, State::Applied);
+        let mut edits: Vec<Original> = vec![
+            Original::File {
+                path: "/etc/shadow".into(),
+                raw: "x\n".into(),
+            },
+            Original::Config {
+                path: "/proc/sys/net/core/somaxconn".into(),
+                content: None,
+                written: None,
+            },
+            Original::Service { running: vec![] },
+        ];
+        for original in edits.drain(..) {
+            let mut bad = good.clone();
+            bad.entries[0].original = original.clone();
+            store.save(&bad).unwrap();
+            let e = store.load(&bad.id).unwrap_err();
+            assert!(
+                matches!(&e, StoreError::Corrupt { message, .. } if message.contains("sysctl:net.core.somaxconn")),
+                "{original:?}: {e}"
+            );
+            assert!(matches!(
+                store.latest_for("host"),
+                Err(StoreError::Blocked(_))
+            ));
+        }
+        // irqbalance's config lives in one of its two files, no other.
+        let mut cfg = good.clone();
+        cfg.entries[0] = Entry {
+            knob: "irqbalance:banned_cpus".into(),
+            stage: Stage::Irqbalance,
+            original: Original::Config {
+                path: "/etc/default/irqbalance".into(),
+                content: None,
+                written: None,
+            },
+            irq_actions: vec![],
+        };
+        store.save(&cfg).unwrap();
+        assert_eq!(store.load(&cfg.id).unwrap(), cfg);
+        cfg.entries[0].original = Original::Config {
+            path: "/etc/cron.d/x".into(),
+            content: None,
+            written: None,
+        };
+        store.save(&cfg).unwrap();
+        assert!(store.load(&cfg.id).is_err());
     }
 
     #[test]

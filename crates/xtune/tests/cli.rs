@@ -1278,3 +1278,57 @@ fn export_refuses_json_it_would_not_write() {
     let r = json_report(&out);
     assert_eq!(r.exit_code, 2);
 }
+
+#[test]
+fn rollback_refuses_a_snapshot_entry_whose_path_is_not_its_knobs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("snap-path");
+    let root = fake_tree(&dir);
+    let state = dir.join_str("state");
+    let fin = dir.path().join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let victim = dir.path().join("root/etc/victim");
+    dir.file("root/etc/victim", "keep me\n");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
+    let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
+    let out = run(&["apply", &prof]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let id = json_report(&out).snapshot.unwrap();
+    let file = std::path::Path::new(&state).join(format!("{id}.json"));
+    // Only root reads what a host was tuned from.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(std::path::Path::new(&state)), 0o700, "state dir");
+    assert_eq!(mode(&file), 0o600, "snapshot file");
+
+    // An edited snapshot points the sysctl's original at another file.
+    let good = std::fs::read_to_string(&file).unwrap();
+    let mut snap: serde_json::Value = serde_json::from_str(&good).unwrap();
+    snap["entries"][0]["original"]["path"] = "/etc/victim".into();
+    std::fs::write(&file, serde_json::to_string(&snap).unwrap()).unwrap();
+    for args in [vec!["rollback"], vec!["rollback", id.as_str()]] {
+        let out = run(&args);
+        assert_ne!(code(&out), 0, "{args:?}: {}{}", stdout(&out), stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("sysctl:net.ipv4.tcp_fin_timeout")
+                && err.contains("/etc/victim")
+                && err.contains("/proc/sys/net/ipv4/tcp_fin_timeout"),
+            "{args:?}: names the knob, the path and the knob's own path: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+        assert_eq!(std::fs::read_to_string(&fin).unwrap(), "15\n");
+    }
+    // A path that climbs out through a sysctl name is no better.
+    snap["entries"][0]["knob"] = "sysctl:net.//.//.//.etc.victim".into();
+    snap["entries"][0]["original"]["path"] = "/proc/sys/net/../../../etc/victim".into();
+    std::fs::write(&file, serde_json::to_string(&snap).unwrap()).unwrap();
+    let out = run(&["rollback", &id]);
+    assert_ne!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+
+    // Repaired, it restores as before.
+    std::fs::write(&file, good).unwrap();
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "60\n");
+    assert_eq!(mode(&file), 0o600, "snapshot file rewritten");
+}
