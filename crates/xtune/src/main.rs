@@ -294,16 +294,28 @@ fn run_local(cli: &Cli, profile: Option<&Profile>) -> i32 {
     };
     let command = cli.cmd.name();
 
-    // One apply or rollback at a time per state dir, from reading the
-    // current values to the snapshot's last state.
-    let _lock = match &cli.cmd {
-        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => match store.lock() {
-            Ok(l) => Some(l),
-            Err(e) => {
-                let msg = format!("cannot lock the state dir: {e}");
-                return emit(cli.json, site.refused(command, profile, &msg, 1));
+    // One apply or rollback at a time per target (whatever its state dir),
+    // then per state dir, from reading the current values to the
+    // snapshot's last state.
+    let _locks = match &cli.cmd {
+        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => {
+            let holder = format!(
+                "pid {}: {command} with state dir {}",
+                std::process::id(),
+                store.dir().display()
+            );
+            let target = xtune::lock::lock_target(fs.root(), &site.target, &holder)
+                .map_err(|e| e.to_string());
+            match target.and_then(|t| {
+                let s = store
+                    .lock()
+                    .map_err(|e| format!("cannot lock the state dir: {e}"))?;
+                Ok((t, s))
+            }) {
+                Ok(l) => Some(l),
+                Err(msg) => return emit(cli.json, site.refused(command, profile, &msg, 1)),
             }
-        },
+        }
         _ => None,
     };
 

@@ -2,9 +2,6 @@
 //! and fsync'd before the first write, so a crash mid-apply still leaves a way
 //! back. One JSON file per snapshot under the state dir (`/var/lib/xtune`).
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -196,46 +193,17 @@ impl Store {
 
     /// Takes the store's lock: one apply or rollback at a time per state
     /// dir, from reading the knobs' current values to the snapshot's last
-    /// state. Without it, two applies (two `--on` roles on one host, or two
-    /// shells) read the same originals, could take the same id, and a
-    /// rollback would leave one profile's values on the host. Waits for the
-    /// holder (saying so on stderr); released when the guard drops.
+    /// state, so that two (on different targets) do not take the same id
+    /// or order number. The target's own lock ([`crate::lock::lock_target`])
+    /// is taken before it. Waits for the holder (saying so on stderr);
+    /// released when the guard drops.
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
         self.create_dir()?;
-        let path = self.dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
-        let fd = file.as_raw_fd();
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(StoreError::Io { path, source: e });
-            }
-            eprintln!(
-                "xtune: another xtune is applying or rolling back with {}: waiting for it",
-                self.dir.display()
-            );
-            loop {
-                // SAFETY: as above.
-                if unsafe { libc::flock(fd, libc::LOCK_EX) } == 0 {
-                    break;
-                }
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(StoreError::Io { path, source: e });
-                }
-            }
-        }
-        Ok(StoreLock { _file: file })
+        let what = format!("state dir {}", self.dir.display());
+        crate::lock::exclusive(&self.dir.join(".lock"), &what, None).map_err(|e| StoreError::Io {
+            path: e.path,
+            source: e.source,
+        })
     }
 
     /// Creates the directory (and its parents), mode 0700 from the start,
@@ -379,10 +347,7 @@ impl Store {
 }
 
 /// Held while an apply or rollback runs: see [`Store::lock`].
-#[derive(Debug)]
-pub struct StoreLock {
-    _file: File,
-}
+pub type StoreLock = crate::lock::Held;
 
 /// A snapshot's place in the stack.
 fn order(s: &Snapshot) -> (u64, u64, &str) {
@@ -517,6 +482,8 @@ pub fn human_time(ms: u64) -> String {
 mod tests {
     use super::*;
     use crate::testutil::TempDir;
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
 
     fn snap(store: &Store, target: &str, ms: u64, state: State) -> Snapshot {
         Snapshot {

@@ -1332,3 +1332,108 @@ fn rollback_refuses_a_snapshot_entry_whose_path_is_not_its_knobs() {
     assert_eq!(std::fs::read_to_string(&fin).unwrap(), "60\n");
     assert_eq!(mode(&file), 0o600, "snapshot file rewritten");
 }
+
+/// Holds the store lock of `state` (as an xtune mid-apply would) until dropped.
+fn hold_store_lock(state: &std::path::Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(state).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state.join(".lock"))
+        .unwrap();
+    // SAFETY: flock on a descriptor owned here.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
+
+/// Waits for `child` at most `secs` (killed after), returning its output.
+fn wait_bounded(mut child: std::process::Child, secs: u64) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Two applies on one target with different state dirs: the second waits
+/// for the first (the lock is the target's, not the store's), so its
+/// snapshot holds what the first wrote and the two roll back in turn.
+/// `target` is the arguments naming the target (`--root`, `--netns`),
+/// `read` the value of the knob on it.
+fn applies_with_two_state_dirs_take_turns(
+    dir: &TempDir,
+    target: &[String],
+    read: &dyn Fn() -> String,
+) {
+    let s1 = dir.path().join("state1");
+    let s2 = dir.path().join("state2");
+    let p1 = dir.file("p1.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
+    let p2 = dir.file("p2.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 17\n");
+    let before = read();
+    let spawn = |args: &[&str], state: &std::path::Path| {
+        std::process::Command::new(util::xtune_bin())
+            .args(args)
+            .args(target)
+            .args(["--state-dir", state.to_str().unwrap(), "--json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The first apply holds the target and waits for its own store.
+    let held = hold_store_lock(&s1);
+    let a = spawn(&["apply", &p1], &s1);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut b = spawn(&["apply", &p2], &s2);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let b_done = b.try_wait().unwrap().is_some();
+    drop(held);
+    let (a, b) = (wait_bounded(a, 60), wait_bounded(b, 60));
+    assert!(
+        !b_done,
+        "the second apply did not wait for the first: {}{}",
+        stdout(&b),
+        stderr(&b)
+    );
+    assert_eq!(code(&a), 0, "{}{}", stdout(&a), stderr(&a));
+    assert_eq!(code(&b), 0, "{}{}", stdout(&b), stderr(&b));
+    assert!(stderr(&b).contains("waiting"), "{}", stderr(&b));
+    assert_eq!(read(), "17");
+    // Each rolls back to what it found: 17 -> 15 -> the original.
+    let rollback = |state: &std::path::Path| wait_bounded(spawn(&["rollback"], state), 60);
+    let out = rollback(&s2);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(read(), "15");
+    let out = rollback(&s1);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(read(), before);
+}
+
+#[test]
+fn two_state_dirs_on_one_host_take_turns() {
+    let dir = TempDir::new("lock-host");
+    let root = fake_tree(&dir);
+    let fin = dir.path().join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let read = || std::fs::read_to_string(&fin).unwrap().trim().to_string();
+    applies_with_two_state_dirs_take_turns(&dir, &["--root".into(), root], &read);
+}
+
+#[test]
+fn two_state_dirs_on_one_namespace_take_turns() {
+    skip_unless_root!();
+    let dir = TempDir::new("lock-netns");
+    let ns = Netns::new("lock");
+    let read = || {
+        ns.read("/proc/sys/net/ipv4/tcp_fin_timeout")
+            .trim()
+            .to_string()
+    };
+    applies_with_two_state_dirs_take_turns(&dir, &["--netns".into(), ns.name.clone()], &read);
+}
