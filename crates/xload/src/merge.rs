@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use xload_stats::{MergeCheck, Refusal, Report, ReportError, TextOptions};
+use xload_sys::input;
 
 use crate::run::write_out;
 use crate::Failure;
@@ -61,7 +62,7 @@ pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     }
     let mut reports = Vec::new();
     for p in &a.reports {
-        let text = std::fs::read_to_string(p)
+        let text = input::read_to_string(p, "a report", input::DATA_LIMIT)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         let r = Report::from_json(&text)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;

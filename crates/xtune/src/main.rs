@@ -7,7 +7,6 @@
 mod cli_docs;
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -375,9 +374,16 @@ fn host_net_sysctls(fs: &RootFs, p: &Profile) -> BTreeSet<String> {
 
 fn load_profile(arg: &str, label: Option<&str>) -> Result<Profile, String> {
     if arg == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let bytes = xload_sys::input::read_stream(
+            std::io::stdin().lock(),
+            "a profile",
+            xtune::profile::PROFILE_LIMIT,
+        );
+        let text = bytes
+            .and_then(|b| {
+                String::from_utf8(b)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })
             .map_err(|e| format!("reading the profile from stdin: {e}"))?;
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Profile::from_text(&text, label.unwrap_or("stdin"), &cwd).map_err(|e| e.to_string())

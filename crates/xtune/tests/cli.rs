@@ -1437,3 +1437,63 @@ fn two_state_dirs_on_one_namespace_take_turns() {
     };
     applies_with_two_state_dirs_take_turns(&dir, &["--netns".into(), ns.name.clone()], &read);
 }
+
+#[test]
+fn a_profile_that_is_not_a_regular_file_of_at_most_16_mib_is_refused_promptly() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("input-profile");
+    let root = fake_tree(&dir);
+    let state = dir.join_str("state");
+    let fifo = dir.join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path owned here.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let sub = dir.join("a-directory.toml");
+    std::fs::create_dir_all(&sub).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((16 << 20) + 1)
+        .unwrap();
+    let extends = dir.file(
+        "child.toml",
+        &format!(
+            "extends = \"{}\"\n[sysctl]\n\"net.core.somaxconn\" = 1\n",
+            fifo.display()
+        ),
+    );
+    // The FIFO first: a build without the check hangs on it (killed here).
+    let cases = [
+        (fifo.display().to_string(), "not a regular file"),
+        (extends, "not a regular file"),
+        (sub.display().to_string(), "not a regular file"),
+        (big.display().to_string(), "16 MiB"),
+        ("/dev/zero".to_string(), "not a regular file"),
+    ];
+    for (profile, why) in cases {
+        let child = std::process::Command::new(util::xtune_bin())
+            .args(["apply", &profile, "--root", &root, "--state-dir", &state])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_bounded(child, 10);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{profile}: {}{err}", stdout(&out));
+        assert!(err.contains(why), "{profile}: says {why:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The profile on stdin is read up to the same limit.
+    let child = std::process::Command::new(util::xtune_bin())
+        .args(["apply", "-", "--root", &root, "--state-dir", &state])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, 10);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("16 MiB"), "{}", stderr(&out));
+    assert_eq!(dir.get("root/proc/sys/net/core/somaxconn"), "4096\n");
+}
