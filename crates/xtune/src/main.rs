@@ -292,6 +292,14 @@ fn run_local(cli: &Cli, profile: Option<&Profile>) -> i32 {
         netns_cookie: None,
     };
     let command = cli.cmd.name();
+    if let Err(e) = store.check() {
+        let flag = if cli.state_dir.is_some() {
+            "--state-dir "
+        } else {
+            ""
+        };
+        return usage_error(cli, &format!("{flag}{e}"));
+    }
 
     // One apply or rollback at a time per target (whatever its state dir),
     // then per state dir, from reading the current values to the
@@ -527,8 +535,11 @@ fn multi(
 }
 
 /// `xtune snapshots`: the store's listing.
+/// `xtune snapshots`: exit 1 when a file of the store cannot be read (it
+/// may be the snapshot a rollback needs), else 0.
 fn snapshots(site: &Site, json: bool) -> i32 {
     let (snaps, errors) = site.store.list();
+    let code = i32::from(!errors.is_empty());
     if json {
         let listing = serde_json::json!({
             "schema": "xtune-snapshots/1",
@@ -551,9 +562,9 @@ fn snapshots(site: &Site, json: bool) -> i32 {
             serde_json::to_string_pretty(&listing).unwrap_or_default()
         );
     } else {
-        if snaps.is_empty() {
+        if snaps.is_empty() && errors.is_empty() {
             outln!("no snapshots in {}", site.store.dir().display());
-        } else {
+        } else if !snaps.is_empty() {
             outln!(
                 "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  STATE",
                 "ID",
@@ -580,11 +591,18 @@ fn snapshots(site: &Site, json: bool) -> i32 {
                 );
             }
         }
+        if !errors.is_empty() {
+            outln!(
+                "{} unreadable file(s) in {}: named on stderr; a rollback of their target stops at them",
+                errors.len(),
+                site.store.dir().display()
+            );
+        }
         for e in &errors {
             eprintln!("xtune: {e}");
         }
     }
-    0
+    code
 }
 
 fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i32 {

@@ -156,6 +156,15 @@ pub enum StoreError {
     /// A state dir xtune cannot safely pick from.
     #[error("{0}")]
     Blocked(String),
+    /// The state dir, or a directory above it, is a file (or another
+    /// non-directory): it cannot hold snapshots.
+    #[error("{}: {} is not a directory: name a directory for the snapshots (default {DEFAULT_STATE_DIR})", dir.display(), blocker.display())]
+    NotADirectory {
+        /// The state dir.
+        dir: PathBuf,
+        /// The part of its path that exists and is no directory.
+        blocker: PathBuf,
+    },
 }
 
 /// The state directory.
@@ -206,11 +215,32 @@ impl Store {
         })
     }
 
+    /// Whether the directory can be (or is) a state dir: the nearest part
+    /// of its path that exists must be a directory. Commands call it first,
+    /// so that a file given as the state dir is named, not met as EEXIST.
+    pub fn check(&self) -> Result<(), StoreError> {
+        for part in self.dir.ancestors() {
+            match std::fs::metadata(part) {
+                Ok(m) if m.is_dir() => return Ok(()),
+                Ok(_) => {
+                    return Err(StoreError::NotADirectory {
+                        dir: self.dir.clone(),
+                        blocker: part.to_path_buf(),
+                    })
+                }
+                // Absent: created on first save; look further up.
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Creates the directory (and its parents), mode 0700 from the start,
     /// and makes an existing one 0700: snapshots hold what a host was
     /// tuned from, for root only.
     fn create_dir(&self) -> Result<(), StoreError> {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        self.check()?;
         let io = |source| StoreError::Io {
             path: self.dir.clone(),
             source,

@@ -1497,3 +1497,63 @@ fn a_profile_that_is_not_a_regular_file_of_at_most_16_mib_is_refused_promptly() 
     assert!(stderr(&out).contains("16 MiB"), "{}", stderr(&out));
     assert_eq!(dir.get("root/proc/sys/net/core/somaxconn"), "4096\n");
 }
+
+#[test]
+fn snapshots_with_only_an_unreadable_file_does_not_say_there_are_none() {
+    let dir = TempDir::new("snap-list-bad");
+    let state = dir.path().join("state");
+    dir.file("state/20261205-000000-000-host.json", "{");
+    let out = xtune(&["snapshots", "--state-dir", state.to_str().unwrap()]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(
+        code(&out),
+        1,
+        "an unreadable snapshot is a failure: {text}{err}"
+    );
+    assert!(!text.contains("no snapshots"), "{text}");
+    assert!(
+        text.contains("1 unreadable") && err.contains("20261205-000000-000-host.json"),
+        "{text}{err}"
+    );
+    // JSON says the same by its errors, with the same exit code.
+    let out = xtune(&[
+        "snapshots",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code(&out), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn a_state_dir_that_is_a_file_is_an_argument_error_naming_it() {
+    let dir = TempDir::new("state-file");
+    let root = fake_tree(&dir);
+    let file = dir.file("not-a-dir", "x\n");
+    let under = format!("{file}/state");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
+    for state in [&file, &under] {
+        for args in [
+            vec!["apply", prof.as_str()],
+            vec!["rollback"],
+            vec!["snapshots"],
+            vec!["verify", prof.as_str()],
+        ] {
+            let mut all = args.clone();
+            all.extend(["--root", &root, "--state-dir", state]);
+            let out = xtune(&all);
+            let err = stderr(&out);
+            assert_eq!(code(&out), 2, "{all:?}: {}{err}", stdout(&out));
+            assert!(
+                err.contains("--state-dir")
+                    && err.contains(&file)
+                    && err.contains("not a directory"),
+                "{all:?}: {err}"
+            );
+            assert!(!err.contains("os error"), "{all:?}: {err}");
+        }
+    }
+    assert_eq!(dir.get("root/proc/sys/net/core/somaxconn"), "4096\n");
+}
