@@ -8,11 +8,10 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
-use crate::merge::add_to;
 
 /// As the report's: an empty string when the histogram cannot be encoded.
 fn histogram_string(h: &Histogram<u64>) -> String {

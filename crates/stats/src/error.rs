@@ -55,3 +55,14 @@ pub enum ReportError {
         source: Box<ReportError>,
     },
 }
+
+/// `*acc += n`, or [`ReportError::Overflow`] naming `field` when the sum
+/// does not fit: a merge never wraps a count around.
+pub(crate) fn add_to(acc: &mut u64, n: u64, field: &str) -> Result<(), ReportError> {
+    *acc = acc.checked_add(n).ok_or_else(|| ReportError::Overflow {
+        field: field.to_string(),
+        value: n,
+        before: *acc,
+    })?;
+    Ok(())
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySummary};
 use crate::report::{
     histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo, SecondHistogram,
@@ -363,17 +363,6 @@ fn accumulate(
         }
         None => *acc = Some(h),
     }
-    Ok(())
-}
-
-/// `*acc += n`, or [`ReportError::Overflow`] naming `field` when the sum
-/// does not fit: a merge never wraps a count around.
-pub(crate) fn add_to(acc: &mut u64, n: u64, field: &str) -> Result<(), ReportError> {
-    *acc = acc.checked_add(n).ok_or_else(|| ReportError::Overflow {
-        field: field.to_string(),
-        value: n,
-        before: *acc,
-    })?;
     Ok(())
 }
 

@@ -7,10 +7,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::classes::ClassReport;
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
-use crate::merge::add_to;
 use crate::recorder::{Interval, Recorder, Unanswered};
 use crate::tls::TlsReport;
 use crate::walltime::{parse_rfc3339, UnixMicros};

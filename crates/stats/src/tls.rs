@@ -4,11 +4,10 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
-use crate::merge::add_to;
 
 /// As the report's histograms: empty only if it cannot be encoded (never).
 fn histogram_string(h: &Histogram<u64>) -> String {
