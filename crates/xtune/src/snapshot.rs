@@ -416,10 +416,14 @@ fn may_be_of(e: &StoreError, target: &str) -> bool {
 }
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
-    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let what = "a snapshot";
+    let bytes =
+        xload_sys::input::read(path, what, xload_sys::input::DATA_LIMIT).map_err(|source| {
+            StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     let snap: Snapshot = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -428,6 +432,14 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
         return Err(StoreError::Corrupt {
             path: path.to_path_buf(),
             message: format!("schema `{}`, expected `{SCHEMA}`", snap.schema),
+        });
+    }
+    // A rollback saves it back under its id: the id is its file's name.
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    if stem != Some(snap.id.as_str()) {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("its id `{}` is not its file name (edited?)", snap.id),
         });
     }
     for entry in &snap.entries {
@@ -700,6 +712,23 @@ mod tests {
         };
         store.save(&cfg).unwrap();
         assert!(store.load(&cfg.id).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_whose_id_is_not_its_file_name_is_corrupt() {
+        // A rollback saves the snapshot back under its id: an edited id
+        // would make root write the file elsewhere.
+        let t = TempDir::new("snap-id");
+        let store = Store::new(t.path().join("state"));
+        let mut s = snap(&store, "host", 7, State::Applied);
+        store.save(&s).unwrap();
+        let file = store.path_of(&s.id);
+        s.id = "../../escaped".into();
+        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let e = store.load(&stem).unwrap_err();
+        assert!(e.to_string().contains("../../escaped"), "{e}");
+        assert!(store.list().0.is_empty());
     }
 
     #[test]
