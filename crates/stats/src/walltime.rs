@@ -10,6 +10,14 @@ use xload_sys::calendar::{civil_from_days, days_from_civil, days_in_month};
 
 const US_PER_DAY: i64 = 86_400_000_000;
 
+/// Now on CLOCK_REALTIME.
+pub fn now_us() -> UnixMicros {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_micros() as i64,
+        Err(e) => -(e.duration().as_micros() as i64),
+    }
+}
+
 /// `us` as RFC 3339 UTC with six fractional digits.
 pub fn format_rfc3339_us(us: UnixMicros) -> String {
     let days = us.div_euclid(US_PER_DAY);

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+mod hosts;
+pub(crate) use hosts::HostArgs;
+
 /// Options of one load run (docs/design.md, command-line contract).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RunArgs {
@@ -27,7 +30,7 @@ pub(crate) struct RunArgs {
     pub common: CommonArgs,
 
     #[command(flatten)]
-    pub hosts: crate::hosts::HostArgs,
+    pub hosts: HostArgs,
 }
 
 /// Options shared by `xload URL` and `xload sweep` (all but the load level).
@@ -88,6 +91,11 @@ pub(crate) struct CommonArgs {
     /// Connect timeout.
     #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
+
+    /// https: TLS handshake timeout, from the TCP connect on (counted as
+    /// tls_handshake_timeout).
+    #[arg(long = "handshake-timeout", default_value = "3s", value_parser = parse_positive_duration)]
+    pub handshake_timeout: Duration,
 
     /// Bind the connections to these local addresses, in turn: ADDR[,ADDR...] or a range
     /// 127.0.0.2-127.0.0.9. Each address has its own ephemeral ports toward the target (about

@@ -43,7 +43,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
     // Before the sweep, not after it: a path that cannot be written is a
     // bad argument.
     if let Some(path) = a.json.as_deref().filter(|p| *p != "-") {
-        crate::run::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
+        crate::output::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
     }
     let allowed = xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
     // With two CPUs or more, the responder gets the last one and xload the rest,
@@ -141,7 +141,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
     }
     if let Some(path) = &a.json {
         let doc = serde_json::to_string_pretty(&r.to_json(&url)).unwrap_or_default();
-        crate::run::write_out(path, &doc)?;
+        crate::output::write_out(path, &doc)?;
     }
     if let Some(path) = &a.plot {
         r.plot(path, &url)

@@ -6,7 +6,7 @@ use clap::Args;
 use xload_stats::{MergeCheck, Refusal, Report, ReportError, TextOptions};
 use xload_sys::input;
 
-use crate::run::write_out;
+use crate::output::write_out;
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
@@ -42,7 +42,7 @@ pub(crate) struct MergeAllow {
 
 pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     if let Some(path) = a.json.as_deref().filter(|p| *p != "-") {
-        crate::run::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
+        crate::output::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
     }
     // Every input is an argument: one that cannot be read, is not a report,
     // or is given twice (its requests would count twice) is a bad argument,

@@ -153,7 +153,7 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         None => None,
     };
     let cfg = config(a, tls.as_ref(), files)?;
-    crate::run::raise_fd_soft_limit();
+    crate::fd_limit::raise_fd_soft_limit();
     let workers = cfg.cpus.len();
     let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
     crate::outln!(

@@ -293,6 +293,16 @@ pub(crate) fn check_trusted(
                          signed it with --cacert FILE, or skip verification with --insecure"
                     )));
                 }
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) {
+                    return Err(Failure::Run(format!(
+                        "{target}: TCP connected but the TLS handshake did not complete within \
+                         {timeout:?} (tls_handshake_timeout): the server does not answer the \
+                         ClientHello (is it TLS on this port? --handshake-timeout sets the wait)"
+                    )));
+                }
                 return Ok(());
             }
         }

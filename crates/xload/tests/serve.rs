@@ -814,3 +814,65 @@ fn a_slow_reader_is_not_timed_out_while_it_reads() {
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(srv.stats()["send_timeouts"], 1);
 }
+
+/// The server's `/stats` request count once it stops changing (requests
+/// the client sent just before it exited may still be in the server's
+/// socket buffers).
+fn settled_requests(serve: &Serve) -> u64 {
+    let mut last = serve.stats()["requests"].as_u64().expect("requests");
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = serve.stats()["requests"].as_u64().expect("requests");
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// `unanswered_at_end.in_flight` is exact: the window's responses plus the
+/// requests in flight when it closed are every request the server received
+/// (no warm-up: the window is the whole run). Before: `-c 100` left 100
+/// answered requests out of both (`in_flight 0`), `-c 64 --pipeline 4` 256.
+#[test]
+fn responses_plus_in_flight_are_every_request_the_server_received() {
+    for engine in ["uring", "epoll"] {
+        for (conns, pipeline) in [("100", "1"), ("64", "4")] {
+            let serve = Serve::start(&["--cpus", "1"]);
+            let before = settled_requests(&serve);
+            let dir = TempDir::new("in-flight");
+            let json = dir.join("r.json");
+            let (status, stdout, stderr, _) = run_xload([
+                serve.url("/").as_str(),
+                "-c",
+                conns,
+                "--pipeline",
+                pipeline,
+                "-d",
+                "1s",
+                "--engine",
+                engine,
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            if engine == "uring" && !json.exists() && stderr.contains("io_uring") {
+                eprintln!("skipping the io_uring run: {}", stderr.trim());
+                continue;
+            }
+            assert!(status.success(), "{stdout}\n{stderr}");
+            let r = read_json(&json);
+            let received = settled_requests(&serve) - before;
+            let responses = r["requests"].as_u64().unwrap();
+            let in_flight = r["unanswered_at_end"]["in_flight"].as_u64().unwrap();
+            assert_eq!(r["errors_total"], 0, "{r}");
+            assert_eq!(
+                responses + in_flight,
+                received,
+                "{engine} -c {conns} --pipeline {pipeline}: {responses} responses + \
+                 {in_flight} in flight against {received} received"
+            );
+        }
+    }
+}

@@ -347,8 +347,15 @@ fn parent(module: &str) -> &str {
 /// The paths a `use` tree names, e.g. `crate::{a::B, c::{d, e}}` gives
 /// `crate::a::B`, `crate::c::d`, `crate::c::e`.
 fn expand_use(text: &str) -> Vec<String> {
-    fn tree(toks: &[String], pos: &mut usize, prefix: &str, out: &mut Vec<String>) {
+    expand_use_named(text).into_iter().map(|(_, p)| p).collect()
+}
+
+/// As [`expand_use`], each path with the name it binds (its last segment,
+/// or the `as` alias).
+fn expand_use_named(text: &str) -> Vec<(String, String)> {
+    fn tree(toks: &[String], pos: &mut usize, prefix: &str, out: &mut Vec<(String, String)>) {
         let mut path = prefix.to_string();
+        let mut alias = None;
         loop {
             match toks.get(*pos).map(String::as_str) {
                 Some("{") => {
@@ -366,7 +373,10 @@ fn expand_use(text: &str) -> Vec<String> {
                     }
                 }
                 Some("::") => *pos += 1,
-                Some("as") => *pos += 2,
+                Some("as") => {
+                    alias = toks.get(*pos + 1).cloned();
+                    *pos += 2;
+                }
                 Some(t) if t != "," && t != "}" => {
                     path = if path.is_empty() {
                         t.to_string()
@@ -376,7 +386,9 @@ fn expand_use(text: &str) -> Vec<String> {
                     *pos += 1;
                 }
                 _ => {
-                    out.push(path);
+                    let path = path.trim_end_matches("::self").to_string();
+                    let name = alias.unwrap_or_else(|| last_seg(&path).to_string());
+                    out.push((name, path));
                     return;
                 }
             }
@@ -402,14 +414,82 @@ fn expand_use(text: &str) -> Vec<String> {
     }
     let mut out = Vec::new();
     tree(&toks, &mut 0, "", &mut out);
-    out.into_iter()
-        .map(|p| p.trim_end_matches("::self").to_string())
-        .collect()
+    out
+}
+
+/// The names a module re-exports (`pub use a::B;`, `pub(crate) use a::{B as C}`),
+/// each with the path it stands for: `use crate::m::C` lands where `C` is
+/// defined, not in `m`, so a loop through a re-export is still a loop.
+fn reexports(src: &str) -> Vec<(String, String)> {
+    let (m, _) = strip_tests(src);
+    let mut out = Vec::new();
+    for p in keyword_positions(&m, "use") {
+        let head = String::from_utf8_lossy(&m[p.saturating_sub(24)..p]).to_string();
+        let head = head.trim_end();
+        if !(head.ends_with("pub") || head.ends_with(')') && head.contains("pub(")) {
+            continue;
+        }
+        let end = m[p..]
+            .iter()
+            .position(|&c| c == b';')
+            .map_or(m.len(), |q| p + q);
+        out.extend(expand_use_named(&String::from_utf8_lossy(&m[p + 3..end])));
+    }
+    out.retain(|(name, _)| name != "*" && name != "self");
+    out
+}
+
+/// A module's re-exports, resolved: (module, name) → (module the name's
+/// path lands in, the name there).
+type Reexports = BTreeMap<(String, String), (String, String)>;
+
+fn reexport_table(files: &[(String, String)], modules: &BTreeSet<String>) -> Reexports {
+    let mut table = Reexports::new();
+    for (module, src) in files {
+        for (name, path) in reexports(src) {
+            if let Some((t, rest)) = resolve_plain(&path, module, modules) {
+                let there = rest.first().cloned().unwrap_or_else(|| name.clone());
+                table.insert((module.clone(), name), (t, there));
+            }
+        }
+    }
+    table
 }
 
 /// Resolve a path written in `module` to the module file it lands in, if it
-/// is a module of this crate.
-fn resolve(path: &str, module: &str, modules: &BTreeSet<String>) -> Option<String> {
+/// is a module of this crate, following re-exports.
+fn resolve(
+    path: &str,
+    module: &str,
+    modules: &BTreeSet<String>,
+    reexported: &Reexports,
+) -> Option<String> {
+    let (mut base, rest) = resolve_plain(path, module, modules)?;
+    if let Some(mut name) = rest.first().cloned() {
+        // A chain of re-exports (`lib` re-exports `a::B`, `a` re-exports
+        // `b::B`) ends where the name is defined.
+        for _ in 0..8 {
+            match reexported.get(&(base.clone(), name.clone())) {
+                Some((t, there)) if *t != base => (base, name) = (t.clone(), there.clone()),
+                _ => break,
+            }
+        }
+    }
+    Some(base)
+}
+
+fn last_seg(path: &str) -> &str {
+    path.rsplit("::").next().unwrap_or("")
+}
+
+/// Resolve a path written in `module` to the module file it lands in, if it
+/// is a module of this crate (re-exports not followed), with the segments
+/// left after it.
+fn resolve_plain(
+    path: &str,
+    module: &str,
+    modules: &BTreeSet<String>,
+) -> Option<(String, Vec<String>)> {
     let segs: Vec<&str> = path.split("::").collect();
     let (mut base, mut rest) = match segs[0] {
         "crate" => (String::new(), &segs[1..]),
@@ -422,14 +502,15 @@ fn resolve(path: &str, module: &str, modules: &BTreeSet<String>) -> Option<Strin
         base = parent(&base).to_string();
         rest = &rest[1..];
     }
-    for seg in rest {
+    while let Some(seg) = rest.first() {
         let next = child(&base, seg);
         if !modules.contains(&next) {
             break;
         }
         base = next;
+        rest = &rest[1..];
     }
-    Some(base)
+    Some((base, rest.iter().map(|s| s.to_string()).collect()))
 }
 
 /// Every path mentioned in non-test code: `use` trees expanded, and inline
@@ -469,11 +550,12 @@ fn is_ancestor(a: &str, b: &str) -> bool {
 /// and re-exporting its children, is how Rust modules nest.
 fn import_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
     let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let reexported = reexport_table(files, &modules);
     let mut graph = BTreeMap::new();
     for (module, src) in files {
         let targets: BTreeSet<String> = paths_in(src)
             .iter()
-            .filter_map(|p| resolve(p, module, &modules))
+            .filter_map(|p| resolve(p, module, &modules, &reexported))
             .filter(|t| t != module && !is_ancestor(t, module) && !is_ancestor(module, t))
             .collect();
         graph.insert(module.clone(), targets);
@@ -696,4 +778,39 @@ fn parents_children_tests_and_other_crates_make_no_cycle() {
     let graph = import_graph(&fs);
     assert!(cycles(&graph).is_empty(), "{graph:?}");
     assert_eq!(graph["drive"], BTreeSet::from(["uring".to_string()]));
+}
+
+#[test]
+fn a_cycle_through_a_reexport_is_found() {
+    // `run` names `hosts::stamp`, defined in `hosts::meta`, which imports
+    // `run`: the re-export in `hosts` must not hide the loop.
+    let fs = files(&[
+        ("", "mod hosts; mod run;"),
+        ("hosts", "mod meta; pub(crate) use meta::stamp;"),
+        ("hosts::meta", "use crate::run::Prepared; pub fn stamp() {}"),
+        (
+            "run",
+            "pub struct Prepared; fn f() { crate::hosts::stamp() }",
+        ),
+    ]);
+    assert_eq!(cycles(&import_graph(&fs)), vec![vec!["hosts::meta", "run"]]);
+    // Renamed and grouped re-exports, and a chain of two, resolve too.
+    let fs = files(&[
+        ("", "mod a; mod b; pub use a::{Thing as Alias};"),
+        ("a", "mod inner; pub(crate) use self::inner::Thing;"),
+        ("a::inner", "use crate::b::B; pub struct Thing;"),
+        ("b", "pub struct B; fn f() -> crate::Alias { todo!() }"),
+    ]);
+    assert_eq!(cycles(&import_graph(&fs)), vec![vec!["a::inner", "b"]]);
+}
+
+#[test]
+fn reexports_name_what_they_bind() {
+    assert_eq!(
+        reexports("pub(crate) use meta::stamp;\nuse std::io;\npub use a::{B as C, d::*};"),
+        [
+            ("stamp".to_string(), "meta::stamp".to_string()),
+            ("C".to_string(), "a::B".to_string()),
+        ]
+    );
 }

@@ -567,7 +567,172 @@ fn https_large_bodies_open_across_receives(engine: &str) {
     }
 }
 
+/// A loopback TCP server that never answers a byte: connections after the
+/// first `forward` are held open and read, while the first `forward` are
+/// relayed to `to` (a real TLS server), so the certificate pre-check can
+/// pass and the run's own handshakes stall. Until dropped (at most 30 s).
+struct Staller {
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Staller {
+    fn start(forward: usize, to: Option<u16>) -> Staller {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(30);
+            let mut held = Vec::new();
+            let mut accepted = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                let Ok((s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                accepted += 1;
+                let _ = s.set_nonblocking(false);
+                match to.filter(|_| accepted <= forward) {
+                    Some(to) => relay(s, to),
+                    // Held open unanswered; what the client sends waits in
+                    // the socket's buffer.
+                    None => held.push(s),
+                }
+            }
+        });
+        Staller {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// Copies bytes both ways between `client` and 127.0.0.1:`to` until either closes.
+fn relay(client: TcpStream, to: u16) {
+    let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+        return;
+    };
+    for (mut from, mut into) in [
+        (client.try_clone().unwrap(), server.try_clone().unwrap()),
+        (server, client),
+    ] {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut into);
+            let _ = into.shutdown(std::net::Shutdown::Both);
+        });
+    }
+}
+
+impl Drop for Staller {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A server that never answers the ClientHello: the certificate pre-check
+/// ends at the handshake timeout with the cause named, instead of running
+/// the window on top (before: `-d 2s` took 4 s, `Errors none`, then "no
+/// response" with no cause).
+#[test]
+fn a_server_that_never_answers_the_client_hello_is_named_at_once() {
+    let srv = Staller::start(0, None);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t0 = Instant::now();
+    let (code, _, out, err) = client_run(
+        "auto",
+        &[
+            &url,
+            "--insecure",
+            "-d",
+            "10s",
+            "--timeout",
+            "1s",
+            "--handshake-timeout",
+            "500ms",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("tls_handshake_timeout"), "{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}: the 10 s window ran after all\n{err}",
+        t0.elapsed()
+    );
+}
+
+/// Ctrl-C during the TLS pre-check is seen at once (before: only when the
+/// handshake's wait, up to the connect timeout, ended).
+#[test]
+fn ctrl_c_during_the_tls_pre_check_exits_at_once() {
+    let srv = Staller::start(0, None);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let child = support::run::spawn_xload([
+        url.as_str(),
+        "-c",
+        "8",
+        "-d",
+        "10s",
+        "--insecure",
+        "--connect-timeout",
+        "9s",
+        "--handshake-timeout",
+        "9s",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    let signalled = Instant::now();
+    child.interrupt();
+    let out = child.wait_timeout(Duration::from_secs(15));
+    assert!(!out.timed_out, "no exit 15 s after Ctrl-C");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?} from Ctrl-C to exit\n{}",
+        signalled.elapsed(),
+        out.stderr
+    );
+    assert_eq!(support::run::exit_code(out.status), 130, "{}", out.stderr);
+    assert!(out.stderr.contains("interrupted"), "{}", out.stderr);
+}
+
+/// Handshakes that stall during the run end at the handshake timeout,
+/// inside the window, counted as `tls_handshake_timeout` (before: as
+/// `connect_timeout` at the connect timeout, although TCP had connected).
+fn a_handshake_that_stalls_in_the_run_is_a_tls_handshake_timeout(engine: &str) {
+    let real = serve_tls(&[]);
+    // The pre-check's connection reaches the real server; the run's stall.
+    let srv = Staller::start(1, Some(real.port));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(
+        engine,
+        &[
+            &url,
+            "--insecure",
+            "-c",
+            "2",
+            "-d",
+            "1500ms",
+            "--handshake-timeout",
+            "300ms",
+        ],
+    );
+    assert_eq!(code, 1, "nothing answered: {out}{err}");
+    let errors = &r["errors"];
+    assert!(
+        errors["tls_handshake_timeout"].as_u64().unwrap_or(0) >= 2,
+        "{errors}\n{out}{err}"
+    );
+    assert!(errors.get("connect_timeout").is_none(), "{errors}");
+    assert!(err.contains("tls_handshake_timeout"), "{err}");
+}
+
 both_engines!(
+    a_handshake_that_stalls_in_the_run_is_a_tls_handshake_timeout,
     https_large_bodies_open_across_receives,
     https_pipelines_and_handshakes_per_connection,
     https_against_serve_tls_reconciles_with_its_stats,

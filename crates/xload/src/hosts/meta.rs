@@ -9,9 +9,8 @@ use xload_stats::walltime::format_rfc3339_us;
 use xload_stats::{Report, RunInfo};
 
 use super::start::unix_us_of_monotonic;
-use super::HostArgs;
-use crate::args::{ArrivalArg, CommonArgs};
-use crate::run::Prepared;
+use crate::args::{ArrivalArg, CommonArgs, HostArgs};
+use crate::prepared::Prepared;
 
 /// This machine's host name (None if it cannot be read).
 pub(super) fn host_name() -> Option<String> {
@@ -67,6 +66,10 @@ fn settings(a: &CommonArgs, p: &Prepared) -> BTreeMap<String, Value> {
     s.insert("warmup_s".into(), secs(Some(a.warmup.unwrap_or_default())));
     s.insert("timeout_s".into(), secs(Some(a.timeout)));
     s.insert("connect_timeout_s".into(), secs(Some(a.connect_timeout)));
+    s.insert(
+        "handshake_timeout_s".into(),
+        secs(Some(a.handshake_timeout)),
+    );
     if p.plan.open_loop.is_some() {
         let arrival = match a.arrival {
             ArrivalArg::Uniform => "uniform",

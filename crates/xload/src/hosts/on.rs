@@ -14,7 +14,7 @@ use xload_sys::remote::{self, Job, TRANSPORT_FAILED};
 use super::rows::{host_rows, HostOutcome};
 use crate::args::RunArgs;
 use crate::merge::{checked_merge, MergeAllow};
-use crate::run::{check_outputs, write_out};
+use crate::output::{check_outputs, write_out};
 use crate::Failure;
 
 /// Options that `xload --on` decides for each host, or keeps to itself:

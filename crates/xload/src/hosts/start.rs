@@ -8,10 +8,7 @@ use xload_stats::walltime::UnixMicros;
 
 /// Now on CLOCK_REALTIME, µs since the epoch.
 pub(crate) fn unix_now_us() -> UnixMicros {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_micros() as i64,
-        Err(e) => -(e.duration().as_micros() as i64),
-    }
+    xload_stats::walltime::now_us()
 }
 
 /// The wall-clock time of `mono_ns`, an instant on CLOCK_MONOTONIC: the

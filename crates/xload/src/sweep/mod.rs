@@ -18,9 +18,12 @@ use xload_stats::knee::{curve_rps_at, find_knee_in, range_note, recommended, Mod
 use xload_stats::Report;
 
 use crate::args::{parse_count_f64, CommonArgs};
+use crate::fd_limit::ensure_fd_limit;
 use crate::gate::parse_gate;
+use crate::output::write_out;
 use crate::plot::Curve;
-use crate::run::{check_reachable, ensure_fd_limit, execute, prepare_with, write_out};
+use crate::prepared::{check_reachable, prepare_with};
+use crate::run::execute;
 use crate::Failure;
 
 #[derive(Debug, Clone, Args)]
@@ -474,7 +477,7 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         .collect::<Result<Vec<_>, _>>()
         // The parser speaks of --fail-if, whose syntax --slo shares.
         .map_err(|e| Failure::Usage(e.replacen("--fail-if", "--slo", 1)))?;
-    crate::run::check_outputs(&s.common)?;
+    crate::output::check_outputs(&s.common)?;
     if s.common.latency {
         return Err(Failure::Usage(
             "--latency applies to a single run or a merge; a sweep prints p50/p95/p99 per step"
@@ -601,7 +604,7 @@ fn write_outputs(s: &SweepArgs, result: &SweepResult, target: &str) -> Result<()
                 ));
             }
         }
-        crate::run::write_out(&path.to_string_lossy(), csv.trim_end())?;
+        crate::output::write_out(&path.to_string_lossy(), csv.trim_end())?;
     }
     if let Some(path) = &s.plot {
         result

@@ -194,6 +194,23 @@ impl TestServer {
         self.shared.requests.load(Ordering::SeqCst)
     }
 
+    /// Requests read, once the count has not changed for 100 ms (at most
+    /// 2 s): what a client sent just before it exited may still be in this
+    /// server's socket buffers.
+    pub(crate) fn requests_settled(&self) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut last = self.requests();
+        while Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(100));
+            let now = self.requests();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
+    }
+
     /// Requests answered with 400/413/431/501 because they were malformed or unsupported.
     pub(crate) fn bad_requests(&self) -> u64 {
         self.shared.bad_requests.load(Ordering::SeqCst)
