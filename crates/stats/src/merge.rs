@@ -168,12 +168,7 @@ impl<'a> Sum<'a> {
         if let Some(o) = &r.open_loop {
             out.open_loop = Some(OpenLoop::add_counts(out.open_loop.take(), o)?);
         }
-        let (u, o) = (&mut out.unanswered_at_end, &r.unanswered_at_end);
-        add_to(&mut u.in_flight, o.in_flight, "unanswered_at_end.in_flight")?;
-        add_to(&mut u.unsent, o.unsent, "unanswered_at_end.unsent")?;
-        add_to(&mut u.recorded, o.recorded, "unanswered_at_end.recorded")?;
-        u.oldest_us = u.oldest_us.max(o.oldest_us);
-        u.threshold_us = u.threshold_us.max(o.threshold_us);
+        out.unanswered_at_end.checked_add(&r.unanswered_at_end)?;
         out.batching = match (out.batching, r.batching) {
             (Some(a), Some(b)) => {
                 let (mut waits, mut completions) = (a.waits, a.completions);
