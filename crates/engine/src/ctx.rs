@@ -790,4 +790,35 @@ mod tests {
         assert_eq!(c.late_cause(39 * MS, MS), Late::Waiting);
         assert_eq!(c.late_cause(41 * MS, MS), Late::CatchUp);
     }
+
+    /// The schedule starts when the first connection is ready, so the
+    /// setup (threads, ring, connect) makes no send late: with no warm-up
+    /// and a connection ready at 30 ms, the first send is due at 30 ms, and
+    /// the window of 1 s ends 30 ms later, intending exactly rate × 1 s.
+    #[test]
+    fn the_schedule_starts_with_the_first_ready_connection() {
+        let mut p = plan(None, true);
+        p.warmup = Duration::ZERO;
+        let stop = AtomicBool::new(false);
+        let mut c = ctx(&p, &stop);
+        assert!(c.on_time(0));
+        // No connection is ready yet: the drivers take no send, whatever
+        // the schedule says.
+        assert!(c.on_time(30 * MS));
+        c.connection_ready(30 * MS);
+        assert!(c.on_time(30 * MS));
+        assert_eq!(
+            c.take_scheduled(),
+            Some(30 * MS),
+            "due when the connection was ready"
+        );
+        assert_eq!(c.take_scheduled(), None, "the next is a gap later");
+        assert!(c.on_time(31 * MS));
+        assert_eq!(c.take_scheduled(), Some(31 * MS));
+        assert!(
+            c.on_time(1029 * MS),
+            "the window was moved by the setup's 30 ms"
+        );
+        assert!(!c.on_time(1030 * MS));
+    }
 }
