@@ -7,9 +7,12 @@
 //! - [`both_engines!`]: one test per engine (io_uring and epoll) from one
 //!   function taking the engine's name.
 //! - [`stdout_of`]: runs a built binary that must succeed, returns its stdout.
+//! - [`alloc`]: a global allocator counting the thread's allocations.
 //!
 //! Design choice: std only, so the support cannot share a bug with the code
 //! under test through a common dependency.
+
+pub mod alloc;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -162,6 +162,31 @@ fn garbage_gets_400_and_the_connection_closes() {
     assert_eq!(srv.stats()["bad_requests"], 1);
 }
 
+/// CONNECT (no tunnel here), HTTP/1.1 without Host and a form feed in a
+/// value are 400s (RFC 9112 §3.2), after the answers owed before them.
+#[test]
+fn connect_a_missing_host_and_a_control_byte_get_400() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    for (i, bad) in [
+        &b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nAccept: */*\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nX-Note: a\x0cb\r\n\r\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut s = srv.connect();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        s.write_all(bad).unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text)
+            .expect("the server closes after the 400");
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.contains("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+        assert_eq!(srv.stats()["bad_requests"], i as u64 + 1);
+    }
+}
+
 #[test]
 fn delay_holds_each_answer_and_the_pool_queues_beyond_its_slots() {
     // One worker, two slots of 200 ms: four concurrent requests finish in two waves.

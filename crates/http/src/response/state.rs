@@ -150,6 +150,8 @@ pub struct ResponseParser {
     /// Field lines in the current head or trailer section.
     fields: usize,
     http10: bool,
+    /// The status code being read; after a response (or a 1xx) completes,
+    /// its code until the next status line's code is read.
     status: u16,
     framing: Framing,
     /// Name of the field being read, matched against the interpreted ones.
@@ -162,9 +164,6 @@ pub struct ResponseParser {
     wire_bytes: u64,
     /// Bytes of empty lines skipped before this response's first status line.
     blank_bytes: u64,
-    /// The last response was a 204 or 304 and no head has ended since: a
-    /// bad status line now is that response's body.
-    after_bodiless: bool,
     /// The last head read whole by the fast path (see [`crate::memo`]).
     pub(super) memo: HeadMemo<Head>,
 }
@@ -196,7 +195,6 @@ impl ResponseParser {
             body_bytes: 0,
             wire_bytes: 0,
             blank_bytes: 0,
-            after_bodiless: false,
             memo: HeadMemo::default(),
         }
     }
@@ -246,17 +244,24 @@ impl ResponseParser {
                 self.wire_bytes += input.len() as u64;
                 Ok(Parse::Partial)
             }
-            Err(e) => {
-                let e = match e {
-                    ParseError::BadVersion if self.after_bodiless => {
-                        ParseError::BodyAfterBodilessStatus
-                    }
-                    e => e,
-                };
-                self.state = State::Failed(e);
-                Err(e)
-            }
+            Err(e) => Err(self.fail(e)),
         }
+    }
+
+    /// The parser fails with `e` (as named here) until `reset`.
+    #[cold]
+    #[inline(never)]
+    fn fail(&mut self, e: ParseError) -> ParseError {
+        let e = match e {
+            // `status` still holds the last response's (or 1xx's) code
+            // until the next status code is read.
+            ParseError::BadVersion if matches!(self.status, 204 | 304) => {
+                ParseError::BodyAfterBodilessStatus
+            }
+            e => e,
+        };
+        self.state = State::Failed(e);
+        e
     }
 
     /// The peer closed the connection. `Ok(Some)` when that ends a
@@ -288,7 +293,7 @@ impl ResponseParser {
         let keep_alive = !close_delimited
             && self.status != 101
             && !self.framing.close
-            && (!self.http10 || (self.framing.keep_alive && !self.framing.te_seen));
+            && (!self.http10 || (self.framing.keep_alive && !self.framing.te.seen()));
         let response = Response {
             status: self.status,
             keep_alive,
@@ -296,7 +301,6 @@ impl ResponseParser {
             wire_bytes: self.wire_bytes + consumed_now as u64,
         };
         self.start_response();
-        self.after_bodiless = matches!(response.status, 204 | 304) && !self.head;
         response
     }
 
@@ -309,12 +313,13 @@ impl ResponseParser {
         self.start_head();
     }
 
-    /// Fresh head (a new response or the final one after a 1xx).
+    /// Fresh head (a new response or the final one after a 1xx). `status`
+    /// keeps the last code until the next one is read: a bad status line
+    /// right after a 204 or 304 is named by it.
     fn start_head(&mut self) {
         self.section_bytes = 0;
         self.fields = 0;
         self.http10 = false;
-        self.status = 0;
         self.framing = Framing::default();
     }
 
@@ -490,43 +495,54 @@ impl ResponseParser {
 
     /// The head ended: skip 1xx, pick the body framing. Returns the response if it has no body.
     fn head_done(&mut self, pos: usize) -> Result<Option<Response>, ParseError> {
-        self.after_bodiless = false;
+        // The usual head first: a final response with a body, framed by
+        // Content-Length or by the close.
+        let f = self.framing;
+        if !f.te.seen() && !self.head && !matches!(self.status, 100..=199 | 204 | 304) {
+            return Ok(match f.content_length {
+                Some(0) => Some(self.complete(pos, false)),
+                Some(n) => {
+                    self.state = State::Body(n);
+                    None
+                }
+                None => {
+                    self.state = State::CloseDelimited;
+                    None
+                }
+            });
+        }
+        self.other_head_done(pos)
+    }
+
+    /// `head_done` for the other heads: interim, bodiless, Transfer-Encoding
+    /// (out of line: inlined, it slows the usual head's path).
+    #[inline(never)]
+    fn other_head_done(&mut self, pos: usize) -> Result<Option<Response>, ParseError> {
         if (100..200).contains(&self.status) && self.status != 101 {
             self.start_head();
             self.state = State::Version(0);
             return Ok(None);
         }
         let f = self.framing;
-        if f.te_seen && f.content_length.is_some() {
-            return Err(ParseError::ConflictingLength);
-        }
-        if f.te_seen && (f.te_codings == 0 || f.te_malformed || f.te_chunked_count > 1) {
-            return Err(ParseError::UnsupportedTransferEncoding);
+        if f.te.seen() {
+            if f.content_length.is_some() {
+                return Err(ParseError::ConflictingLength);
+            }
+            if f.te.invalid() {
+                return Err(ParseError::UnsupportedTransferEncoding);
+            }
         }
         if self.head || self.status == 101 || self.status == 204 || self.status == 304 {
             return Ok(Some(self.complete(pos, false)));
         }
-        if f.te_seen {
-            // Codings that do not end in chunked: the body ends at the
-            // close (RFC 9112 §6.3 item 4).
-            self.state = if f.te_last_chunked {
-                self.start_chunk_line()
-            } else {
-                State::CloseDelimited
-            };
-            return Ok(None);
-        }
-        match f.content_length {
-            Some(0) => Ok(Some(self.complete(pos, false))),
-            Some(n) => {
-                self.state = State::Body(n);
-                Ok(None)
-            }
-            None => {
-                self.state = State::CloseDelimited;
-                Ok(None)
-            }
-        }
+        // Codings that do not end in chunked: the body ends at the close
+        // (RFC 9112 §6.3 item 4).
+        self.state = if f.te.last_chunked() {
+            self.start_chunk_line()
+        } else {
+            State::CloseDelimited
+        };
+        Ok(None)
     }
 
     /// Reads status line and field lines from `b[*pos..]` until the head ends or `b` does.
@@ -595,6 +611,7 @@ impl ResponseParser {
                     return Err(ParseError::BadVersion);
                 }
                 *i += 1;
+                self.status = 0;
                 self.state = State::Code(0);
             }
             State::Code(mut n) => {

@@ -941,4 +941,11 @@ fn a_body_after_a_bodiless_status_is_named() {
         Limits::default(),
     );
     assert_eq!((got.len(), end), (2, Err(ParseError::BadVersion)));
+    // So does an interim response.
+    let (got, end) = parse_whole(
+        b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nhello",
+        false,
+        Limits::default(),
+    );
+    assert_eq!((got.len(), end), (1, Err(ParseError::BadVersion)));
 }

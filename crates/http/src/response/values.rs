@@ -77,17 +77,66 @@ pub(super) const MAX_LENGTH: u64 = (1 << 60) - 1;
 const CONNECTION_TOKENS: [&[u8]; 2] = [b"close", b"keep-alive"];
 const CODING_TOKENS: [&[u8]; 1] = [b"chunked"];
 
+/// The Transfer-Encoding list so far, as bits (one byte keeps [`Framing`]
+/// as small as the head memory wants it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Codings(u8);
+
+impl Codings {
+    /// A Transfer-Encoding line ended.
+    const SEEN: u8 = 1;
+    /// A coding was listed (empty list elements aside).
+    const LISTED: u8 = 2;
+    /// The last coding listed is chunked.
+    const LAST_CHUNKED: u8 = 4;
+    /// Chunked was listed once; twice.
+    const CHUNKED: u8 = 8;
+    const CHUNKED_TWICE: u8 = 16;
+    /// An element that is no token (whitespace inside).
+    const MALFORMED: u8 = 32;
+
+    pub(super) fn seen(self) -> bool {
+        self.0 & Self::SEEN != 0
+    }
+
+    pub(super) fn last_chunked(self) -> bool {
+        self.0 & Self::LAST_CHUNKED != 0
+    }
+
+    /// Empty, not a list of codings, or chunked twice: no framing to read.
+    pub(super) fn invalid(self) -> bool {
+        self.0 & Self::LISTED == 0 || self.0 & (Self::MALFORMED | Self::CHUNKED_TWICE) != 0
+    }
+
+    /// One list element: chunked or not, a token or not.
+    fn coding(&mut self, chunked: bool, malformed: bool) {
+        self.0 |= Self::LISTED;
+        self.0 &= !Self::LAST_CHUNKED;
+        if chunked {
+            self.0 |= if self.0 & Self::CHUNKED != 0 {
+                Self::CHUNKED_TWICE
+            } else {
+                Self::CHUNKED
+            };
+            self.0 |= Self::LAST_CHUNKED;
+        }
+        if malformed {
+            self.0 |= Self::MALFORMED;
+        }
+    }
+
+    /// A Transfer-Encoding line ended.
+    fn line_end(&mut self) {
+        self.0 |= Self::SEEN;
+    }
+}
+
 /// What the interpreted fields said so far.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Framing {
     pub(super) content_length: Option<u64>,
-    pub(super) te_seen: bool,
-    pub(super) te_last_chunked: bool,
-    pub(super) te_chunked_count: u32,
-    /// Transfer codings listed (empty list elements aside).
-    pub(super) te_codings: u32,
-    /// A Transfer-Encoding element that is no token (whitespace inside).
-    pub(super) te_malformed: bool,
+    /// What the Transfer-Encoding lines said, over all of them.
+    pub(super) te: Codings,
     pub(super) close: bool,
     pub(super) keep_alive: bool,
 }
@@ -100,7 +149,9 @@ impl Framing {
     pub(super) fn plain_value(&mut self, field: Field, value: &[u8]) -> bool {
         match field {
             Field::ContentLength => {
-                if value.is_empty() || value.len() > 19 || self.content_length.is_some() {
+                // 18 digits stay below MAX_LENGTH; longer values (leading
+                // zeros, or too large) are the state machine's to judge.
+                if value.is_empty() || value.len() > 18 || self.content_length.is_some() {
                     return false;
                 }
                 let mut n = 0u64;
@@ -111,18 +162,13 @@ impl Framing {
                     }
                     n = n * 10 + u64::from(d);
                 }
-                if n > MAX_LENGTH {
-                    return false;
-                }
                 self.content_length = Some(n);
             }
             Field::Connection if eq_lower(value, b"keep-alive") => self.keep_alive = true,
             Field::Connection if eq_lower(value, b"close") => self.close = true,
-            Field::TransferEncoding if eq_lower(value, b"chunked") && !self.te_seen => {
-                self.te_seen = true;
-                self.te_last_chunked = true;
-                self.te_chunked_count = 1;
-                self.te_codings = 1;
+            Field::TransferEncoding if eq_lower(value, b"chunked") && !self.te.seen() => {
+                self.te.coding(true, false);
+                self.te.line_end();
             }
             _ => return false,
         }
@@ -137,10 +183,8 @@ impl Framing {
             Field::Connection if eq_lower(value, b"keep-alive") => self.keep_alive = true,
             Field::Connection if eq_lower(value, b"close") => self.close = true,
             Field::TransferEncoding if eq_lower(value, b"chunked") => {
-                self.te_seen = true;
-                self.te_last_chunked = true;
-                self.te_chunked_count += 1;
-                self.te_codings += 1;
+                self.te.coding(true, false);
+                self.te.line_end();
             }
             _ => {
                 let mut v = FieldValue::begin(field);
@@ -293,12 +337,7 @@ impl FieldValue {
                 _ => {}
             },
             Field::TransferEncoding => {
-                framing.te_last_chunked = matched == Some(0);
-                if matched == Some(0) {
-                    framing.te_chunked_count += 1;
-                }
-                framing.te_codings += 1;
-                framing.te_malformed |= e.broken;
+                framing.te.coding(matched == Some(0), e.broken);
             }
             Field::Other | Field::ContentLength => {}
         }
@@ -321,7 +360,7 @@ impl FieldValue {
             }
             Field::Connection => self.end_elem(&CONNECTION_TOKENS, framing),
             Field::TransferEncoding => {
-                framing.te_seen = true;
+                framing.te.line_end();
                 self.end_elem(&CODING_TOKENS, framing);
             }
         }
@@ -400,9 +439,15 @@ mod tests {
         let c = read(Field::Connection, b"clo se, closed").unwrap();
         assert!(!c.close && !c.keep_alive);
         let te = read(Field::TransferEncoding, b"gzip, Chunked").unwrap();
-        assert!(te.te_seen && te.te_last_chunked && te.te_chunked_count == 1);
+        assert!(te.te.seen() && te.te.last_chunked() && !te.te.invalid());
         let te = read(Field::TransferEncoding, b"chunked, gzip").unwrap();
-        assert!(te.te_seen && !te.te_last_chunked && te.te_chunked_count == 1);
+        assert!(te.te.seen() && !te.te.last_chunked() && !te.te.invalid());
+        let te = read(Field::TransferEncoding, b"chunked, gzip, chunked").unwrap();
+        assert!(te.te.seen() && te.te.last_chunked() && te.te.invalid());
+        let te = read(Field::TransferEncoding, b" , ").unwrap();
+        assert!(te.te.seen() && te.te.invalid());
+        let te = read(Field::TransferEncoding, b"gz ip").unwrap();
+        assert!(te.te.seen() && te.te.invalid());
     }
 
     #[test]
@@ -414,6 +459,11 @@ mod tests {
         let mut f = Framing::default();
         assert!(!f.plain_value(Field::ContentLength, b"61 "));
         assert!(!f.plain_value(Field::ContentLength, b"12345678901234567890"));
+        assert!(
+            !f.plain_value(Field::ContentLength, b"1152921504606846975"),
+            "19 digits"
+        );
+        assert!(f.plain_value(Field::ContentLength, b"999999999999999999"));
         assert!(f.plain_value(Field::Connection, b"Keep-Alive"));
         assert!(!f.plain_value(Field::Connection, b"keep-alive, close"));
         assert!(f.plain_value(Field::TransferEncoding, b"chunked"));
@@ -421,6 +471,6 @@ mod tests {
             !f.plain_value(Field::TransferEncoding, b"chunked"),
             "repeated"
         );
-        assert!(f.keep_alive && f.te_seen && f.te_last_chunked);
+        assert!(f.keep_alive && f.te.seen() && f.te.last_chunked());
     }
 }
