@@ -1,0 +1,238 @@
+//! How a capacity run reaches its hosts: every command goes through the
+//! runner `xload --on` uses (`--rsh`, ssh by default; `local` runs here).
+//! `xtune verify` checks each host's profile, `xtune observe` records its
+//! seconds during a step, and the clients run `xload` with their share.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use xload_probe::observe::ObserveReport;
+use xload_probe::watch::ProcessSel;
+use xload_stats::walltime::format_rfc3339_us;
+use xload_sys::remote::{self, Job, Output, Transport};
+
+use super::plan::{HostPlan, Plan, Stepped};
+
+/// The transport and the programs on the hosts.
+pub(crate) struct Reach {
+    pub rsh: Transport,
+    /// The xload command on remote hosts (`local` runs this binary).
+    pub xload: Vec<String>,
+    /// The xtune command on every host, `local` included.
+    pub xtune: Vec<String>,
+}
+
+impl Reach {
+    /// The argv that runs `cmd` on `host`.
+    pub(crate) fn argv(&self, host: &str, cmd: Vec<String>) -> Result<Vec<String>, String> {
+        if host == "local" {
+            Ok(cmd)
+        } else {
+            self.rsh.argv(host, &cmd)
+        }
+    }
+
+    fn xload_on(&self, host: &str) -> Vec<String> {
+        if host == "local" {
+            if let Ok(exe) = std::env::current_exe() {
+                return vec![exe.to_string_lossy().into_owned()];
+            }
+        }
+        self.xload.clone()
+    }
+}
+
+/// A host's tuning as `xtune verify` read it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Tuning {
+    /// `server` or `client`.
+    pub role: String,
+    pub host: String,
+    /// The profile file, as the plan names it.
+    pub profile: String,
+    /// Every knob means what the profile wants.
+    pub ok: bool,
+    /// Knob by knob: identity, wanted, actual (the value read), verdict.
+    pub knobs: Vec<KnobValue>,
+    /// The command that verified it.
+    pub command: String,
+}
+
+/// One knob as verified.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct KnobValue {
+    pub knob: String,
+    pub wanted: String,
+    pub actual: String,
+    pub verdict: String,
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl Tuning {
+    /// The knobs that drifted, as `knob wanted W, actual A`.
+    pub(crate) fn drift(&self) -> Vec<String> {
+        self.knobs
+            .iter()
+            .filter(|k| k.verdict == "drift")
+            .map(|k| {
+                let why = if k.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", k.reason)
+                };
+                format!("{} wanted {}, actual {}{why}", k.knob, k.wanted, k.actual)
+            })
+            .collect()
+    }
+}
+
+/// `xtune verify` of `h`'s profile on its host; None without a profile.
+/// The merged profile travels on stdin, so it need not exist there.
+pub(crate) fn verify(reach: &Reach, role: &str, h: &HostPlan) -> Result<Option<Tuning>, String> {
+    let Some((path, profile)) = &h.profile else {
+        return Ok(None);
+    };
+    let mut cmd = reach.xtune.clone();
+    cmd.extend(["verify", "--json", "--profile-label", &profile.name, "-"].map(String::from));
+    let argv = reach.argv(&h.host, cmd)?;
+    let out = remote::run(&argv, Some(&profile.to_toml_string()), &mut |_| {});
+    let report = match out.exit_code {
+        0 | 3 => serde_json::from_str::<xtune::report::Report>(out.stdout.trim())
+            .map_err(|e| format!("xtune verify on {}: unreadable report ({e})", h.host))?,
+        code => {
+            return Err(format!(
+                "xtune verify on {} ({}) failed with exit {code}: {}",
+                h.host,
+                argv.join(" "),
+                out.stderr.trim()
+            ))
+        }
+    };
+    if let Some(e) = &report.error {
+        return Err(format!("xtune verify on {}: {e}", h.host));
+    }
+    Ok(Some(Tuning {
+        role: role.to_string(),
+        host: h.host.clone(),
+        profile: path.display().to_string(),
+        ok: report.ok,
+        knobs: report
+            .knobs
+            .iter()
+            .map(|k| KnobValue {
+                knob: k.knob.clone(),
+                wanted: k.wanted.clone(),
+                actual: k.actual.clone(),
+                verdict: serde_json::to_value(k.verdict)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                reason: k.reason.clone(),
+            })
+            .collect(),
+        command: argv.join(" "),
+    }))
+}
+
+/// The job that records `host` each second for `span` (`xtune observe --json`).
+pub(crate) fn observer(
+    reach: &Reach,
+    host: &str,
+    span: Duration,
+    process: Option<&ProcessSel>,
+) -> Result<Job, String> {
+    let mut cmd = reach.xtune.clone();
+    cmd.extend([
+        "observe".into(),
+        "--json".into(),
+        "--for".into(),
+        format!("{}ms", span.as_millis()),
+        "--interval".into(),
+        "1s".into(),
+    ]);
+    match process {
+        Some(ProcessSel::Pid(p)) => cmd.extend(["--process".into(), p.to_string()]),
+        Some(ProcessSel::Name(n)) => cmd.extend(["--process".into(), n.clone()]),
+        None => {}
+    }
+    Ok(Job {
+        argv: reach.argv(host, cmd)?,
+        stdin: None,
+    })
+}
+
+/// The observation an observer job printed.
+pub(crate) fn observation(host: &str, out: &Output) -> Result<ObserveReport, String> {
+    if out.exit_code != 0 {
+        return Err(format!(
+            "xtune observe on {host} failed with exit {}: {}",
+            out.exit_code,
+            out.stderr.trim()
+        ));
+    }
+    serde_json::from_str(out.stdout.trim())
+        .map_err(|e| format!("xtune observe on {host}: unreadable report ({e})"))
+}
+
+/// `total` split over `n` shares, the first ones one larger.
+fn share(total: f64, n: usize, index: usize, whole: bool) -> f64 {
+    if !whole {
+        return total / n as f64;
+    }
+    let (t, n) = (total as u64, n as u64);
+    (t / n + u64::from((index as u64) < t % n)) as f64
+}
+
+/// The xload command of client `index` for a step at `level`.
+pub(crate) fn client_job(
+    reach: &Reach,
+    plan: &Plan,
+    index: usize,
+    level: f64,
+    run_id: &str,
+    start_at_us: i64,
+) -> Result<Job, String> {
+    let count = plan.clients.len();
+    let host = &plan.clients[index].host;
+    let mut cmd = reach.xload_on(host);
+    if let Some(w) = &plan.workload {
+        cmd.extend(["-w".into(), w.display().to_string()]);
+    }
+    cmd.push(plan.url.clone());
+    match plan.stepped {
+        Stepped::Connections => {
+            cmd.extend(["-c".into(), share(level, count, index, true).to_string()])
+        }
+        Stepped::Sessions => cmd.extend([
+            "--sessions".into(),
+            share(level, count, index, true).to_string(),
+        ]),
+        Stepped::Rate => cmd.extend([
+            "--rate".into(),
+            format!("{}", share(level, count, index, false)),
+            "-c".into(),
+            share(plan.connections as f64, count, index, true).to_string(),
+        ]),
+    }
+    cmd.extend([
+        "-d".into(),
+        format!("{}ms", plan.duration.as_millis()),
+        "--warmup".into(),
+        format!("{}ms", plan.warmup.as_millis()),
+        "--segment".into(),
+        format!("{}/{count}", index + 1),
+        "--run-id".into(),
+        run_id.to_string(),
+        "--start-at".into(),
+        format_rfc3339_us(start_at_us),
+        "--json".into(),
+        "-".into(),
+        "-q".into(),
+    ]);
+    cmd.extend(plan.args.iter().cloned());
+    Ok(Job {
+        argv: reach.argv(host, cmd)?,
+        stdin: None,
+    })
+}
