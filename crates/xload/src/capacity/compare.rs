@@ -5,21 +5,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::report::{fmt_level, fmt_us, CapacityReport};
+use super::report::{fmt_level, fmt_us, CapacityReport, Round};
 use super::CapacityArgs;
 use crate::output::write_out;
 use crate::Failure;
-
-/// One round of the log.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Round {
-    pub file: String,
-    /// `knob before → after`, one per changed knob; empty for the first round.
-    pub changed: Vec<String>,
-    pub maximum: String,
-    pub p99: String,
-    pub bottleneck: String,
-}
 
 /// Each host's verified knobs, keyed `role host knob` (a client's host is
 /// part of its key; the server is the server whatever its name).

@@ -6,9 +6,8 @@
 
 use std::fmt::Write as _;
 
-use super::compare::Round;
 use super::evidence::Evidence;
-use super::report::{fmt_level, fmt_us, CapacityReport, Step};
+use super::report::{fmt_level, fmt_us, CapacityReport, Round, Step};
 
 const W: f64 = 460.0;
 const H: f64 = 240.0;

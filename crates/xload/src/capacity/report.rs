@@ -200,6 +200,17 @@ impl CapacityReport {
     }
 }
 
+/// One round of the tuning log (`--compare`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Round {
+    pub file: String,
+    /// `knob before → after`, one per changed knob; empty for the first round.
+    pub changed: Vec<String>,
+    pub maximum: String,
+    pub p99: String,
+    pub bottleneck: String,
+}
+
 /// A level as written: 64, 1500.5.
 pub(crate) fn fmt_level(v: f64) -> String {
     if v.fract() == 0.0 {
