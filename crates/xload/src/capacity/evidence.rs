@@ -11,8 +11,10 @@ use xload_probe::{CpuUsage, NetDevDrops, SockStat};
 
 /// A second belongs to a window when at least this share of it lies inside.
 const MIN_OVERLAP: f64 = 0.5;
-/// One CPU runs "most" of the receive softirqs from this share of NET_RX.
-pub(crate) const NET_RX_CONCENTRATED: f64 = 0.70;
+/// The busiest CPU's softirq share that can be the limit...
+pub(crate) const SOFTIRQ_ONE_CPU_MIN_PCT: f64 = 10.0;
+/// ...when it is this many times the other CPUs' mean.
+pub(crate) const SOFTIRQ_CONCENTRATION: f64 = 2.0;
 /// Below this many NET_RX per second the host is too idle for a verdict on them.
 const NET_RX_FLOOR_PER_S: f64 = 1000.0;
 /// A CPU is busy below this idle percentage.
@@ -300,23 +302,29 @@ pub(crate) fn judge(e: &Evidence) -> ServerVerdict {
     )
 }
 
-/// One CPU ran at least [`NET_RX_CONCENTRATED`] of the NET_RX softirqs
-/// and carries the most softirq time of all CPUs.
+/// One CPU carries the receive path: the most softirq time of all CPUs, at
+/// least [`SOFTIRQ_ONE_CPU_MIN_PCT`] and [`SOFTIRQ_CONCENTRATION`] times the
+/// others' mean, while packets arrive. Softirq time, not NET_RX counts, is
+/// the measure: with RPS the sending CPU raises NET_RX too (to send the IPI)
+/// while the steered CPU does the work.
 fn softirq_one_cpu(e: &Evidence) -> Option<ServerVerdict> {
     let total: u64 = e.net_rx.iter().sum();
     if e.window_s <= 0.0 || (total as f64) < NET_RX_FLOOR_PER_S * e.window_s || e.cpus.len() < 2 {
         return None;
     }
-    let (cpu, &most) = e.net_rx.iter().enumerate().max_by_key(|(_, n)| **n)?;
-    let share = most as f64 / total as f64;
-    let this = e.cpus.iter().find(|c| c.cpu == cpu)?;
-    let top_soft = e.cpus.iter().all(|c| c.softirq <= this.softirq);
-    if share < NET_RX_CONCENTRATED || !top_soft {
-        return None;
-    }
+    let this = e
+        .cpus
+        .iter()
+        .max_by(|a, b| a.softirq.total_cmp(&b.softirq))?;
+    let cpu = this.cpu;
     let others: Vec<&CpuUsage> = e.cpus.iter().filter(|c| c.cpu != cpu).collect();
     let others_soft = others.iter().map(|c| c.softirq).sum::<f64>() / others.len() as f64;
     let others_idle = others.iter().map(|c| c.idle).sum::<f64>() / others.len() as f64;
+    if this.softirq < SOFTIRQ_ONE_CPU_MIN_PCT || this.softirq < SOFTIRQ_CONCENTRATION * others_soft
+    {
+        return None;
+    }
+    let share = e.net_rx.get(cpu).copied().unwrap_or(0) as f64 / total as f64;
     let irq = e
         .irqs
         .iter()
@@ -327,11 +335,11 @@ fn softirq_one_cpu(e: &Evidence) -> Option<ServerVerdict> {
     Some(ServerVerdict {
         limit: Limit::SoftirqOneCpu,
         text: format!(
-            "receive softirq on cpu{cpu}: {:.0}% of NET_RX, softirq {:.0}% (other CPUs {:.0}%, idle {:.0}%){irq}",
-            share * 100.0,
+            "receive softirq on cpu{cpu}: softirq {:.0}% (other CPUs {:.0}%, idle {:.0}%), {:.0}% of NET_RX{irq}",
             this.softirq,
             others_soft,
-            others_idle
+            others_idle,
+            share * 100.0
         ),
         change: "rps:DEV:rx-N (rps_cpus over more CPUs) or irq:N affinity (profile [rps]/[irq])".into(),
         cpu: Some(cpu),

@@ -112,10 +112,10 @@ impl CapacityReport {
                 self.stepped,
                 m.rps,
                 fmt_us(m.p99_us),
-                if m.confirmed {
-                    format!(", confirmed {} times", m.runs)
-                } else {
-                    ", NOT confirmed".into()
+                match (m.confirmed, m.runs) {
+                    (true, 1) => ", one run (no repeat asked)".to_string(),
+                    (true, n) => format!(", held in {n} runs"),
+                    (false, n) => format!(", NOT confirmed ({n} runs)"),
                 },
                 m.bottleneck
             ),
@@ -127,12 +127,6 @@ impl CapacityReport {
     pub(crate) fn markdown(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "# Capacity: {}\n", self.target);
-        let _ = writeln!(s, "**{}**\n", self.headline());
-        let _ = writeln!(
-            s,
-            "Plan `{}`, stepped by {}, started {}.\n",
-            self.plan, self.stepped, self.started_at
-        );
         if !self.drift.is_empty() {
             let _ = writeln!(s, "> **Run with drift (--allow-drift):**");
             for d in &self.drift {
@@ -140,6 +134,12 @@ impl CapacityReport {
             }
             s.push('\n');
         }
+        let _ = writeln!(s, "**{}**\n", self.headline());
+        let _ = writeln!(
+            s,
+            "Plan `{}`, stepped by {}, started {}.\n",
+            self.plan, self.stepped, self.started_at
+        );
         let _ = writeln!(
             s,
             "| level | run | req/s | p50 | p99 | errors | pass | server limit | client |"
