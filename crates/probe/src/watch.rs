@@ -55,7 +55,13 @@ pub struct Watch {
     process: Option<ProcessSel>,
     /// The pids of a name, found once and again when one goes away.
     pids: Vec<i32>,
+    /// Readings left before a name not found is looked for again (a scan
+    /// of /proc costs more than everything else observe reads).
+    scan_in: u32,
 }
+
+/// Readings between two scans for a name not found.
+const RESCAN_EVERY: u32 = 10;
 
 impl Watch {
     /// A watch of `root` (`/proc`), following `process` if given.
@@ -64,6 +70,7 @@ impl Watch {
             root,
             process,
             pids: Vec::new(),
+            scan_in: 0,
         }
     }
 
@@ -88,10 +95,17 @@ impl Watch {
     fn process_ticks(&mut self) -> Option<u64> {
         let sel = self.process.clone()?;
         if self.pids.is_empty() {
+            if self.scan_in > 0 {
+                self.scan_in -= 1;
+                return None;
+            }
             self.pids = match &sel {
                 ProcessSel::Pid(p) => vec![*p],
                 ProcessSel::Name(n) => self.find(n),
             };
+            if self.pids.is_empty() {
+                self.scan_in = RESCAN_EVERY - 1;
+            }
         }
         match self.ticks_of_pids() {
             Some(t) => Some(t),
@@ -189,6 +203,21 @@ mod tests {
         assert!(w.pids().contains(&me), "{:?}", w.pids());
         assert!(e.procs_running.is_some_and(|n| n >= 1));
         assert!(e.net_dev.iter().any(|d| d.dev == "lo"));
+    }
+
+    #[test]
+    fn a_name_not_found_is_looked_for_every_tenth_reading() {
+        let dir = std::env::temp_dir().join(format!("watch-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("42")).unwrap();
+        let mut w = Watch::new(dir.clone(), Some(ProcessSel::Name("srv".into())));
+        assert_eq!(w.read().process_ticks, None);
+        // It starts now: found at the tenth reading after the miss, not before.
+        std::fs::write(dir.join("42/comm"), "srv\n").unwrap();
+        std::fs::write(dir.join("42/stat"), "42 (srv) S 1 1 1 0 -1 0 0 0 0 0 7 5 0 0 20 0 1 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 0 3\n").unwrap();
+        let found: Vec<bool> = (0..10).map(|_| w.read().process_ticks.is_some()).collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.iter().position(|&f| f), Some(9), "{found:?}");
+        assert_eq!(w.pids(), &[42]);
     }
 
     #[test]

@@ -127,20 +127,50 @@ fn legend() -> String {
         .collect()
 }
 
-/// Axes and a title; returns (svg head, x of value, y of value).
+/// The smallest 1, 2, 2.5 or 5 × 10^k at or above `v`: an axis end with round ticks.
+fn nice_max(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let base = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * base)
+        .find(|&c| c >= v)
+        .unwrap_or(10.0 * base)
+}
+
+/// A chart's scales: x linear from 0, or logarithmic when the levels span
+/// more than ten times (1, 2, 4 ... 1024 would crowd the left otherwise).
 struct Frame {
+    x_min: f64,
     x_max: f64,
+    log_x: bool,
     y_max: f64,
 }
 
 impl Frame {
+    fn new(levels: &[f64], y_max: f64) -> Frame {
+        let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = levels.iter().copied().fold(0.0, f64::max);
+        let log_x = lo > 0.0 && hi / lo > 10.0;
+        Frame {
+            x_min: if log_x { lo / 1.3 } else { 0.0 },
+            x_max: if log_x { hi * 1.3 } else { hi * 1.05 },
+            log_x,
+            y_max: nice_max(y_max * 1.05),
+        }
+    }
+
     fn x(&self, v: f64) -> f64 {
-        M.0 + (W - M.0 - M.1)
-            * if self.x_max > 0.0 {
-                v / self.x_max
-            } else {
-                0.0
-            }
+        let t = if self.log_x {
+            (v.ln() - self.x_min.ln()) / (self.x_max.ln() - self.x_min.ln())
+        } else if self.x_max > 0.0 {
+            v / self.x_max
+        } else {
+            0.0
+        };
+        M.0 + (W - M.0 - M.1) * t
     }
     fn y(&self, v: f64) -> f64 {
         H - M.3
@@ -211,11 +241,14 @@ fn polyline(points: &[(f64, f64)], colour: &str) -> String {
 
 fn throughput_chart(r: &CapacityReport, steps: &[&Step]) -> String {
     let mut s = String::new();
-    let f = Frame {
-        x_max: steps.iter().map(|st| st.level).fold(0.0, f64::max) * 1.05,
-        y_max: steps.iter().map(|st| st.rps).fold(0.0, f64::max) * 1.15,
+    let levels: Vec<f64> = steps.iter().map(|st| st.level).collect();
+    let f = Frame::new(&levels, steps.iter().map(|st| st.rps).fold(0.0, f64::max));
+    let x_label = if f.log_x {
+        format!("{} (log scale)", r.stepped)
+    } else {
+        r.stepped.clone()
     };
-    f.open(&mut s, "Throughput", &r.stepped, "req/s", &|v| {
+    f.open(&mut s, "Throughput", &x_label, "req/s", &|v| {
         format!("{v:.0}")
     });
     f.x_ticks(&mut s, &steps.iter().map(|st| st.level).collect::<Vec<_>>());
@@ -235,7 +268,13 @@ fn throughput_chart(r: &CapacityReport, steps: &[&Step]) -> String {
         } else {
             "max (unconfirmed)"
         };
-        let _ = write!(s, "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"7\" fill=\"none\" stroke=\"#1e7d32\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"#1e7d32\" text-anchor=\"end\">{label} {:.0}/s</text>", x - 8.0, y - 8.0, m.rps);
+        // The label on the side with room: left of the point in the right half.
+        let (lx, anchor) = if x > (M.0 + W - M.1) / 2.0 {
+            (x - 10.0, "end")
+        } else {
+            (x + 10.0, "start")
+        };
+        let _ = write!(s, "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"7\" fill=\"none\" stroke=\"#1e7d32\" stroke-width=\"2\"/><text x=\"{lx:.1}\" y=\"{:.1}\" fill=\"#1e7d32\" text-anchor=\"{anchor}\">{label} {:.0}/s</text>", y + 18.0, m.rps);
     }
     s.push_str("</svg>");
     s
@@ -243,14 +282,15 @@ fn throughput_chart(r: &CapacityReport, steps: &[&Step]) -> String {
 
 fn latency_chart(steps: &[&Step]) -> String {
     let mut s = String::new();
-    let f = Frame {
-        x_max: steps.iter().map(|st| st.level).fold(0.0, f64::max) * 1.05,
-        y_max: steps.iter().map(|st| st.p99_us as f64).fold(0.0, f64::max) * 1.15,
-    };
+    let levels: Vec<f64> = steps.iter().map(|st| st.level).collect();
+    let f = Frame::new(
+        &levels,
+        steps.iter().map(|st| st.p99_us as f64).fold(0.0, f64::max),
+    );
     f.open(
         &mut s,
         "Latency (p50 solid, p99 dashed)",
-        "load",
+        if f.log_x { "load (log scale)" } else { "load" },
         "latency",
         &|v| fmt_us(v as u64),
     );
@@ -502,4 +542,28 @@ fn tuning_log(s: &mut String, log: &[Round]) {
         );
     }
     let _ = writeln!(s, "</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_ends_are_round() {
+        assert_eq!(nice_max(160_524.0), 200_000.0);
+        assert_eq!(nice_max(23.0), 25.0);
+        assert_eq!(nice_max(4.0), 5.0);
+        assert_eq!(nice_max(0.0), 1.0);
+    }
+
+    #[test]
+    fn levels_that_span_ten_times_get_a_log_axis() {
+        let f = Frame::new(&[8.0, 16.0, 32.0, 64.0, 384.0], 1.0);
+        assert!(f.log_x);
+        // Doublings are evenly spaced.
+        let (a, b, c) = (f.x(8.0), f.x(16.0), f.x(32.0));
+        assert!(((b - a) - (c - b)).abs() < 0.01);
+        let lin = Frame::new(&[100.0, 200.0, 400.0], 1.0);
+        assert!(!lin.log_x && lin.x(0.0) == M.0);
+    }
 }
