@@ -235,7 +235,7 @@ fn somaxconn_64_overflows_the_listen_queue_4096_does_not_and_compare_shows_it() 
     let Some(mut lab) = Lab::new("q") else { return };
     // nginx holds 128 connections; 384 opened at once leave 256 waiting in
     // the accept queue, far more than a backlog of 64 holds.
-    let procedure = "levels = [16, 384]\nduration = \"1s\"\nwarmup = \"300ms\"\ncooldown = \"200ms\"\nconfirmations = 1\nargs = [\"--connect-rate\", \"0\", \"-t\", \"2\"]\n";
+    let procedure = "levels = [16, 384]\nduration = \"1s\"\nwarmup = \"300ms\"\ncooldown = \"200ms\"\nconfirmations = 1\nmax_trials = 0\nargs = [\"--connect-rate\", \"0\", \"-t\", \"2\"]\n";
     let p64 = lab.apply(
         &lab.server,
         "s64.toml",

@@ -50,7 +50,9 @@ pub(crate) fn page(r: &CapacityReport, log: &[Round]) -> String {
     if !log.is_empty() {
         tuning_log(&mut s, log);
     }
-    let steps: Vec<&Step> = r.steps.iter().filter(|st| st.confirmation == 0).collect();
+    // The curves in level order (bisection runs levels out of order).
+    let mut steps: Vec<&Step> = r.steps.iter().filter(|st| st.confirmation == 0).collect();
+    steps.sort_by(|a, b| a.level.total_cmp(&b.level));
     let _ = writeln!(
         s,
         "<h2>Throughput and latency against load</h2><div class=\"row\">"

@@ -11,16 +11,16 @@ mod compare;
 mod evidence;
 mod html;
 mod plan;
+mod procedure;
 mod reach;
 mod report;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use xload_stats::knee::{find_knee_in, Mode, Point};
 use xload_stats::walltime::{format_rfc3339_us, now_us, parse_rfc3339};
 use xload_stats::Report;
 use xload_sys::remote::{self, Output};
@@ -28,7 +28,7 @@ use xload_sys::remote::{self, Output};
 use self::evidence::{in_window, judge, Evidence};
 use self::plan::{Plan, Stepped};
 use self::reach::{Reach, Tuning};
-use self::report::{CapacityReport, ClientSide, Maximum, Step, SCHEMA};
+use self::report::{CapacityReport, ClientSide, Step, SCHEMA};
 use crate::output::{writable, write_out};
 use crate::Failure;
 
@@ -124,7 +124,11 @@ pub(crate) fn main_capacity(a: &CapacityArgs, stop: Arc<AtomicBool>) -> Result<i
         maximum: None,
         notes: Vec::new(),
     };
-    procedure(&reach, &plan, &stop, &mut report)?;
+    procedure::run(&plan, &stop, &mut report, &mut |level, k| {
+        let st = step(&reach, &plan, level, k)?;
+        announce(&st);
+        Ok(st)
+    })?;
     finish(a, &report)
 }
 
@@ -191,91 +195,6 @@ fn verify_all(
         eprintln!("xload: warning: running with drift (--allow-drift): {d}");
     }
     Ok((tuning, drift))
-}
-
-/// Steps up through the levels until one fails, then confirms the maximum.
-fn procedure(
-    reach: &Reach,
-    plan: &Plan,
-    stop: &AtomicBool,
-    report: &mut CapacityReport,
-) -> Result<(), Failure> {
-    let mut passed: Vec<usize> = Vec::new();
-    let mut first_failure = None;
-    for &level in &plan.levels {
-        if stop.load(Ordering::Relaxed) {
-            report.notes.push("interrupted by the user".into());
-            break;
-        }
-        let st = step(reach, plan, level, 0)?;
-        announce(&st);
-        let pass = st.pass;
-        report.steps.push(st);
-        if pass {
-            passed.push(report.steps.len() - 1);
-        } else {
-            first_failure = Some(report.steps.len() - 1);
-            break;
-        }
-        std::thread::sleep(plan.cooldown);
-    }
-    let points: Vec<Point> = report
-        .steps
-        .iter()
-        .map(|s| Point {
-            load: s.level,
-            rps: s.rps,
-            p99_us: s.p99_us as f64,
-        })
-        .collect();
-    let mode = match plan.stepped {
-        Stepped::Connections => Mode::Concurrency,
-        Stepped::Rate => Mode::Rate,
-        Stepped::Sessions => Mode::Sessions,
-    };
-    report.knee = find_knee_in(&points, mode, 0.10, 1.5);
-    // The highest passing level, confirmed by repeats; a repeat that fails
-    // moves the maximum down to the level below.
-    while let Some(i) = passed.pop() {
-        let level = report.steps[i].level;
-        let mut runs = vec![i];
-        let mut confirmed = true;
-        for k in 1..=plan.confirmations {
-            if stop.load(Ordering::Relaxed) {
-                confirmed = false;
-                break;
-            }
-            std::thread::sleep(plan.cooldown);
-            let st = step(reach, plan, level, k)?;
-            announce(&st);
-            let pass = st.pass;
-            report.steps.push(st);
-            runs.push(report.steps.len() - 1);
-            if !pass {
-                confirmed = false;
-                first_failure.get_or_insert(report.steps.len() - 1);
-                break;
-            }
-        }
-        if !confirmed && !passed.is_empty() && !stop.load(Ordering::Relaxed) {
-            continue;
-        }
-        let at = |j: usize| &report.steps[j];
-        let limit = first_failure.map_or(i, |f| f);
-        report.maximum = Some(Maximum {
-            level,
-            rps: runs
-                .iter()
-                .map(|&j| at(j).rps)
-                .fold(f64::INFINITY, f64::min),
-            p99_us: runs.iter().map(|&j| at(j).p99_us).max().unwrap_or(0),
-            confirmed,
-            runs: runs.len(),
-            bottleneck: at(limit).verdict.text.clone(),
-        });
-        break;
-    }
-    Ok(())
 }
 
 fn announce(st: &Step) {

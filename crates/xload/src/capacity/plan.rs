@@ -63,6 +63,11 @@ pub(crate) struct Plan {
     pub cooldown: Duration,
     /// Repeats of the maximum that must pass too.
     pub confirmations: usize,
+    /// Bisection between the last passing and the first failing level stops
+    /// when they are closer than this share of the upper...
+    pub tolerance: f64,
+    /// ...or after this many trials (0: no bisection).
+    pub max_trials: usize,
     /// `--fail-if` gates a step must meet, as written and parsed.
     pub slo: Vec<(String, Gate)>,
     /// Connections of a rate step (default 64).
@@ -87,6 +92,8 @@ const PROCEDURE: &[&str] = &[
     "warmup",
     "cooldown",
     "confirmations",
+    "tolerance",
+    "max_trials",
     "slo",
     "connections",
     "args",
@@ -189,6 +196,8 @@ pub(crate) fn parse(src: &str, file: &str, dir: &Path) -> Result<Plan, Error> {
         warmup: Duration::from_secs(1),
         cooldown: Duration::from_secs(1),
         confirmations: 2,
+        tolerance: 0.05,
+        max_trials: 4,
         slo: Vec::new(),
         connections: 64,
         args: Vec::new(),
@@ -331,6 +340,18 @@ fn procedure(t: &Table, plan: &mut Plan) -> Result<(), Error> {
         plan.confirmations = n.u64()? as usize;
         if plan.confirmations > 10 {
             return Err(n.error("at most 10 confirmations"));
+        }
+    }
+    if let Some(n) = t.get("tolerance") {
+        plan.tolerance = n.positive()?;
+        if plan.tolerance >= 1.0 {
+            return Err(n.error("a share of the level, below 1 (0.05: within 5%)"));
+        }
+    }
+    if let Some(n) = t.get("max_trials") {
+        plan.max_trials = n.u64()? as usize;
+        if plan.max_trials > 20 {
+            return Err(n.error("at most 20 bisection trials"));
         }
     }
     if let Some(n) = t.get("connections") {
