@@ -2,7 +2,7 @@
 //! connection, feeding received bytes to the codec, recording what completed,
 //! and naming what went wrong. No I/O here.
 
-use xload_http::{Limits, Parse, ParseError, ResponseParser};
+use xload_http::{Limits, Parse, ParseError, Response, ResponseParser};
 use xload_stats::{ErrorKind, Recorder};
 
 use crate::clock::ns_to_us;
@@ -197,40 +197,73 @@ impl Exchange {
         timing: Timing,
     ) -> (u32, Fed) {
         let mut done = 0;
+        // A 204 or 304 with bytes behind it in this receive: recorded once
+        // those bytes turn out not to be its body (then the exchange counts
+        // as that error alone, not as a response and an error).
+        let mut held: Option<Response> = None;
         loop {
             let parsed = match &mut self.mix {
-                Some(m) if m.feeds_body() => self.parser.parse_body(data, |b| m.body(b)),
+                // (A workload has one request in flight: what follows a held
+                // response is no body of its.)
+                Some(m) if m.feeds_body() && held.is_none() => {
+                    self.parser.parse_body(data, |b| m.body(b))
+                }
                 _ => self.parser.parse(data),
             };
+            if let Some(response) = held.take() {
+                if parsed == Err(ParseError::BodyAfterBodilessStatus) {
+                    return (done, Fed::Invalid(ParseError::BodyAfterBodilessStatus));
+                }
+                // Still pending: popped here, with the latency of its completion.
+                self.finish(response, now_ns, rec, timing);
+                done += 1;
+            }
             match parsed {
                 Ok(Parse::Partial) => return (done, Fed::More),
                 Ok(Parse::Complete { consumed, response }) => {
-                    let Some(sent) = self.pending.pop() else {
+                    if self.pending.is_empty() {
                         return (done, Fed::Unsolicited);
-                    };
-                    self.min_wire = self.min_wire.min(response.wire_bytes);
-                    let latency_us = record(
-                        rec,
-                        sent,
-                        now_ns,
-                        response.status,
-                        response.wire_bytes,
-                        timing,
-                    );
-                    if let Some(m) = &mut self.mix {
-                        m.finish(rec, latency_us, &response);
                     }
+                    data = &data[consumed.min(data.len())..];
+                    if response.keep_alive
+                        && matches!(response.status, 204 | 304)
+                        && !data.is_empty()
+                    {
+                        held = Some(response);
+                        continue;
+                    }
+                    self.finish(response, now_ns, rec, timing);
                     done += 1;
                     if !response.keep_alive {
                         return (done, Fed::Close);
                     }
-                    data = &data[consumed.min(data.len())..];
                     if data.is_empty() {
                         return (done, Fed::More);
                     }
                 }
                 Err(e) => return (done, Fed::Invalid(e)),
             }
+        }
+    }
+
+    /// Records a completed response for the oldest request in flight
+    /// (the caller checked there is one).
+    #[inline]
+    fn finish(&mut self, response: Response, now_ns: u64, rec: &mut Recorder, timing: Timing) {
+        let Some(sent) = self.pending.pop() else {
+            return;
+        };
+        self.min_wire = self.min_wire.min(response.wire_bytes);
+        let latency_us = record(
+            rec,
+            sent,
+            now_ns,
+            response.status,
+            response.wire_bytes,
+            timing,
+        );
+        if let Some(m) = &mut self.mix {
+            m.finish(rec, latency_us, &response);
         }
     }
 
@@ -389,6 +422,54 @@ mod tests {
         assert_eq!((done, fed), (2, Fed::More));
         assert_eq!(rec.requests(), 2);
         assert!(ex.pending.is_empty());
+    }
+
+    /// A 204 with a body behind it in the same receive is one failed
+    /// exchange: not recorded as a response, its request still in flight
+    /// (so that replacing the connection counts it as the failure); a 204
+    /// followed by a proper response is two responses.
+    #[test]
+    fn a_body_after_a_204_counts_the_exchange_once_as_the_error() {
+        let sent = Sent {
+            intended_ns: 1_000,
+            sent_ns: 1_000,
+        };
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 2);
+        ex.pending.push(sent);
+        ex.pending.push(sent);
+        let (done, fed) = ex.feed(
+            b"HTTP/1.1 204 No Content\r\n\r\nhello",
+            2_000,
+            &mut rec,
+            Timing::Closed,
+        );
+        assert_eq!(
+            (done, fed),
+            (0, Fed::Invalid(ParseError::BodyAfterBodilessStatus))
+        );
+        assert_eq!((rec.requests(), ex.pending.len()), (0, 2));
+
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 2);
+        ex.pending.push(sent);
+        ex.pending.push(sent);
+        let two = b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\n";
+        let (done, fed) = ex.feed(two, 2_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (2, Fed::More));
+        assert_eq!((rec.status_count(204), rec.status_count(304)), (1, 1));
+        assert!(ex.pending.is_empty());
+        // Split after the 204: it is recorded; the body that follows is the error.
+        let mut ex = Exchange::new(false, 2);
+        ex.pending.push(sent);
+        ex.pending.push(sent);
+        let (done, fed) = ex.feed(&two[..27], 2_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (1, Fed::More));
+        let (done, fed) = ex.feed(b"hello", 2_000, &mut rec, Timing::Closed);
+        assert_eq!(
+            (done, fed),
+            (0, Fed::Invalid(ParseError::BodyAfterBodilessStatus))
+        );
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub(crate) struct Measured {
     pub to_ns: u64,
     /// The ages of what the window closed on (see [`Ctx::finish`]).
     pub unanswered: Vec<(u64, Option<u64>)>,
+    /// Requests in flight when the window closed whose answers the loop's
+    /// last look read: in flight then, but no age to record.
+    pub answered_at_close: u64,
 }
 
 /// State every driver shares: the time window, the quota, pacing and ticks.
@@ -117,6 +120,10 @@ pub(crate) struct Ctx<'a> {
     /// Requests still in flight when the driver's loop ended (filled once,
     /// at the end, by [`Ctx::left_unanswered`]).
     left: Vec<Sent>,
+    /// Requests in flight when the loop ended, before its last look.
+    in_flight_at_close: u64,
+    /// Of those, the ones the last look found answered.
+    answered_at_close: u64,
     /// The ages of what the window closed on, µs: (from the intended send
     /// in open loop, else from the send; from the send, None if never sent).
     unanswered: Vec<(u64, Option<u64>)>,
@@ -182,6 +189,8 @@ impl<'a> Ctx<'a> {
             sched,
             open_loop,
             left: Vec::new(),
+            in_flight_at_close: 0,
+            answered_at_close: 0,
             unanswered: Vec::new(),
             stopped_ns: None,
             window_rec: None,
@@ -505,11 +514,14 @@ impl<'a> Ctx<'a> {
         Some(t)
     }
 
-    /// The driver's loop has ended at `now`: its last look may read answers
-    /// that already arrived (so that they are not taken for requests left
-    /// unanswered), but nothing more is sent and nothing it reads counts.
-    pub(crate) fn close(&mut self, now: u64) {
+    /// The driver's loop has ended at `now` with `in_flight` requests sent
+    /// and unanswered: they are the window's `in_flight`, whatever the last
+    /// look reads. That look may read answers that already arrived (so that
+    /// they are not recorded at an age), but nothing more is sent and
+    /// nothing it reads counts.
+    pub(crate) fn close(&mut self, now: u64, in_flight: u64) {
         self.stopped_ns = Some(now);
+        self.in_flight_at_close = in_flight;
         self.window_rec = Some(std::mem::take(&mut self.rec));
     }
 
@@ -526,6 +538,9 @@ impl<'a> Ctx<'a> {
             self.rec = rec;
         }
         self.left.extend(sent);
+        self.answered_at_close = self
+            .in_flight_at_close
+            .saturating_sub(self.left.len() as u64);
     }
 
     /// Records what the window closed on (see [`xload_stats::Unanswered`]):
@@ -622,6 +637,11 @@ impl<'a> Ctx<'a> {
             from_ns: self.measured_from_ns,
             to_ns: self.measured_to_ns,
             unanswered: self.unanswered,
+            answered_at_close: if self.measuring {
+                self.answered_at_close
+            } else {
+                0
+            },
         }
     }
 }
@@ -649,6 +669,7 @@ mod tests {
             requests,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
+            handshake_timeout: Duration::from_secs(1),
             engine: EngineChoice::Auto,
             open_loop: open_loop.then_some(OpenLoop {
                 rate_per_s: 1000.0,
@@ -737,7 +758,7 @@ mod tests {
         c.connection_ready(100 * MS);
         c.on_time(200 * MS);
         c.rec.record_connect();
-        c.close(200 * MS);
+        c.close(200 * MS, 0);
         assert!(c.closing());
         assert_eq!(c.allow(1), 0);
         assert_eq!(c.take_scheduled(), None);

@@ -108,6 +108,34 @@ impl<S> Core<S> {
     }
 }
 
+/// A run's timeouts in ns: connect, TLS handshake, request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    pub connect_ns: u64,
+    pub handshake_ns: u64,
+    pub request_ns: u64,
+}
+
+impl Timeouts {
+    pub(crate) fn of(plan: &crate::plan::Plan) -> Timeouts {
+        Timeouts {
+            connect_ns: plan.connect_timeout.as_nanos() as u64,
+            handshake_ns: plan.handshake_timeout.as_nanos() as u64,
+            request_ns: plan.timeout.as_nanos() as u64,
+        }
+    }
+
+    /// The shortest: a sweep every tenth of it sees each in time.
+    pub(crate) fn shortest_ns(&self) -> u64 {
+        self.connect_ns.min(self.handshake_ns).min(self.request_ns)
+    }
+}
+
+/// Requests sent on `conns` and not answered yet.
+pub(crate) fn in_flight<S>(conns: &[Conn<S>]) -> u64 {
+    conns.iter().map(|c| c.ex.pending.len() as u64).sum()
+}
+
 /// When a driver's main loop sweeps for timeouts: every tenth of the
 /// timeout it watches, between 1 and 100 ms.
 pub(crate) struct Sweeper {
@@ -160,18 +188,22 @@ pub(crate) trait Transport<'p> {
     }
 
     /// The sweep of a driver that times its own connects (and handshakes):
-    /// reconnects after a back-off, connects older than `connect_timeout_ns`
-    /// fail, requests older than `timeout_ns` expire.
-    fn sweep_states(&mut self, now: u64, connect_timeout_ns: u64, timeout_ns: u64) {
+    /// reconnects after a back-off, connects older than `t.connect_ns` and
+    /// handshakes older than `t.handshake_ns` fail, requests older than
+    /// `t.request_ns` expire.
+    fn sweep_states(&mut self, now: u64, t: Timeouts) {
         for i in 0..self.core().conns.len() {
             match self.core().conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Connecting { since_ns } | State::Handshaking { since_ns }
-                    if now.saturating_sub(since_ns) >= connect_timeout_ns =>
-                {
+                State::Connecting { since_ns } if now.saturating_sub(since_ns) >= t.connect_ns => {
                     self.connect_failed(i, libc::ETIMEDOUT, now);
                 }
-                State::Open => self.expire(i, now, timeout_ns),
+                State::Handshaking { since_ns }
+                    if now.saturating_sub(since_ns) >= t.handshake_ns =>
+                {
+                    self.handshake_failed(i, ErrorKind::TlsHandshakeTimeout, now);
+                }
+                State::Open => self.expire(i, now, t.request_ns),
                 _ => {}
             }
         }

@@ -15,7 +15,7 @@ use xload_stats::{ErrorKind, Recorder};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Timeouts, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
 use crate::sock::{sockaddr, Addr, Sources};
@@ -37,8 +37,7 @@ struct Driver<'c, 'p> {
     core: Core<Sock>,
     addr: Box<Addr>,
     sources: Sources,
-    timeout_ns: u64,
-    connect_timeout_ns: u64,
+    timeouts: Timeouts,
     buf: Box<[u8]>,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
     lowat: Lowat,
@@ -74,8 +73,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         ep,
         addr: sockaddr(plan.addr),
         sources: Sources::new(plan, index),
-        timeout_ns: plan.timeout.as_nanos() as u64,
-        connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
+        timeouts: Timeouts::of(plan),
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),
         lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
@@ -85,7 +83,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     d.main_loop();
     // Answers that arrived before the loop ended but were not read yet are
     // not requests left unanswered: one last look, no wait, nothing sent.
-    d.ctx.close(now_ns());
+    let in_flight = crate::drive::in_flight(&d.core.conns);
+    d.ctx.close(now_ns(), in_flight);
     d.drain();
     d.ctx
         .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
@@ -139,7 +138,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
 
     fn sweep(&mut self, now: u64) {
-        self.sweep_states(now, self.connect_timeout_ns, self.timeout_ns);
+        self.sweep_states(now, self.timeouts);
     }
 }
 
@@ -147,7 +146,7 @@ impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
         self.ramp_up(now);
-        let mut sweeper = Sweeper::new(now, self.timeout_ns.min(self.connect_timeout_ns));
+        let mut sweeper = Sweeper::new(now, self.timeouts.shortest_ns());
         let mut events: Vec<libc::epoll_event> =
             vec![libc::epoll_event { events: 0, u64: 0 }; 1024];
         loop {

@@ -104,6 +104,8 @@ pub struct Plan {
     /// Per-request timeout.
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    /// https: how long a TLS handshake may take once TCP is connected.
+    pub handshake_timeout: Duration,
     pub engine: EngineChoice,
     pub open_loop: Option<OpenLoop>,
     /// Period of progress ticks (time series rows).
@@ -182,6 +184,7 @@ pub(crate) mod tests {
             requests: reqs,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
+            handshake_timeout: Duration::from_secs(1),
             engine: EngineChoice::Auto,
             open_loop: Some(OpenLoop {
                 rate_per_s: 1000.0,

@@ -287,11 +287,13 @@ fn collect(
     let mut longest = 0u64;
     let mut first_ns: Option<u64> = None;
     let mut unanswered = Vec::new();
+    let mut answered_at_close = 0;
     for h in handles {
         let (info, m) = h
             .join()
             .map_err(|_| "a worker thread panicked".to_string())?;
         unanswered.extend(m.unanswered);
+        answered_at_close += m.answered_at_close;
         match recorder.as_mut() {
             Some(r) => r.merge(&m.rec),
             None => recorder = Some(m.rec),
@@ -310,5 +312,6 @@ fn collect(
     for (age, since_sent) in unanswered {
         recorder.record_unanswered(&censor, age, since_sent);
     }
+    recorder.record_answered_at_close(answered_at_close);
     Ok((recorder, workers, longest, first_ns))
 }

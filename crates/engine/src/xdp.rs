@@ -23,7 +23,7 @@ use xload_xdp::xsk::{BindMode, XskConfig, XskSocket};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Timeouts, Transport};
 use crate::plan::{Plan, XdpTarget};
 use crate::ring::next_gen;
 
@@ -105,8 +105,7 @@ struct Driver<'c, 'p> {
     client: Client,
     /// Taken out while received frames are handed to the stack.
     port: Option<FramePort>,
-    timeout_ns: u64,
-    connect_timeout_ns: u64,
+    timeouts: Timeouts,
     faults: Option<Faults>,
 }
 
@@ -200,15 +199,15 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
             seed,
         ),
         port: Some(port),
-        timeout_ns: plan.timeout.as_nanos() as u64,
-        connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
+        timeouts: Timeouts::of(plan),
         faults: Faults::new(target),
         ctx,
     };
     d.main_loop();
     // Answers already in are not requests left unanswered: one last look,
     // nothing sent.
-    d.ctx.close(now_ns());
+    let in_flight = crate::drive::in_flight(&d.core.conns);
+    d.ctx.close(now_ns(), in_flight);
     d.receive(now_ns());
     d.ctx
         .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
@@ -264,7 +263,7 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     // No TLS on this engine (refused by `check`).
     fn send_records(&mut self, _i: usize, _now: u64) {}
     fn sweep(&mut self, now: u64) {
-        self.sweep_states(now, self.connect_timeout_ns, self.timeout_ns);
+        self.sweep_states(now, self.timeouts);
     }
 }
 
@@ -272,7 +271,7 @@ impl Driver<'_, '_> {
     fn main_loop(&mut self) {
         let now = now_ns();
         self.ramp_up(now);
-        let mut sweeper = Sweeper::new(now, self.timeout_ns.min(self.connect_timeout_ns));
+        let mut sweeper = Sweeper::new(now, self.timeouts.shortest_ns());
         let mut next_timer = now + TIMER_NS;
         loop {
             let now = now_ns();

@@ -11,7 +11,7 @@
 //! byte for byte to the last one parsed whole is recognized by one comparison
 //! and means what it meant then (see `crate::memo`).
 
-use crate::grammar::{eq_lower, hex_value, is_token, trim_ows};
+use crate::grammar::{eq_lower, hex_value, is_tchar, is_token, is_value_byte, trim_ows};
 use crate::memo::HeadMemo;
 
 /// What the responder must answer, in order.
@@ -56,25 +56,35 @@ pub enum BadRequest {
     /// A header line without a colon, or a name that is not a token.
     #[error("invalid header field name")]
     HeaderName,
-    /// A header line not ended by CRLF, or a NUL or CR inside a value.
+    /// A header line not ended by CRLF, or a control byte other than HTAB
+    /// (NUL, CR, form feed, ...) or DEL inside a value.
     #[error("invalid header field value")]
     HeaderValue,
     /// A Content-Length that is not 1 to 15 digits, or two that differ.
     #[error("invalid Content-Length")]
     ContentLength,
-    /// A Transfer-Encoding whose last coding is not chunked, one on an
+    /// A Transfer-Encoding list (one over all its lines) whose last coding
+    /// is not chunked, that lists chunked twice or a non-token, one on an
     /// HTTP/1.0 request, or one with a Content-Length (RFC 9112 §6.1, §6.3).
     #[error("unsupported Transfer-Encoding")]
     TransferEncoding,
-    /// A chunked body that breaks its framing (size line, CRLFs, trailers).
+    /// A chunked body that breaks its framing: a size line outside RFC 9112
+    /// §7.1.1 (a space before its CR, an extension without `;` or name, an
+    /// unclosed quote), a missing CRLF, an endless trailer.
     #[error("invalid chunked body")]
     Chunk,
+    /// An HTTP/1.1 request without a Host field, or with two (RFC 9112 §3.2).
+    #[error("missing or repeated Host")]
+    Host,
+    /// CONNECT: a tunnel request, for proxies; this responder is none.
+    #[error("CONNECT is for proxies")]
+    Connect,
     /// A head longer than [`MAX_REQUEST_HEAD`].
     #[error("request head larger than the limit")]
     HeadTooLarge,
 }
 
-/// Largest request head accepted, in bytes.
+/// Largest request head accepted (its empty line included), in bytes.
 pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// Incremental request scanner for one connection.
@@ -93,6 +103,9 @@ pub struct RequestScanner {
     chunk: Option<Chunk>,
     /// The last head parsed whole, and what it said (request, body length).
     memo: HeadMemo<(ScannedRequest, u64)>,
+    /// The input ended on a CR where a request line could start: the CR of
+    /// an empty line, skipped with its LF (or the start of a head).
+    blank_cr: bool,
 }
 
 /// The body length `parse_head` gives for a chunked body.
@@ -101,12 +114,12 @@ const CHUNKED: u64 = u64::MAX;
 /// A chunked body's framing, byte by byte but for the data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chunk {
-    /// The chunk-size line: the size so far, its digits, past a `;` (an
-    /// extension, skipped) or whitespace.
-    Size {
+    /// The chunk-size line: the size so far, the line's length so far, and
+    /// where in its grammar the next byte falls.
+    Line {
         size: u64,
-        digits: u8,
-        ext: bool,
+        len: usize,
+        at: SizeLine,
     },
     /// After the size line's CR.
     SizeLf {
@@ -125,11 +138,78 @@ enum Chunk {
     },
 }
 
+/// Where a chunk-size line is, in RFC 9112 §7.1.1's grammar:
+/// `chunk-size *( BWS ";" BWS ext-name [ BWS "=" BWS ext-value ] ) CRLF`,
+/// an `ext-value` being a token or a quoted string. Anything else (a space
+/// before the CR, an extension without `;`, an empty name, an unclosed
+/// quote) is refused: a proxy in front may read such a line differently,
+/// and the two would disagree on where the request ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SizeLine {
+    /// Hex digits, this many so far (at most 15).
+    Digits(u8),
+    /// Whitespace after the size: only `;` may follow.
+    SizeWs,
+    /// After `;`: whitespace, then the extension's name.
+    NameStart,
+    Name,
+    /// Whitespace after a name: `=` or `;` follows.
+    NameWs,
+    /// After `=`: whitespace, then the value.
+    ValueStart,
+    Token,
+    Quoted,
+    /// After a backslash inside the quoted string.
+    QuotedEscape,
+    /// After a value: whitespace, then `;` or the line's end.
+    ValueEnd,
+    /// Whitespace after a value: only `;` may follow.
+    ValueWs,
+}
+
+/// Where the byte after a chunk-size line's byte `c` falls; `None` when
+/// the line is malformed. A CR (ending the line) is handled by the caller.
+fn size_line_step(at: SizeLine, c: u8) -> Option<SizeLine> {
+    use SizeLine::*;
+    let ws = c == b' ' || c == b'\t';
+    Some(match at {
+        Digits(n) if c.is_ascii_hexdigit() && n < 15 => Digits(n + 1),
+        Digits(n) if n > 0 && c == b';' => NameStart,
+        Digits(n) if n > 0 && ws => SizeWs,
+        SizeWs | ValueWs if ws => at,
+        SizeWs | ValueWs | ValueEnd if c == b';' => NameStart,
+        NameStart | ValueStart if ws => at,
+        NameStart | Name if is_tchar(c) => Name,
+        Name | NameWs if c == b'=' => ValueStart,
+        Name | NameWs if c == b';' => NameStart,
+        Name | NameWs if ws => NameWs,
+        ValueStart | Token if is_tchar(c) => Token,
+        ValueStart if c == b'"' => Quoted,
+        Token if c == b';' => NameStart,
+        Token | ValueEnd if ws => ValueWs,
+        Quoted if c == b'"' => ValueEnd,
+        Quoted if c == b'\\' => QuotedEscape,
+        // qdtext and quoted-pair: HTAB, SP, VCHAR, obs-text.
+        Quoted | QuotedEscape if is_value_byte(c) => Quoted,
+        _ => return None,
+    })
+}
+
+impl SizeLine {
+    /// The line may end (CRLF) here.
+    fn may_end(self) -> bool {
+        matches!(
+            self,
+            SizeLine::Digits(1..) | SizeLine::Name | SizeLine::Token | SizeLine::ValueEnd
+        )
+    }
+}
+
 impl Chunk {
-    const START: Chunk = Chunk::Size {
+    const START: Chunk = Chunk::Line {
         size: 0,
-        digits: 0,
-        ext: false,
+        len: 0,
+        at: SizeLine::Digits(0),
     };
 
     /// Consumes bytes of `input`; returns how many, and whether the body ended.
@@ -148,21 +228,23 @@ impl Chunk {
                     };
                     continue;
                 }
-                Chunk::Size { size, digits, ext } => match c {
-                    b'\r' if digits > 0 => Chunk::SizeLf { size },
-                    b';' | b' ' | b'\t' if digits > 0 => Chunk::Size {
+                Chunk::Line { size, at, .. } if c == b'\r' && at.may_end() => {
+                    Chunk::SizeLf { size }
+                }
+                Chunk::Line { size, len, at } if len < MAX_REQUEST_HEAD => {
+                    let next = size_line_step(at, c).ok_or(BadRequest::Chunk)?;
+                    let size = match (at, next) {
+                        (SizeLine::Digits(_), SizeLine::Digits(_)) => {
+                            size * 16 + u64::from(hex_value(c))
+                        }
+                        _ => size,
+                    };
+                    Chunk::Line {
                         size,
-                        digits,
-                        ext: true,
-                    },
-                    _ if ext && c != b'\n' && c != b'\r' => Chunk::Size { size, digits, ext },
-                    _ if !ext && c.is_ascii_hexdigit() && digits < 15 => Chunk::Size {
-                        size: size * 16 + u64::from(hex_value(c)),
-                        digits: digits + 1,
-                        ext,
-                    },
-                    _ => return Err(BadRequest::Chunk),
-                },
+                        len: len + 1,
+                        at: next,
+                    }
+                }
                 Chunk::SizeLf { size } if c == b'\n' => {
                     if size == 0 {
                         Chunk::Trailer { len: 0 }
@@ -203,6 +285,7 @@ impl RequestScanner {
             pending: None,
             chunk: None,
             memo: HeadMemo::default(),
+            blank_cr: false,
         }
     }
 
@@ -247,13 +330,28 @@ impl RequestScanner {
                 continue;
             }
             let rest = &input[i..];
+            if std::mem::take(&mut self.blank_cr) {
+                if rest[0] == b'\n' {
+                    i += 1;
+                    continue;
+                }
+                // Not an empty line: the CR starts a head, as it would have
+                // had it come with what follows.
+                self.head.push(b'\r');
+            }
             if !self.head.is_empty() {
                 i += self.split_head(rest, &mut on)?;
                 continue;
             }
+            // An empty line before a request line is ignored (RFC 9112 §2.2),
+            // also when its CR and LF come in different receives.
             if rest.starts_with(b"\r\n") {
-                // An empty line before a request line is ignored (RFC 9112 §2.2).
                 i += 2;
+                continue;
+            }
+            if rest == b"\r" {
+                self.blank_cr = true;
+                i += 1;
                 continue;
             }
             // The remembered head ends at its only blank line, so input
@@ -276,20 +374,18 @@ impl RequestScanner {
         rest: &[u8],
         on: &mut impl FnMut(ScannedRequest),
     ) -> Result<usize, BadRequest> {
-        match head_end(rest, 0) {
+        // The limit is on where the head ends, so only that far is searched:
+        // the same verdict as when the head comes in pieces.
+        let window = &rest[..rest.len().min(MAX_REQUEST_HEAD)];
+        match head_end(window, 0)? {
             Some(end) => {
                 let (req, body) = parse_head(&rest[..end], self.special, self.paths.as_deref())?;
                 self.memo.remember(&rest[..end], (req, body));
                 self.start(req, body, on);
                 Ok(end)
             }
+            None if rest.len() >= MAX_REQUEST_HEAD => Err(BadRequest::HeadTooLarge),
             None => {
-                if rest.len() > MAX_REQUEST_HEAD {
-                    return Err(BadRequest::HeadTooLarge);
-                }
-                if bare_lf_blank_line(rest) {
-                    return Err(BadRequest::RequestLine);
-                }
                 self.head.extend_from_slice(rest);
                 Ok(rest.len())
             }
@@ -304,12 +400,11 @@ impl RequestScanner {
         rest: &[u8],
         on: &mut impl FnMut(ScannedRequest),
     ) -> Result<usize, BadRequest> {
+        // INVARIANT: a kept head is shorter than the limit (else refused).
         let old = self.head.len();
-        let take = rest
-            .len()
-            .min(MAX_REQUEST_HEAD + 4 - old.min(MAX_REQUEST_HEAD));
+        let take = rest.len().min(MAX_REQUEST_HEAD - old);
         self.head.extend_from_slice(&rest[..take]);
-        match head_end(&self.head, old.saturating_sub(3)) {
+        match head_end(&self.head, old)? {
             Some(end) => {
                 let (req, body) =
                     parse_head(&self.head[..end], self.special, self.paths.as_deref())?;
@@ -317,15 +412,8 @@ impl RequestScanner {
                 self.start(req, body, on);
                 Ok(end - old)
             }
-            None => {
-                if self.head.len() > MAX_REQUEST_HEAD {
-                    return Err(BadRequest::HeadTooLarge);
-                }
-                if bare_lf_blank_line(&self.head) {
-                    return Err(BadRequest::RequestLine);
-                }
-                Ok(take)
-            }
+            None if self.head.len() >= MAX_REQUEST_HEAD => Err(BadRequest::HeadTooLarge),
+            None => Ok(take),
         }
     }
 
@@ -366,41 +454,46 @@ impl RequestScanner {
         self.body_left = 0;
         self.pending = None;
         self.chunk = None;
+        self.blank_cr = false;
     }
 }
 
-/// A head ended by LF LF without CRs: it would never complete (the client
-/// waits for an answer), so it is refused instead.
-fn bare_lf_blank_line(b: &[u8]) -> bool {
-    b.windows(2).any(|w| w == b"\n\n")
-}
-
-/// Offset just past the first `\r\n\r\n` at or after `from`.
-fn head_end(b: &[u8], from: usize) -> Option<usize> {
+/// Where the head at the start of `b` ends, looking at the LFs at or after
+/// `from` (those before were looked at already): `Some` offset just past
+/// its `\r\n\r\n`, `None` when it has not ended yet. An empty line ended
+/// by a bare LF (LF LF) is refused: such a head would never end, and the
+/// client would wait for an answer.
+fn head_end(b: &[u8], from: usize) -> Result<Option<usize>, BadRequest> {
     let mut i = from;
-    while i + 3 < b.len() {
-        // Skip to the next '\n' quickly; the terminator ends with "\n\r\n".
-        match b[i + 3..].iter().position(|&c| c == b'\n') {
-            None => return None,
-            Some(p) => {
-                let j = i + 3 + p; // index of '\n'
-                if b[j - 3] == b'\r' && b[j - 2] == b'\n' && b[j - 1] == b'\r' {
-                    return Some(j + 1);
-                }
-                i = j - 2;
-            }
+    while let Some(p) = b[i..].iter().position(|&c| c == b'\n') {
+        let j = i + p; // an LF
+        if j >= 1 && b[j - 1] == b'\n' {
+            return Err(BadRequest::RequestLine);
         }
+        if j >= 3 && b[j - 3..j] == *b"\r\n\r" {
+            return Ok(Some(j + 1));
+        }
+        i = j + 1;
     }
-    None
+    Ok(None)
 }
 
 /// What the header fields of a request said.
 #[derive(Default)]
 struct Fields {
+    /// `Connection` lists held `close` / `keep-alive` (close wins over
+    /// keep-alive wherever either stands, RFC 9112 §9.6).
+    close: bool,
     keep_alive: bool,
     length: Option<u64>,
     expect_continue: bool,
-    chunked: bool,
+    /// Host fields.
+    hosts: u32,
+    /// Transfer-Encoding lines came; the last coding listed is chunked;
+    /// how many times chunked was listed.
+    te_seen: bool,
+    te_last_chunked: bool,
+    te_chunked: u32,
 }
 
 /// Parses a complete head (ending in CRLFCRLF): the request and its body
@@ -429,29 +522,35 @@ fn parse_head(
         b"HTTP/1.0" => false,
         _ => return Err(BadRequest::Version),
     };
-    let mut f = Fields {
-        keep_alive: http11,
-        ..Fields::default()
-    };
+    if method == b"CONNECT" {
+        return Err(BadRequest::Connect);
+    }
+    let mut f = Fields::default();
     for line in lines {
         field_line(line, http11, &mut f)?;
     }
-    if f.chunked && f.length.is_some() {
-        // Both framings at once: the request-smuggling shape (RFC 9112 §6.3).
+    if f.hosts > 1 || (http11 && f.hosts == 0) {
+        return Err(BadRequest::Host);
+    }
+    // HTTP/1.1 stays open unless told to close; HTTP/1.0 only when asked to.
+    let keep_alive = !f.close && (http11 || f.keep_alive);
+    if f.te_seen && (f.length.is_some() || !f.te_last_chunked || f.te_chunked > 1) {
+        // Both framings at once (the request-smuggling shape), or codings
+        // that do not end in chunked, once: no length to read (RFC 9112 §6.3).
         return Err(BadRequest::TransferEncoding);
     }
     let path = origin_path(target);
     let special_path = path == special;
     let request = ScannedRequest {
-        keep_alive: f.keep_alive,
+        keep_alive,
         special_path,
-        says_keep_alive: f.keep_alive && !http11,
+        says_keep_alive: keep_alive && !http11,
         head: method == b"HEAD",
         // HTTP/1.1 only (RFC 9110 §10.1.1: ignore it from 1.0 clients).
         continue_only: f.expect_continue && http11,
         found: paths.filter(|_| !special_path).and_then(|p| p.find(path)),
     };
-    let body = if f.chunked {
+    let body = if f.te_seen {
         CHUNKED
     } else {
         f.length.unwrap_or(0)
@@ -471,7 +570,7 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
     if !is_token(name) {
         return Err(BadRequest::HeaderName);
     }
-    if value.iter().any(|&c| c == b'\r' || c == 0) {
+    if !value.iter().all(|&c| is_value_byte(c)) {
         return Err(BadRequest::HeaderValue);
     }
     let value = trim_ows(value);
@@ -489,26 +588,33 @@ fn field_line(line: &[u8], http11: bool, f: &mut Fields) -> Result<(), BadReques
             }
             f.length = Some(v);
         }
+        4 if eq_lower(name, b"host") => f.hosts += 1,
         6 if eq_lower(name, b"expect") => {
             f.expect_continue = value.eq_ignore_ascii_case(b"100-continue");
         }
         17 if eq_lower(name, b"transfer-encoding") => {
-            // Framed by its last coding, which must be chunked; the
-            // body is skipped, so other codings need no decoding.
-            let last = value
-                .rsplit(|&c| c == b',')
-                .map(trim_ows)
-                .next()
-                .unwrap_or(b"");
-            if !http11 || f.chunked || !last.eq_ignore_ascii_case(b"chunked") {
+            // One list over every Transfer-Encoding line (RFC 9110 §5.3),
+            // judged when the head ends; the body is skipped, so codings
+            // other than chunked need no decoding.
+            if !http11 || value.is_empty() {
                 return Err(BadRequest::TransferEncoding);
             }
-            f.chunked = true;
+            for coding in value.split(|&c| c == b',').map(trim_ows) {
+                if coding.is_empty() {
+                    continue;
+                }
+                if !is_token(coding) {
+                    return Err(BadRequest::TransferEncoding);
+                }
+                f.te_last_chunked = coding.eq_ignore_ascii_case(b"chunked");
+                f.te_chunked += u32::from(f.te_last_chunked);
+            }
+            f.te_seen = true;
         }
         10 if eq_lower(name, b"connection") => {
             for tok in value.split(|&c| c == b',').map(trim_ows) {
                 if tok.eq_ignore_ascii_case(b"close") {
-                    f.keep_alive = false;
+                    f.close = true;
                 } else if tok.eq_ignore_ascii_case(b"keep-alive") {
                     f.keep_alive = true;
                 }
@@ -551,7 +657,7 @@ mod tests {
         Ok(out)
     }
 
-    const PIPE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET /stats?x=1 HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.0\r\n\r\n";
+    const PIPE: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nPOST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /stats?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\nGET / HTTP/1.0\r\n\r\n";
 
     #[test]
     fn pipelined_requests_split_at_every_byte_give_the_same_answers() {
@@ -615,28 +721,29 @@ mod tests {
             Err(BadRequest::Version)
         );
         assert_eq!(
-            scan_all(&[b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"]),
+            scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n"]),
             Err(BadRequest::HeaderName)
         );
         assert_eq!(
-            scan_all(&[b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n"]),
+            scan_all(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x\r\n\r\n"]),
             Err(BadRequest::ContentLength)
         );
         for te in [
-            &b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
+            &b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"[..],
             b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
         ] {
             assert_eq!(scan_all(&[te]), Err(BadRequest::TransferEncoding), "{te:?}");
         }
         for body in [&b"x\r\n"[..], b"5\r\nhelloXX", b"5\nhello\r\n0\r\n\r\n"] {
-            let mut req = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            let mut req =
+                b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             req.extend_from_slice(body);
             assert_eq!(scan_all(&[&req]), Err(BadRequest::Chunk), "{body:?}");
         }
         let big = vec![b'a'; MAX_REQUEST_HEAD + 10];
         assert_eq!(
-            scan_all(&[b"GET / HTTP/1.1\r\nX: ", &big]),
+            scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nX: ", &big]),
             Err(BadRequest::HeadTooLarge)
         );
         assert_eq!(scan_all(&[&big]), Err(BadRequest::HeadTooLarge));
@@ -662,7 +769,7 @@ mod tests {
             s.feed(b, |r| out.push(r)).unwrap();
             out.clone()
         };
-        let get = b"GET /stats HTTP/1.1\r\nConnection: keep\r\n\r\n";
+        let get = b"GET /stats HTTP/1.1\r\nHost: a\r\nConnection: keep\r\n\r\n";
         assert_eq!(
             feed(&mut s, get),
             vec![ScannedRequest {
@@ -680,9 +787,9 @@ mod tests {
                 3
             ]
         );
-        let other = b"GET /stata HTTP/1.1\r\nConnection: keep\r\n\r\n";
+        let other = b"GET /stata HTTP/1.1\r\nHost: a\r\nConnection: keep\r\n\r\n";
         assert_eq!(feed(&mut s, other), vec![ka]);
-        let close = b"GET /stata HTTP/1.1\r\nConnection: close\r\n\r\n";
+        let close = b"GET /stata HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
         assert_eq!(
             feed(&mut s, close),
             vec![ScannedRequest {
@@ -691,8 +798,8 @@ mod tests {
             }]
         );
         // Content-Length 3 then 4: the second body's fourth byte is not a request.
-        let post3 = b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc";
-        let post4 = b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcd";
+        let post3 = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc";
+        let post4 = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nabcd";
         assert_eq!(feed(&mut s, post3), vec![ka]);
         assert_eq!(feed(&mut s, post3), vec![ka]);
         assert_eq!(feed(&mut s, post4), vec![ka]);
@@ -713,8 +820,8 @@ mod tests {
     #[test]
     fn empty_lines_before_a_request_are_skipped_and_bare_lf_heads_refused() {
         let r = scan_all(&[
-            b"\r\n\r\nGET / HTTP/1.1\r\n\r\n",
-            b"\r\nGET / HTTP/1.1\r\n\r\n",
+            b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+            b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n",
         ])
         .unwrap();
         assert_eq!(r.len(), 2);
@@ -731,7 +838,8 @@ mod tests {
     #[test]
     fn expect_100_continue_is_reported_before_the_body() {
         let mut s = RequestScanner::new(b"/stats");
-        let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
+        let head =
+            b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n";
         let mut got = Vec::new();
         s.feed(head, |r| got.push(r)).unwrap();
         assert_eq!(got.len(), 1);
@@ -741,7 +849,7 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert!(!got[0].continue_only, "then the request itself");
         // No body, or HTTP/1.0: nothing to continue.
-        let r = scan_all(&[b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n"]).unwrap();
+        let r = scan_all(&[b"GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n"]).unwrap();
         assert!(r.len() == 1 && !r[0].continue_only);
         let r =
             scan_all(&[b"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx"])
@@ -752,7 +860,7 @@ mod tests {
     #[test]
     fn head_is_told_apart_by_its_method() {
         let r =
-            scan_all(&[b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEADX / HTTP/1.1\r\n\r\n"])
+            scan_all(&[b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\nHEADX / HTTP/1.1\r\nHost: a\r\n\r\n"])
                 .unwrap();
         assert_eq!(
             r.iter().map(|r| r.head).collect::<Vec<_>>(),
@@ -762,10 +870,11 @@ mod tests {
 
     #[test]
     fn chunked_bodies_are_skipped_split_at_every_byte() {
-        let stream: &[u8] = b"POST /up HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
+        let stream: &[u8] =
+            b"POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\
             5;name=v\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n\
-            GET /stats HTTP/1.1\r\n\r\n\
-            POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+            GET /stats HTTP/1.1\r\nHost: a\r\n\r\n\
+            POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
         let whole = scan_all(&[stream]).unwrap();
         assert_eq!(whole.len(), 3, "{whole:?}");
         assert!(whole[1].special_path && !whole[0].special_path && !whole[2].special_path);
@@ -780,7 +889,7 @@ mod tests {
         let mut s = RequestScanner::new(b"/health");
         let mut got = Vec::new();
         s.feed(
-            b"GET /health?x HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
+            b"GET /health?x HTTP/1.1\r\nHost: a\r\n\r\nGET /stats HTTP/1.1\r\nHost: a\r\n\r\nGET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
             |r| got.push(r.special_path),
         )
         .unwrap();
@@ -795,7 +904,7 @@ mod tests {
         assert_eq!(origin_path(b"https://a"), b"/");
         assert_eq!(origin_path(b"http://a?q"), b"/");
         assert_eq!(origin_path(b"*"), b"*");
-        let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\n\r\n"]).unwrap();
+        let r = scan_all(&[b"GET http://a/stats HTTP/1.1\r\nHost: a\r\n\r\n"]).unwrap();
         assert!(r[0].special_path, "{r:?}");
     }
 
@@ -819,9 +928,9 @@ mod tests {
         let table = std::sync::Arc::new(Table::default());
         let mut s = RequestScanner::new(b"/stats").with_paths(table.clone());
         let mut found = Vec::new();
-        let input = b"GET /a HTTP/1.1\r\n\r\nGET /a HTTP/1.1\r\n\r\n\
-                      HEAD http://h/b/c?x=1 HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\n\r\n\
-                      GET /nope HTTP/1.1\r\n\r\n";
+        let input = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n\
+                      HEAD http://h/b/c?x=1 HTTP/1.1\r\nHost: a\r\n\r\nGET /stats HTTP/1.1\r\nHost: a\r\n\r\n\
+                      GET /nope HTTP/1.1\r\nHost: a\r\n\r\n";
         s.feed(input, |r| found.push((r.found, r.head, r.special_path)))
             .unwrap();
         assert_eq!(

@@ -37,6 +37,9 @@ pub enum ErrorKind {
     TlsHandshake,
     /// https: the peer closed (FIN or RST) before the handshake completed.
     TlsClosedInHandshake,
+    /// https: TCP connected but the TLS handshake did not complete within
+    /// the handshake timeout.
+    TlsHandshakeTimeout,
     /// https: the server answered with something that is not TLS (a plain
     /// HTTP server on an https:// URL).
     NotTls,
@@ -46,7 +49,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Number of kinds (the size of a per-kind counter array).
-    pub const COUNT: usize = 15;
+    pub const COUNT: usize = 16;
 
     /// Every kind, in the order reports print them.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
@@ -63,6 +66,7 @@ impl ErrorKind {
         ErrorKind::TlsUntrusted,
         ErrorKind::TlsHandshake,
         ErrorKind::TlsClosedInHandshake,
+        ErrorKind::TlsHandshakeTimeout,
         ErrorKind::NotTls,
         ErrorKind::Other,
     ];
@@ -83,6 +87,7 @@ impl ErrorKind {
             ErrorKind::TlsUntrusted => "tls_untrusted_certificate",
             ErrorKind::TlsHandshake => "tls_handshake_failed",
             ErrorKind::TlsClosedInHandshake => "tls_closed_in_handshake",
+            ErrorKind::TlsHandshakeTimeout => "tls_handshake_timeout",
             ErrorKind::NotTls => "not_tls",
             ErrorKind::Other => "other",
         }

@@ -52,7 +52,9 @@ pub struct Recorder {
 /// their latency is unknown and recording their age would bias it down).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unanswered {
-    /// Sent and unanswered.
+    /// Sent and not answered when the window closed (answers the loop read
+    /// after it included): the window's responses plus these are exactly
+    /// the requests sent in it.
     pub in_flight: u64,
     /// Open loop: intended in the window and never sent.
     pub unsent: u64,
@@ -378,6 +380,12 @@ impl Recorder {
             corrected_us,
             uncorrected_us,
         }
+    }
+
+    /// `n` requests in flight when the window closed whose answers came
+    /// after it: in flight, with no age to record.
+    pub fn record_answered_at_close(&mut self, n: u64) {
+        self.unanswered.in_flight += n;
     }
 
     /// A request left unanswered when the window closed, `age_us` old (from

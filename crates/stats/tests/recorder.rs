@@ -178,6 +178,7 @@ fn error_kind_names_are_the_json_keys_and_unique() {
             "tls_untrusted_certificate",
             "tls_handshake_failed",
             "tls_closed_in_handshake",
+            "tls_handshake_timeout",
             "not_tls",
             "other"
         ]

@@ -92,6 +92,11 @@ pub(crate) struct CommonArgs {
     #[arg(long = "connect-timeout", default_value = "3s", value_parser = parse_positive_duration)]
     pub connect_timeout: Duration,
 
+    /// https: TLS handshake timeout, from the TCP connect on (counted as
+    /// tls_handshake_timeout).
+    #[arg(long = "handshake-timeout", default_value = "3s", value_parser = parse_positive_duration)]
+    pub handshake_timeout: Duration,
+
     /// Bind the connections to these local addresses, in turn: ADDR[,ADDR...] or a range
     /// 127.0.0.2-127.0.0.9. Each address has its own ephemeral ports toward the target (about
     /// 28k with the default net.ipv4.ip_local_port_range), so more connections fit.

@@ -124,8 +124,8 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// Ctrl-C stops the run; the report covers what was measured (a second
-/// Ctrl-C exits at once).
+/// Ctrl-C or SIGTERM stops the run; the report covers what was measured
+/// (xload_sys::signal: a signal repeated two seconds later exits at once).
 fn install_sigint() -> Arc<AtomicBool> {
     xload_sys::signal::stop_flag()
 }
@@ -159,6 +159,15 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
+    // Commands that measure exit 128 + the signal's number when one stopped
+    // them (after writing their partial report), so that a CI job never
+    // counts an aborted run as a pass; a server or a lab stopped by SIGTERM
+    // did its job.
+    let measures = !matches!(
+        cli.cmd,
+        Some(Cmd::Serve(_) | Cmd::Lab(_) | Cmd::Merge(_) | Cmd::Files(_))
+            | Some(Cmd::Completions(_) | Cmd::Man(_))
+    );
     let result = match cli.cmd {
         Some(Cmd::Sweep(mut a)) => sweep::take_workload_positional(&mut a)
             .and_then(|()| sweep::main_sweep(&a, install_sigint())),
@@ -184,15 +193,22 @@ fn main() -> ExitCode {
         }
         None => main_load(cli.url.as_deref(), &cli.run, install_sigint()),
     };
+    let interrupted = |code: i32| {
+        if measures {
+            xload_sys::signal::exit_code(code)
+        } else {
+            code
+        }
+    };
     match result {
-        Ok(code) => ExitCode::from(code as u8),
+        Ok(code) => ExitCode::from(interrupted(code) as u8),
         Err(Failure::Usage(m)) => {
             eprintln!("xload: {m}");
             ExitCode::from(2)
         }
         Err(Failure::Run(m)) => {
             eprintln!("xload: {m}");
-            ExitCode::from(1)
+            ExitCode::from(interrupted(1) as u8)
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Exit codes: 0 success, 1 the run could not be done, 2 bad arguments.
 //!
 //! Ctrl-C (SIGINT) or SIGTERM ends the run early and still prints the
-//! report (xload-sys's stop flag; a second one exits at once). Either way
+//! report (xload-sys's stop flag) and exits 128 + the signal's number. Either way
 //! the XDP program goes away with the process, because it is held only by a
 //! bpf_link fd. The report goes to stdout through [`crate::out`]: a reader
 //! that goes away (`xload pps … | head -1`) ends nothing but the output.

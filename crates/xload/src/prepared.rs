@@ -131,6 +131,7 @@ pub(crate) fn prepare_with(
         requests: a.requests,
         timeout: a.timeout,
         connect_timeout: a.connect_timeout,
+        handshake_timeout: a.handshake_timeout,
         engine: engine_choice(a.engine),
         open_loop: rate.map(|r| OpenLoop {
             rate_per_s: r,
@@ -365,16 +366,27 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         return Ok(());
     }
     let mut timeout = p.plan.connect_timeout;
+    let mut handshake_timeout = p.plan.handshake_timeout;
     if let Some(d) = p.plan.duration {
-        timeout = timeout.min(p.plan.warmup + d).max(Duration::from_millis(1));
+        let run = (p.plan.warmup + d).max(Duration::from_millis(1));
+        timeout = timeout.min(run);
+        handshake_timeout = handshake_timeout.min(run);
     }
     let mut last = None;
     for &addr in &p.addrs {
-        // The connect blocks in a thread of its own so that Ctrl-C is seen
-        // while it waits (a listener whose accept queue is full never answers).
+        // The connect (https: and the TLS pre-check) blocks in a thread of
+        // its own so that Ctrl-C is seen while it waits (a listener whose
+        // accept queue is full never answers; a server may never answer a
+        // ClientHello).
         let (tx, rx) = mpsc::channel();
+        let tls = p.plan.tls.clone();
+        let target = p.target.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(TcpStream::connect_timeout(&addr, timeout));
+            let r = TcpStream::connect_timeout(&addr, timeout).map(|stream| match &tls {
+                Some(t) => crate::tls::check_trusted(t, stream, handshake_timeout, &target),
+                None => Ok(()),
+            });
+            let _ = tx.send(r);
         });
         let result = loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
@@ -393,12 +405,9 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
             }
         };
         match result {
-            Ok(stream) => {
+            Ok(trusted) => {
                 p.plan.addr = addr;
-                if let Some(t) = &p.plan.tls {
-                    crate::tls::check_trusted(t, stream, timeout, &p.target)?;
-                }
-                return Ok(());
+                return trusted;
             }
             Err(e) => last = Some((addr, e)),
         }

@@ -256,9 +256,11 @@ pub(crate) fn client(a: &TlsArgs, host: &str, connections: usize) -> Result<TlsC
     })
 }
 
-/// Before the run: one handshake on `stream` (already connected). An
-/// untrusted certificate ends the run here with what to do about it; other
-/// failures are left for the run to count under their category.
+/// Before the run: one handshake on `stream` (already connected). A
+/// certificate that is not trusted, no TLS version in common, or no answer
+/// within `timeout` ends the run here, naming the cause and what to do
+/// about it; other failures are left for the run to count under their
+/// category.
 pub(crate) fn check_trusted(
     t: &TlsClient,
     mut stream: std::net::TcpStream,
@@ -272,24 +274,69 @@ pub(crate) fn check_trusted(
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
     while conn.is_handshaking() {
-        match conn.complete_io(&mut stream) {
-            Ok(_) => {}
-            Err(e) => {
-                let cert = e
-                    .get_ref()
-                    .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-                    .filter(|r| matches!(r, rustls::Error::InvalidCertificate(_)));
-                if let Some(r) = cert {
-                    return Err(Failure::Run(format!(
-                        "{target}: the server's certificate is not trusted ({r}): pass the CA that \
-                         signed it with --cacert FILE, or skip verification with --insecure"
-                    )));
-                }
-                return Ok(());
+        if let Err(e) = conn.complete_io(&mut stream) {
+            let cause = e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .and_then(|r| handshake_refusal(r, &t.server_name));
+            if let Some(why) = cause {
+                return Err(Failure::Run(format!("{target}: {why}")));
             }
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) {
+                return Err(Failure::Run(format!(
+                    "{target}: TCP connected but the TLS handshake did not complete within \
+                     {timeout:?} (tls_handshake_timeout): the server does not answer the \
+                     ClientHello (is it TLS on this port? --handshake-timeout sets the wait)"
+                )));
+            }
+            return Ok(());
         }
     }
     Ok(())
+}
+
+/// What a handshake error that no retry can cure says to the user: an
+/// untrusted certificate (by its cause) or no version in common. None for
+/// the others (the run counts them).
+fn handshake_refusal(e: &rustls::Error, name: &ServerName<'_>) -> Option<String> {
+    use rustls::{AlertDescription, CertificateError as C, PeerIncompatible as P};
+    let insecure = "or skip verification with --insecure";
+    Some(match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => format!(
+                "the server's certificate has expired ({e}): renew it on the server, {insecure}"
+            ),
+            C::NotValidYet | C::NotValidYetContext { .. } => format!(
+                "the server's certificate is not valid yet ({e}): check the clocks of both \
+                 hosts, {insecure}"
+            ),
+            C::NotValidForName | C::NotValidForNameContext { .. } => format!(
+                "the server's certificate is not valid for {} ({e}): use a URL with a name \
+                 the certificate holds (--resolve NAME:PORT:ADDR keeps the name and picks the \
+                 address), {insecure}",
+                name.to_str()
+            ),
+            C::UnknownIssuer => format!(
+                "the server's certificate is not signed by a trusted CA ({e}): pass the CA \
+                 that signed it with --cacert FILE (with --cacert, only that file's CAs are \
+                 trusted), {insecure}"
+            ),
+            _ => format!("the server's certificate is not trusted ({e}): {insecure}"),
+        },
+        rustls::Error::PeerIncompatible(P::ServerDoesNotSupportTls12Or13) => format!(
+            "the server chose TLS 1.1 or older, and xload speaks only TLS 1.2 and 1.3 ({e}): \
+             enable TLS 1.2 or 1.3 on the server"
+        ),
+        rustls::Error::PeerIncompatible(P::ServerTlsVersionIsDisabledByOurConfig)
+        | rustls::Error::AlertReceived(AlertDescription::ProtocolVersion) => format!(
+            "no TLS version in common with the server ({e}): xload speaks TLS 1.2 and 1.3, \
+             or the one --tls-version names; match the server's protocols"
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -636,7 +636,7 @@ fn a_receiver_started_after_its_sender_counts_no_loss_that_was_not() {
     signal(&tx, libc::SIGINT);
     let t = wait_bounded(tx, Duration::from_secs(15));
     assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
-    assert_eq!(t.status.code(), Some(0), "{}", stderr(&t));
+    assert_eq!(t.status.code(), Some(130), "{}", stderr(&t));
     let j = read_json(&json);
     let delivered = j["delivered"].as_u64().unwrap();
     let lost = j["lost"].as_u64().unwrap();
@@ -809,7 +809,7 @@ fn sigint_and_sigkill_detach_the_program() {
     wait_attached(&lab, Duration::from_secs(5));
     signal(&rx, libc::SIGINT);
     let o = wait_bounded(rx, Duration::from_secs(10));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("xload pps-rx on"));
     assert_detached(&lab);
 
@@ -836,7 +836,7 @@ fn sigint_and_sigkill_detach_the_program() {
     std::thread::sleep(Duration::from_millis(300));
     signal(&tx, libc::SIGINT);
     let o = wait_bounded(tx, Duration::from_secs(10));
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("(interrupted)"));
     assert_detached(&lab);
 

@@ -207,6 +207,17 @@ fn duration_run_reconciles(engine: &str, pipeline: u64) {
         "server read {requests} requests and answered {served}\n{}",
         out.show()
     );
+    // Exactly: the window's responses and those in flight when it closed
+    // are the requests the server read (no warm-up here).
+    let in_flight = out.u64_at("/unanswered_at_end/in_flight");
+    let requests = server.requests_settled();
+    assert_eq!(
+        out.requests() + in_flight,
+        requests,
+        "{} responses + {in_flight} in flight, server read {requests}\n{}",
+        out.requests(),
+        out.show()
+    );
     assert_eq!(
         out.u64_at("/connects"),
         CONNECTIONS,

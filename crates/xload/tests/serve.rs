@@ -116,7 +116,7 @@ fn ends_complete(buf: &[u8], body_len: usize) -> bool {
 fn pipelined_requests_are_answered_in_order_with_the_body_size() {
     let srv = Serve::start(&["--body-size", "5", "--cpus", "0"]);
     let mut s = srv.connect();
-    s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.1\r\n\r\n").unwrap();
+    s.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let text = read_responses(&mut s, 3, 5);
     assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
     assert_eq!(
@@ -169,7 +169,7 @@ fn delay_holds_each_answer_and_the_pool_queues_beyond_its_slots() {
     let t0 = Instant::now();
     let mut conns: Vec<TcpStream> = (0..4).map(|_| srv.connect()).collect();
     for c in &mut conns {
-        c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     }
     std::thread::sleep(Duration::from_millis(60));
     let held = srv.stats()["in_flight"].as_u64().unwrap();
@@ -209,7 +209,7 @@ fn reused_slots_answer_each_new_connection() {
         );
         drop(s);
         let mut s = srv.connect();
-        s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .unwrap();
         let mut text = String::new();
         s.read_to_string(&mut text)
@@ -279,8 +279,8 @@ fn nothing_is_answered_after_the_last_answer_or_a_400() {
     let count = |buf: &[u8], what: &[u8]| buf.windows(what.len()).filter(|w| w == &what).count();
     // Connection: close, then more pipelined requests: one answer, then the close.
     let mut s = srv.connect();
-    let mut req = b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n".to_vec();
-    req.extend(b"GET / HTTP/1.1\r\n\r\n".repeat(200));
+    let mut req = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec();
+    req.extend(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(200));
     s.write_all(&req).unwrap();
     let got = read_to_close(&mut s);
     assert_eq!(
@@ -292,7 +292,7 @@ fn nothing_is_answered_after_the_last_answer_or_a_400() {
     // HTTP/1.0 without keep-alive likewise.
     let mut s = srv.connect();
     let mut req = b"GET / HTTP/1.0\r\n\r\n".to_vec();
-    req.extend(b"GET / HTTP/1.1\r\n\r\n".repeat(50));
+    req.extend(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(50));
     s.write_all(&req).unwrap();
     assert_eq!(count(&read_to_close(&mut s), b"HTTP/1.1 200"), 1);
     // Garbage then more garbage: one 400, one bad request counted.
@@ -317,8 +317,10 @@ fn nothing_is_answered_after_the_last_answer_or_a_400() {
 fn head_gets_the_head_only_and_the_connection_goes_on() {
     let srv = Serve::start(&["--cpus", "0", "--body-size", "10"]);
     let mut s = srv.connect();
-    s.write_all(b"HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
     let got = String::from_utf8(read_to_close(&mut s)).unwrap();
     let (head_answer, get_answer) = got.split_at(got.find("\r\n\r\n").unwrap() + 4);
     assert!(head_answer.contains("Content-Length: 10\r\n"), "{got}");
@@ -358,14 +360,14 @@ fn a_closed_connections_held_answers_give_their_slots_back() {
     let srv = Serve::start(&["--cpus", "0", "--delay", "300ms", "--pool", "1"]);
     {
         let mut gone = srv.connect();
-        gone.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(6))
+        gone.write_all(&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(6))
             .unwrap();
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(50));
     let t0 = Instant::now();
     let mut s = srv.connect();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     read_responses(&mut s, 1, 0);
     let waited = t0.elapsed();
     assert!(
@@ -385,7 +387,7 @@ fn a_closed_connections_held_answers_give_their_slots_back() {
 fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
     let srv = Serve::start(&["--cpus", "0", "--delay", "20ms"]);
     let mut s = srv.connect();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     s.shutdown(std::net::Shutdown::Write).unwrap();
     let got = read_to_close(&mut s);
     assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
@@ -403,7 +405,7 @@ fn a_half_closed_clients_held_answer_is_counted_as_abandoned() {
 fn stats_answers_head_and_close_as_get_would() {
     let srv = Serve::start(&["--cpus", "0"]);
     let mut s = srv.connect();
-    s.write_all(b"HEAD /stats HTTP/1.1\r\n\r\nGET /stats HTTP/1.1\r\nConnection: close\r\n\r\n")
+    s.write_all(b"HEAD /stats HTTP/1.1\r\nHost: x\r\n\r\nGET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let got = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
     let answers: Vec<&str> = got.split("HTTP/1.1 200 OK").skip(1).collect();
@@ -436,7 +438,7 @@ fn answers_held_at_the_stop_are_counted_abandoned() {
     let srv = Serve::start(&["--cpus", "0", "--delay", "5s"]);
     let mut conns: Vec<_> = (0..3).map(|_| srv.connect()).collect();
     for s in &mut conns {
-        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     }
     // Held: in flight on the responder.
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
@@ -457,7 +459,8 @@ fn a_large_body_is_answered_without_a_batch_of_copies() {
     const BODY: usize = 16 << 20;
     let srv = Serve::start(&["--cpus", "0", "--body-size", &BODY.to_string()]);
     let mut s = srv.connect();
-    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(2)).unwrap();
+    s.write_all(&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2))
+        .unwrap();
     let mut got = 0usize;
     let mut chunk = vec![0u8; 1 << 20];
     while got < 2 * BODY {
@@ -482,7 +485,7 @@ fn a_large_body_is_answered_without_a_batch_of_copies() {
 fn expect_100_continue_is_answered_before_the_body() {
     let srv = Serve::start(&["--cpus", "0"]);
     let mut s = srv.connect();
-    s.write_all(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+    s.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
         .unwrap();
     let mut buf = [0u8; 256];
     let n = s
@@ -538,7 +541,7 @@ fn unix_now() -> u64 {
 /// moves with the clock.
 #[test]
 fn every_answer_has_the_current_date() {
-    const EVERY_KIND: &[u8] = b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\nHEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /stats HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n";
+    const EVERY_KIND: &[u8] = b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\nHEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /stats HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     let srv = Serve::start(&["--cpus", "0", "--body-size", "3"]);
     let before = unix_now();
     let mut s = srv.connect();
@@ -606,7 +609,9 @@ fn expect_close(s: &mut TcpStream) {
 fn idle_connections_are_closed_after_the_idle_timeout() {
     let srv = Serve::start(&["--cpus", "0", "--idle-timeout", "600ms"]);
     let mut quiet = srv.connect();
-    quiet.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    quiet
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     one_answer(&mut quiet);
     let answered = Instant::now();
     // Half the timeout later it is open (a read finds nothing, not the end).
@@ -630,11 +635,13 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     // One that keeps asking every 200 ms stays open past the timeout.
     let mut busy = srv.connect();
     for _ in 0..8 {
-        busy.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
         assert!(one_answer(&mut busy).starts_with("HTTP/1.1 200 OK"));
         std::thread::sleep(Duration::from_millis(200));
     }
-    busy.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     assert!(one_answer(&mut busy).starts_with("HTTP/1.1 200 OK"));
 
     // An answer held longer than the timeout still comes, then the
@@ -642,7 +649,7 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     let held = Serve::start(&["--cpus", "0", "--idle-timeout", "300ms", "--delay", "1s"]);
     let mut s = held.connect();
     let asked = Instant::now();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     assert!(one_answer(&mut s).starts_with("HTTP/1.1 200 OK"));
     assert!(asked.elapsed() >= Duration::from_secs(1));
     expect_close(&mut s);
@@ -709,7 +716,8 @@ fn a_request_head_that_does_not_come_whole_in_time_is_closed() {
 /// it stays in flight once both socket buffers are full.
 fn non_reader(srv: &Serve) -> TcpStream {
     let mut s = srv.connect();
-    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(200)).unwrap();
+    s.write_all(&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(200))
+        .unwrap();
     s
 }
 
@@ -731,8 +739,10 @@ fn a_client_that_does_not_read_neither_freezes_the_date_nor_stays_forever() {
     std::thread::sleep(Duration::from_millis(2600));
     let since = unix_now();
     let mut s = srv.connect();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nConnection: close\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
     let text = String::from_utf8_lossy(&read_to_close(&mut s)).into_owned();
     let got = dates(&text);
     assert_eq!(got.len(), 2, "{}", &text[..text.len().min(400)]);
@@ -791,7 +801,8 @@ fn a_slow_reader_is_not_timed_out_while_it_reads() {
     // A small receive buffer: the window opens as the client reads, not
     // once per megabytes.
     set_rcvbuf(&s, 64 * 1024);
-    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(30)).unwrap();
+    s.write_all(&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(30))
+        .unwrap();
     let mut chunk = vec![0u8; 100_000];
     let started = Instant::now();
     let mut got = 0usize;
@@ -813,4 +824,66 @@ fn a_slow_reader_is_not_timed_out_while_it_reads() {
     // Stops reading: within the timeout and a look or two, it is cut off.
     std::thread::sleep(Duration::from_millis(2500));
     assert_eq!(srv.stats()["send_timeouts"], 1);
+}
+
+/// The server's `/stats` request count once it stops changing (requests
+/// the client sent just before it exited may still be in the server's
+/// socket buffers).
+fn settled_requests(serve: &Serve) -> u64 {
+    let mut last = serve.stats()["requests"].as_u64().expect("requests");
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = serve.stats()["requests"].as_u64().expect("requests");
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// `unanswered_at_end.in_flight` is exact: the window's responses plus the
+/// requests in flight when it closed are every request the server received
+/// (no warm-up: the window is the whole run). Before: `-c 100` left 100
+/// answered requests out of both (`in_flight 0`), `-c 64 --pipeline 4` 256.
+#[test]
+fn responses_plus_in_flight_are_every_request_the_server_received() {
+    for engine in ["uring", "epoll"] {
+        for (conns, pipeline) in [("100", "1"), ("64", "4")] {
+            let serve = Serve::start(&["--cpus", "1"]);
+            let before = settled_requests(&serve);
+            let dir = TempDir::new("in-flight");
+            let json = dir.join("r.json");
+            let (status, stdout, stderr, _) = run_xload([
+                serve.url("/").as_str(),
+                "-c",
+                conns,
+                "--pipeline",
+                pipeline,
+                "-d",
+                "1s",
+                "--engine",
+                engine,
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            if engine == "uring" && !json.exists() && stderr.contains("io_uring") {
+                eprintln!("skipping the io_uring run: {}", stderr.trim());
+                continue;
+            }
+            assert!(status.success(), "{stdout}\n{stderr}");
+            let r = read_json(&json);
+            let received = settled_requests(&serve) - before;
+            let responses = r["requests"].as_u64().unwrap();
+            let in_flight = r["unanswered_at_end"]["in_flight"].as_u64().unwrap();
+            assert_eq!(r["errors_total"], 0, "{r}");
+            assert_eq!(
+                responses + in_flight,
+                received,
+                "{engine} -c {conns} --pipeline {pipeline}: {responses} responses + \
+                 {in_flight} in flight against {received} received"
+            );
+        }
+    }
 }

@@ -619,6 +619,12 @@ fn a_step_stopped_in_its_warmup_is_left_out() {
     child.interrupt();
     let out = child.wait_timeout(Duration::from_secs(15));
     assert!(!out.timed_out, "no exit after Ctrl-C");
+    assert_eq!(
+        support::run::exit_code(out.status),
+        130,
+        "an interrupted sweep exits 130\n{}",
+        out.stderr
+    );
     let doc = read_json(&json);
     let steps = doc["steps"].as_array().expect("steps");
     assert_eq!(steps.len(), 1, "only the measured step: {doc}");

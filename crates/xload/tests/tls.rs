@@ -274,11 +274,78 @@ fn https_refuses_an_untrusted_certificate_and_says_what_to_do() {
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let (code, _, out, err) = client_run(engine, &[&url, "-d", "2s", "-c", "2"]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.contains("certificate is not trusted"), "{err}");
+    assert!(err.contains("not signed by a trusted CA"), "{err}");
     assert!(
-        err.contains("--cacert") && err.contains("--insecure"),
+        err.contains("--cacert FILE") && err.contains("--insecure"),
         "{err}"
     );
+}
+
+/// `xload https://…/ --cacert CERT -d 30s` against `xload serve --tls` with
+/// that certificate: exit code and stderr (the run is expected to end at
+/// the check before it, far sooner than 30 s).
+fn refused_with_cacert(engine: &str, cert: &SelfSigned) -> (i32, String) {
+    let dir = TempDir::new("xload-tls");
+    let (cert, key) = cert.write(&dir);
+    let srv = serve_tls(&[
+        "--cert",
+        cert.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let cacert = cert.to_str().unwrap();
+    let started = Instant::now();
+    let (code, _, out, err) = client_run(engine, &[&url, "--cacert", cacert, "-d", "30s"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the whole window ran\n{out}{err}"
+    );
+    (code, err)
+}
+
+/// Defect 16: with --cacert given, an expired certificate or one for
+/// another name is named by its cause, not answered with "pass the CA".
+fn https_names_an_expired_certificate(engine: &str) {
+    let (code, err) = refused_with_cacert(engine, &SelfSigned::expired(&["127.0.0.1"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("certificate has expired"), "{err}");
+    assert!(!err.contains("--cacert FILE"), "{err}");
+}
+
+fn https_names_a_certificate_for_another_name(engine: &str) {
+    let (code, err) = refused_with_cacert(engine, &SelfSigned::new(&["other.test"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not valid for 127.0.0.1"), "{err}");
+    assert!(!err.contains("--cacert FILE"), "{err}");
+}
+
+/// A TLS 1.0-only server answers a ClientHello with a ServerHello for TLS
+/// 1.0 (version 3.1, TLS_RSA_WITH_AES_128_CBC_SHA, no extensions).
+const TLS10_SERVER_HELLO: &[u8] = &[
+    0x16, 0x03, 0x01, 0x00, 0x2a, // handshake record, TLS 1.0, 42 bytes
+    0x02, 0x00, 0x00, 0x26, // ServerHello, 38 bytes
+    0x03, 0x01, // TLS 1.0
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+    27, 28, 29, 30, 31, 32,   // random
+    0x00, // no session id
+    0x00, 0x2f, // cipher suite
+    0x00, // no compression
+];
+
+/// Defect 16: a server that speaks only TLS 1.0 is named as such before the
+/// run, not counted as tls_handshake_failed for the whole window.
+fn https_names_a_tls10_only_server(engine: &str) {
+    let srv = Closer::start(Some(TLS10_SERVER_HELLO));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let started = Instant::now();
+    let (code, _, out, err) = client_run(engine, &[&url, "--insecure", "-d", "30s", "-c", "2"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the whole window ran\n{out}{err}"
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("TLS 1.1 or older"), "{err}");
 }
 
 fn https_trusts_cacert_and_reaches_a_name_through_resolve(engine: &str) {
@@ -420,7 +487,8 @@ fn https_against_nginx_reconciles_with_stub_status(engine: &str) {
     );
 }
 
-fn https_version_mismatch_is_a_handshake_failure(engine: &str) {
+/// No version in common: named before the run, which does not start.
+fn https_version_mismatch_is_named_before_the_run(engine: &str) {
     let Some(nginx) = nginx_tls("TLSv1.2") else {
         return;
     };
@@ -438,10 +506,8 @@ fn https_version_mismatch_is_a_handshake_failure(engine: &str) {
         ],
     );
     assert_eq!(code, 1, "{out}{err}");
-    assert!(
-        r["errors"]["tls_handshake_failed"].as_u64().unwrap_or(0) > 0,
-        "{out}{err}"
-    );
+    assert!(err.contains("no TLS version in common"), "{out}{err}");
+    assert!(r.is_null(), "no run, no report: {r}");
     assert_eq!(nginx.requests(), 0);
 }
 
@@ -567,7 +633,172 @@ fn https_large_bodies_open_across_receives(engine: &str) {
     }
 }
 
+/// A loopback TCP server that never answers a byte: connections after the
+/// first `forward` are held open and read, while the first `forward` are
+/// relayed to `to` (a real TLS server), so the certificate pre-check can
+/// pass and the run's own handshakes stall. Until dropped (at most 30 s).
+struct Staller {
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Staller {
+    fn start(forward: usize, to: Option<u16>) -> Staller {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(30);
+            let mut held = Vec::new();
+            let mut accepted = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < end {
+                let Ok((s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                accepted += 1;
+                let _ = s.set_nonblocking(false);
+                match to.filter(|_| accepted <= forward) {
+                    Some(to) => relay(s, to),
+                    // Held open unanswered; what the client sends waits in
+                    // the socket's buffer.
+                    None => held.push(s),
+                }
+            }
+        });
+        Staller {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// Copies bytes both ways between `client` and 127.0.0.1:`to` until either closes.
+fn relay(client: TcpStream, to: u16) {
+    let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+        return;
+    };
+    for (mut from, mut into) in [
+        (client.try_clone().unwrap(), server.try_clone().unwrap()),
+        (server, client),
+    ] {
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from, &mut into);
+            let _ = into.shutdown(std::net::Shutdown::Both);
+        });
+    }
+}
+
+impl Drop for Staller {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A server that never answers the ClientHello: the certificate pre-check
+/// ends at the handshake timeout with the cause named, instead of running
+/// the window on top (before: `-d 2s` took 4 s, `Errors none`, then "no
+/// response" with no cause).
+#[test]
+fn a_server_that_never_answers_the_client_hello_is_named_at_once() {
+    let srv = Staller::start(0, None);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t0 = Instant::now();
+    let (code, _, out, err) = client_run(
+        "auto",
+        &[
+            &url,
+            "--insecure",
+            "-d",
+            "10s",
+            "--timeout",
+            "1s",
+            "--handshake-timeout",
+            "500ms",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("tls_handshake_timeout"), "{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?}: the 10 s window ran after all\n{err}",
+        t0.elapsed()
+    );
+}
+
+/// Ctrl-C during the TLS pre-check is seen at once (before: only when the
+/// handshake's wait, up to the connect timeout, ended).
+#[test]
+fn ctrl_c_during_the_tls_pre_check_exits_at_once() {
+    let srv = Staller::start(0, None);
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let child = support::run::spawn_xload([
+        url.as_str(),
+        "-c",
+        "8",
+        "-d",
+        "10s",
+        "--insecure",
+        "--connect-timeout",
+        "9s",
+        "--handshake-timeout",
+        "9s",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    let signalled = Instant::now();
+    child.interrupt();
+    let out = child.wait_timeout(Duration::from_secs(15));
+    assert!(!out.timed_out, "no exit 15 s after Ctrl-C");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "{:?} from Ctrl-C to exit\n{}",
+        signalled.elapsed(),
+        out.stderr
+    );
+    assert_eq!(support::run::exit_code(out.status), 130, "{}", out.stderr);
+    assert!(out.stderr.contains("interrupted"), "{}", out.stderr);
+}
+
+/// Handshakes that stall during the run end at the handshake timeout,
+/// inside the window, counted as `tls_handshake_timeout` (before: as
+/// `connect_timeout` at the connect timeout, although TCP had connected).
+fn a_handshake_that_stalls_in_the_run_is_a_tls_handshake_timeout(engine: &str) {
+    let real = serve_tls(&[]);
+    // The pre-check's connection reaches the real server; the run's stall.
+    let srv = Staller::start(1, Some(real.port));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let (code, r, out, err) = client_run(
+        engine,
+        &[
+            &url,
+            "--insecure",
+            "-c",
+            "2",
+            "-d",
+            "1500ms",
+            "--handshake-timeout",
+            "300ms",
+        ],
+    );
+    assert_eq!(code, 1, "nothing answered: {out}{err}");
+    let errors = &r["errors"];
+    assert!(
+        errors["tls_handshake_timeout"].as_u64().unwrap_or(0) >= 2,
+        "{errors}\n{out}{err}"
+    );
+    assert!(errors.get("connect_timeout").is_none(), "{errors}");
+    assert!(err.contains("tls_handshake_timeout"), "{err}");
+}
+
 both_engines!(
+    a_handshake_that_stalls_in_the_run_is_a_tls_handshake_timeout,
     https_large_bodies_open_across_receives,
     https_pipelines_and_handshakes_per_connection,
     https_against_serve_tls_reconciles_with_its_stats,
@@ -575,5 +806,8 @@ both_engines!(
     https_to_a_plain_http_server_is_not_tls,
     https_to_a_server_that_closes_during_the_handshake_is_named,
     https_against_nginx_reconciles_with_stub_status,
-    https_version_mismatch_is_a_handshake_failure,
+    https_version_mismatch_is_named_before_the_run,
+    https_names_an_expired_certificate,
+    https_names_a_certificate_for_another_name,
+    https_names_a_tls10_only_server,
 );

@@ -291,7 +291,7 @@ fn xdp_program_is_detached_after_ctrl_c() {
         stderr: output.stderr,
         json: json_path.exists().then(|| read_json(&json_path)),
     };
-    assert_eq!(out.code, 0, "{}", out.show());
+    assert_eq!(out.code, 130, "{}", out.show());
     assert!(out.requests() > 0, "{}", out.show());
     assert_eq!(out.json()["interrupted"], true, "{}", out.show());
     assert_detached(&lab, &out);

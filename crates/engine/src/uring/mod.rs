@@ -26,7 +26,7 @@ use xload_stats::{ErrorKind, Recorder};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
-use crate::drive::{Core, DriverStats, State, Sweeper, Transport};
+use crate::drive::{Core, DriverStats, State, Sweeper, Timeouts, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
@@ -73,8 +73,7 @@ struct Driver<'c, 'p> {
     addr: Box<Addr>,
     sources: Sources,
     connect_timeout: Box<types::Timespec>,
-    connect_timeout_ns: u64,
-    timeout_ns: u64,
+    timeouts: Timeouts,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
     rearm: Vec<u32>,
     /// A receive found no buffer in this reap: the ring grows before the next.
@@ -183,8 +182,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         addr: sockaddr(plan.addr),
         sources: Sources::new(plan, _index),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
-        connect_timeout_ns: plan.connect_timeout.as_nanos() as u64,
-        timeout_ns: plan.timeout.as_nanos() as u64,
+        timeouts: Timeouts::of(plan),
         rearm: Vec::with_capacity(nconns),
         short_of_bufs: false,
         cqes: Vec::with_capacity(size.cq as usize),
@@ -207,7 +205,8 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     // are not requests left unanswered: one last look, no wait, nothing
     // sent. What it reads is not counted either (the window has closed:
     // the run's counts stay those of the window).
-    d.ctx.close(now_ns());
+    let in_flight = crate::drive::in_flight(&d.core.conns);
+    d.ctx.close(now_ns(), in_flight);
     d.wait(0);
     d.reap(now_ns());
     d.ctx
@@ -307,13 +306,11 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         for i in 0..self.core.conns.len() {
             match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
-                State::Open => self.expire(i, now, self.timeout_ns),
+                State::Open => self.expire(i, now, self.timeouts.request_ns),
                 State::Handshaking { since_ns }
-                    if now.saturating_sub(since_ns) >= self.connect_timeout_ns =>
+                    if now.saturating_sub(since_ns) >= self.timeouts.handshake_ns =>
                 {
-                    // --connect-timeout covers the handshake.
-                    self.ctx.rec.record_error(ErrorKind::ConnectTimeout);
-                    self.back_off(i, now);
+                    self.handshake_failed(i, ErrorKind::TlsHandshakeTimeout, now);
                 }
                 _ => {}
             }
@@ -327,7 +324,10 @@ impl Driver<'_, '_> {
         self.ramp_up(now);
         self.arm_tick();
         // A tenth of the request timeout: connects end by a linked timeout.
-        let mut sweeper = Sweeper::new(now, self.timeout_ns);
+        let mut sweeper = Sweeper::new(
+            now,
+            self.timeouts.request_ns.min(self.timeouts.handshake_ns),
+        );
         loop {
             let now = now_ns();
             if !self.tick_common(now, &mut sweeper) {

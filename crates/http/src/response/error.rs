@@ -46,16 +46,19 @@ pub enum ParseError {
     /// More header fields than `Limits::max_headers`.
     #[error("more header fields than the limit")]
     TooManyHeaders,
-    /// A Content-Length that is not a decimal number fitting 64 bits.
+    /// A Content-Length that is not a decimal number, or is above 2^60 - 1
+    /// (no body that long can arrive).
     #[error("invalid Content-Length")]
     BadContentLength,
     /// Content-Length together with Transfer-Encoding, or two different Content-Lengths.
     #[error("conflicting message length (Content-Length with Transfer-Encoding, or two different Content-Lengths)")]
     ConflictingLength,
-    /// A Transfer-Encoding whose final coding is not `chunked`, or that applies chunked twice.
-    #[error("unsupported Transfer-Encoding (final coding must be chunked, once)")]
+    /// A Transfer-Encoding that is empty, holds something other than
+    /// tokens, or applies chunked twice. (Codings that do not end in
+    /// chunked are no error: that body ends at the close.)
+    #[error("invalid Transfer-Encoding (empty, not a list of codings, or chunked twice)")]
     UnsupportedTransferEncoding,
-    /// A chunk size that is not hexadecimal or overflows 64 bits.
+    /// A chunk size that is not hexadecimal, or is above 2^60 - 1.
     #[error("invalid chunk size")]
     BadChunkSize,
     /// A control character inside a chunk extension.
@@ -67,6 +70,10 @@ pub enum ParseError {
     /// Chunk data not followed by CRLF (a bare LF included).
     #[error("chunk data not followed by CRLF")]
     BadChunkTerminator,
+    /// Bytes after a 204 or 304 response that do not start a response: a
+    /// body those statuses cannot have (RFC 9110 §15.3.5, §15.4.5).
+    #[error("body bytes after a 204 or 304 response, which has none")]
+    BodyAfterBodilessStatus,
     /// The connection closed in the middle of a response.
     #[error("connection closed mid-response (in {stage:?})")]
     UnexpectedEof {
@@ -95,6 +102,7 @@ impl ParseError {
             ParseError::BadChunkExtension => "bad_chunk_extension",
             ParseError::ChunkLineTooLong => "chunk_line_too_long",
             ParseError::BadChunkTerminator => "bad_chunk_terminator",
+            ParseError::BodyAfterBodilessStatus => "body_after_bodiless_status",
             ParseError::UnexpectedEof { .. } => "unexpected_eof",
         }
     }
@@ -124,6 +132,7 @@ mod tests {
             BadChunkExtension,
             ChunkLineTooLong,
             BadChunkTerminator,
+            BodyAfterBodilessStatus,
             UnexpectedEof { stage: Stage::Body },
         ];
         let names: std::collections::BTreeSet<_> = all.iter().map(|e| e.name()).collect();

@@ -4,7 +4,7 @@
 
 use super::error::{ParseError, Stage};
 use super::fast::{self, Head, Line};
-use super::values::{field_of, Field, FieldValue, Framing, NameMatch};
+use super::values::{field_of, Field, FieldValue, Framing, NameMatch, MAX_LENGTH};
 use crate::grammar::{hex_value, is_tchar, is_value_byte};
 use crate::memo::HeadMemo;
 
@@ -162,6 +162,9 @@ pub struct ResponseParser {
     wire_bytes: u64,
     /// Bytes of empty lines skipped before this response's first status line.
     blank_bytes: u64,
+    /// The last response was a 204 or 304 and no head has ended since: a
+    /// bad status line now is that response's body.
+    after_bodiless: bool,
     /// The last head read whole by the fast path (see [`crate::memo`]).
     pub(super) memo: HeadMemo<Head>,
 }
@@ -193,6 +196,7 @@ impl ResponseParser {
             body_bytes: 0,
             wire_bytes: 0,
             blank_bytes: 0,
+            after_bodiless: false,
             memo: HeadMemo::default(),
         }
     }
@@ -243,6 +247,12 @@ impl ResponseParser {
                 Ok(Parse::Partial)
             }
             Err(e) => {
+                let e = match e {
+                    ParseError::BadVersion if self.after_bodiless => {
+                        ParseError::BodyAfterBodilessStatus
+                    }
+                    e => e,
+                };
                 self.state = State::Failed(e);
                 Err(e)
             }
@@ -286,6 +296,7 @@ impl ResponseParser {
             wire_bytes: self.wire_bytes + consumed_now as u64,
         };
         self.start_response();
+        self.after_bodiless = matches!(response.status, 204 | 304) && !self.head;
         response
     }
 
@@ -479,6 +490,7 @@ impl ResponseParser {
 
     /// The head ended: skip 1xx, pick the body framing. Returns the response if it has no body.
     fn head_done(&mut self, pos: usize) -> Result<Option<Response>, ParseError> {
+        self.after_bodiless = false;
         if (100..200).contains(&self.status) && self.status != 101 {
             self.start_head();
             self.state = State::Version(0);
@@ -488,14 +500,20 @@ impl ResponseParser {
         if f.te_seen && f.content_length.is_some() {
             return Err(ParseError::ConflictingLength);
         }
-        if f.te_seen && (!f.te_last_chunked || f.te_chunked_count > 1) {
+        if f.te_seen && (f.te_codings == 0 || f.te_malformed || f.te_chunked_count > 1) {
             return Err(ParseError::UnsupportedTransferEncoding);
         }
         if self.head || self.status == 101 || self.status == 204 || self.status == 304 {
             return Ok(Some(self.complete(pos, false)));
         }
         if f.te_seen {
-            self.state = self.start_chunk_line();
+            // Codings that do not end in chunked: the body ends at the
+            // close (RFC 9112 §6.3 item 4).
+            self.state = if f.te_last_chunked {
+                self.start_chunk_line()
+            } else {
+                State::CloseDelimited
+            };
             return Ok(None);
         }
         match f.content_length {
@@ -830,10 +848,11 @@ impl ResponseParser {
             i += 1;
             match (self.state, c) {
                 (State::ChunkSizeStart | State::ChunkSize, _) if c.is_ascii_hexdigit() => {
-                    if self.chunk_size >> 60 != 0 {
+                    // At most MAX_LENGTH before, so the shift loses nothing.
+                    self.chunk_size = self.chunk_size << 4 | u64::from(hex_value(c));
+                    if self.chunk_size > MAX_LENGTH {
                         break Err(ParseError::BadChunkSize);
                     }
-                    self.chunk_size = self.chunk_size << 4 | u64::from(hex_value(c));
                     self.state = State::ChunkSize;
                 }
                 (State::ChunkSizeStart, _) => break Err(ParseError::BadChunkSize),

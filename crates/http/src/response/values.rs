@@ -67,6 +67,12 @@ impl NameMatch {
     }
 }
 
+/// The largest Content-Length or chunk size taken, 2^60 - 1 bytes (an
+/// exbibyte, 15 hex digits): no body that long arrives within a run, so a
+/// larger one is an error at once rather than a request timeout later, and
+/// a response's byte counts cannot overflow.
+pub(super) const MAX_LENGTH: u64 = (1 << 60) - 1;
+
 /// Tokens looked for in comma-separated values, lower case.
 const CONNECTION_TOKENS: [&[u8]; 2] = [b"close", b"keep-alive"];
 const CODING_TOKENS: [&[u8]; 1] = [b"chunked"];
@@ -78,6 +84,10 @@ pub(super) struct Framing {
     pub(super) te_seen: bool,
     pub(super) te_last_chunked: bool,
     pub(super) te_chunked_count: u32,
+    /// Transfer codings listed (empty list elements aside).
+    pub(super) te_codings: u32,
+    /// A Transfer-Encoding element that is no token (whitespace inside).
+    pub(super) te_malformed: bool,
     pub(super) close: bool,
     pub(super) keep_alive: bool,
 }
@@ -101,6 +111,9 @@ impl Framing {
                     }
                     n = n * 10 + u64::from(d);
                 }
+                if n > MAX_LENGTH {
+                    return false;
+                }
                 self.content_length = Some(n);
             }
             Field::Connection if eq_lower(value, b"keep-alive") => self.keep_alive = true,
@@ -109,6 +122,7 @@ impl Framing {
                 self.te_seen = true;
                 self.te_last_chunked = true;
                 self.te_chunked_count = 1;
+                self.te_codings = 1;
             }
             _ => return false,
         }
@@ -126,6 +140,7 @@ impl Framing {
                 self.te_seen = true;
                 self.te_last_chunked = true;
                 self.te_chunked_count += 1;
+                self.te_codings += 1;
             }
             _ => {
                 let mut v = FieldValue::begin(field);
@@ -206,11 +221,11 @@ impl FieldValue {
                 for &c in piece {
                     match c {
                         b'0'..=b'9' if !d.trailing_ws => {
-                            d.value = d
-                                .value
-                                .checked_mul(10)
-                                .and_then(|v| v.checked_add(u64::from(c - b'0')))
-                                .ok_or(ParseError::BadContentLength)?;
+                            // Below MAX_LENGTH before, so no overflow here.
+                            d.value = d.value * 10 + u64::from(c - b'0');
+                            if d.value > MAX_LENGTH {
+                                return Err(ParseError::BadContentLength);
+                            }
                             d.digits += 1;
                         }
                         b' ' | b'\t' if d.digits > 0 => d.trailing_ws = true,
@@ -282,6 +297,8 @@ impl FieldValue {
                 if matched == Some(0) {
                     framing.te_chunked_count += 1;
                 }
+                framing.te_codings += 1;
+                framing.te_malformed |= e.broken;
             }
             Field::Other | Field::ContentLength => {}
         }

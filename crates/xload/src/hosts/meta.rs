@@ -66,6 +66,10 @@ fn settings(a: &CommonArgs, p: &Prepared) -> BTreeMap<String, Value> {
     s.insert("warmup_s".into(), secs(Some(a.warmup.unwrap_or_default())));
     s.insert("timeout_s".into(), secs(Some(a.timeout)));
     s.insert("connect_timeout_s".into(), secs(Some(a.connect_timeout)));
+    s.insert(
+        "handshake_timeout_s".into(),
+        secs(Some(a.handshake_timeout)),
+    );
     if p.plan.open_loop.is_some() {
         let arrival = match a.arrival {
             ArrivalArg::Uniform => "uniform",

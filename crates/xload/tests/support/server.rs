@@ -115,6 +115,10 @@ pub(crate) enum Behavior {
     OnlyFirst,
     /// Like `Ok { body_len: 0 }` with status `code` (`503 Status 503`).
     Status { code: u16 },
+    /// Answers every request with `answer`, byte for byte, then keeps
+    /// serving (or, with `close`, sends FIN): a response shape no other
+    /// behavior makes.
+    Raw { answer: &'static [u8], close: bool },
 }
 
 /// A running test server. Stops (and joins all its threads) on [`stop`](Self::stop) or drop.
@@ -192,6 +196,23 @@ impl TestServer {
     /// Requests fully read and acted upon (malformed ones included).
     pub(crate) fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Requests read, once the count has not changed for 100 ms (at most
+    /// 2 s): what a client sent just before it exited may still be in this
+    /// server's socket buffers.
+    pub(crate) fn requests_settled(&self) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut last = self.requests();
+        while Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(100));
+            let now = self.requests();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
     }
 
     /// Requests answered with 400/413/431/501 because they were malformed or unsupported.
@@ -767,6 +788,14 @@ fn handle_request(shared: &Shared, conn: &mut Conn, request: &Request) -> Next {
         }
         Behavior::Reset => Next::Reset,
         Behavior::NeverAnswer => Next::Continue,
+        Behavior::Raw { answer, close } => {
+            conn.queue(answer);
+            if *close {
+                Next::CloseGracefully
+            } else {
+                Next::Continue
+            }
+        }
         Behavior::OnlyFirst => {
             let live = match shared.live_conn.compare_exchange(
                 u64::MAX,

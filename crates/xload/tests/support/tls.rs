@@ -24,6 +24,22 @@ impl SelfSigned {
         SelfSigned(certs::SelfSigned::new(names).unwrap())
     }
 
+    /// A certificate for `names` that expired in 2001.
+    pub(crate) fn expired(names: &[&str]) -> SelfSigned {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut params = rcgen::CertificateParams::new(names).unwrap();
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        SelfSigned(certs::SelfSigned {
+            der: cert.der().clone(),
+            key: rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
     /// Writes `cert.pem` and `key.pem` into `dir`; their paths.
     pub(crate) fn write(&self, dir: &TempDir) -> (PathBuf, PathBuf) {
         let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
