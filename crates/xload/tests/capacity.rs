@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::netns::ip;
 use support::nginx::nginx_binary;
 use support::run::{exit_code, xload_bin, XloadChild};
 use support::TempDir;
@@ -23,22 +24,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 const SERVER_IP: &str = "10.79.0.1";
 const CLIENT_IP: &str = "10.79.0.2";
 const PORT: u16 = 8080;
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
 
 /// The xtune binary beside xload's, built when this test run did not build it.
 fn xtune_bin() -> PathBuf {

@@ -85,13 +85,7 @@ pub(crate) fn rounds(reports: &[(String, CapacityReport)]) -> Vec<Round> {
 pub(crate) fn markdown(rounds: &[Round]) -> String {
     let mut s = String::from("| round | report | what changed | maximum | p99 at max | bottleneck |\n|---|---|---|---|---|---|\n");
     for (i, r) in rounds.iter().enumerate() {
-        let changed = if i == 0 {
-            "baseline".to_string()
-        } else if r.changed.is_empty() {
-            "no knob changed".to_string()
-        } else {
-            r.changed.join("<br>")
-        };
+        let changed = r.what_changed(i).join("<br>");
         let _ = writeln!(
             s,
             "| R{} | {} | {} | {} | {} | {} |",

@@ -522,17 +522,8 @@ fn tuning(s: &mut String, r: &CapacityReport) {
 fn tuning_log(s: &mut String, log: &[Round]) {
     let _ = writeln!(s, "<h2>Tuning log</h2><table><tr><th>round</th><th>report</th><th>what changed</th><th>maximum</th><th>p99 at max</th><th>bottleneck</th></tr>");
     for (i, r) in log.iter().enumerate() {
-        let changed = if i == 0 {
-            "baseline".to_string()
-        } else if r.changed.is_empty() {
-            "no knob changed".into()
-        } else {
-            r.changed
-                .iter()
-                .map(|c| esc(c))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        };
+        let changed: Vec<String> = r.what_changed(i).iter().map(|c| esc(c)).collect();
+        let changed = changed.join("<br>");
         let _ = writeln!(
             s,
             "<tr><td>R{}</td><td>{}</td><td>{changed}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -211,6 +211,19 @@ pub(crate) struct Round {
     pub bottleneck: String,
 }
 
+impl Round {
+    /// The "what changed" cell's lines for round `index` (0-based).
+    pub(crate) fn what_changed(&self, index: usize) -> Vec<String> {
+        if index == 0 {
+            vec!["baseline".into()]
+        } else if self.changed.is_empty() {
+            vec!["no knob changed".into()]
+        } else {
+            self.changed.clone()
+        }
+    }
+}
+
 /// A level as written: 64, 1500.5.
 pub(crate) fn fmt_level(v: f64) -> String {
     if v.fract() == 0.0 {
