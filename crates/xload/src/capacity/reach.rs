@@ -236,3 +236,146 @@ pub(crate) fn client_job(
         stdin: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn reach() -> Reach {
+        Reach {
+            rsh: Transport::parse("ip netns exec {host}").unwrap(),
+            xload: vec!["/opt/xload".into()],
+            xtune: vec!["sudo".into(), "xtune".into()],
+        }
+    }
+
+    fn plan(step: &str) -> Plan {
+        let src = format!(
+            "target = \"http://10.0.0.1/\"\n[server]\nhost = \"srv\"\n\
+             [[clients]]\nhost = \"c1\"\n[[clients]]\nhost = \"c2\"\n\
+             [procedure]\n{step}\nlevels = [5]\nduration = \"2s\"\nwarmup = \"500ms\"\nargs = [\"--no-keepalive\"]\n"
+        );
+        super::super::plan::parse(&src, "p.toml", Path::new(".")).unwrap()
+    }
+
+    fn value_after<'a>(argv: &'a [String], opt: &str) -> &'a str {
+        let i = argv
+            .iter()
+            .position(|a| a == opt)
+            .unwrap_or_else(|| panic!("{opt} in {argv:?}"));
+        &argv[i + 1]
+    }
+
+    #[test]
+    fn local_runs_here_and_other_hosts_go_through_the_transport() {
+        let r = reach();
+        assert_eq!(r.argv("local", vec!["xtune".into()]).unwrap(), ["xtune"]);
+        assert_eq!(
+            r.argv("srv", vec!["xtune".into(), "observe".into()])
+                .unwrap(),
+            ["ip", "netns", "exec", "srv", "xtune", "observe"]
+        );
+        assert!(r.argv("-bad", vec!["x".into()]).is_err());
+    }
+
+    #[test]
+    fn each_client_gets_its_share_one_run_id_and_one_start() {
+        let (r, p) = (reach(), plan("step = \"connections\""));
+        let jobs: Vec<Job> = (0..2)
+            .map(|i| client_job(&r, &p, i, 5.0, "run1", 0).unwrap())
+            .collect();
+        assert_eq!(
+            &jobs[0].argv[..5],
+            ["ip", "netns", "exec", "c1", "/opt/xload"]
+        );
+        assert_eq!(value_after(&jobs[0].argv, "-c"), "3");
+        assert_eq!(value_after(&jobs[1].argv, "-c"), "2");
+        for (i, j) in jobs.iter().enumerate() {
+            assert_eq!(value_after(&j.argv, "--segment"), format!("{}/2", i + 1));
+            assert_eq!(value_after(&j.argv, "--run-id"), "run1");
+            assert_eq!(
+                value_after(&j.argv, "--start-at"),
+                "1970-01-01T00:00:00.000000Z"
+            );
+            assert_eq!(value_after(&j.argv, "-d"), "2000ms");
+            assert_eq!(value_after(&j.argv, "--warmup"), "500ms");
+            assert_eq!(j.argv.last().unwrap(), "--no-keepalive");
+        }
+        let p = plan("step = \"rate\"\nconnections = 3");
+        let j = client_job(&r, &p, 1, 5.0, "run1", 0).unwrap();
+        assert_eq!(value_after(&j.argv, "--rate"), "2.5");
+        assert_eq!(value_after(&j.argv, "-c"), "1");
+    }
+
+    #[test]
+    fn observers_record_each_second_and_follow_the_process() {
+        let r = reach();
+        let j = observer(
+            &r,
+            "srv",
+            Duration::from_millis(4500),
+            Some(&ProcessSel::Name("nginx".into())),
+        )
+        .unwrap();
+        assert_eq!(
+            j.argv,
+            [
+                "ip",
+                "netns",
+                "exec",
+                "srv",
+                "sudo",
+                "xtune",
+                "observe",
+                "--json",
+                "--for",
+                "4500ms",
+                "--interval",
+                "1s",
+                "--process",
+                "nginx"
+            ]
+        );
+        let bad = Output {
+            exit_code: 2,
+            stdout: String::new(),
+            stderr: "no such command".into(),
+        };
+        assert!(observation("srv", &bad)
+            .unwrap_err()
+            .contains("exit 2: no such command"));
+    }
+
+    #[test]
+    fn drift_lines_name_the_knob_wanted_and_actual() {
+        let t = Tuning {
+            role: "server".into(),
+            host: "srv".into(),
+            profile: "s.toml".into(),
+            ok: false,
+            knobs: vec![
+                KnobValue {
+                    knob: "sysctl:a".into(),
+                    wanted: "1".into(),
+                    actual: "1".into(),
+                    verdict: "ok".into(),
+                    reason: String::new(),
+                },
+                KnobValue {
+                    knob: "sysctl:b".into(),
+                    wanted: "64".into(),
+                    actual: "128".into(),
+                    verdict: "drift".into(),
+                    reason: "sysctl.d sets it".into(),
+                },
+            ],
+            command: String::new(),
+        };
+        assert_eq!(
+            t.drift(),
+            ["sysctl:b wanted 64, actual 128 (sysctl.d sets it)"]
+        );
+    }
+}
