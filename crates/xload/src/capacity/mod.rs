@@ -32,10 +32,13 @@ use self::report::{CapacityReport, ClientSide, Step, SCHEMA};
 use crate::output::{writable, write_out};
 use crate::Failure;
 
-/// Time from now to a step's start: the logins, each client's preflight.
+/// Time from now to a step's start: each client's start and preflight...
 const LEAD: Duration = Duration::from_millis(1500);
-/// The observers run this much past the window's end.
-const TAIL: Duration = Duration::from_millis(1500);
+/// ...and its login, through a remote shell (ssh).
+const LEAD_REMOTE_SHELL: Duration = Duration::from_secs(3);
+/// The observers run this much past the window's end, so that its last
+/// second is recorded.
+const TAIL: Duration = Duration::from_millis(1000);
 
 /// `xload capacity PLAN.toml` / `xload capacity --compare R1.json R2.json...`.
 #[derive(Args, Debug)]
@@ -109,6 +112,7 @@ pub(crate) fn main_capacity(a: &CapacityArgs, stop: Arc<AtomicBool>) -> Result<i
         xtune: words(&a.remote_xtune, "--remote-xtune")?,
     };
     let started_at = format_rfc3339_us(now_us());
+    reach::preflight(&reach, &plan).map_err(Failure::Run)?;
     let (tuning, drift) = verify_all(&reach, &plan, a.allow_drift)?;
     let mut report = CapacityReport {
         schema: SCHEMA.into(),
@@ -218,8 +222,17 @@ fn announce(st: &Step) {
 /// instant, their reports merged, the evidence cut to the window.
 fn step(reach: &Reach, plan: &Plan, level: f64, confirmation: usize) -> Result<Step, Failure> {
     let run_id = crate::hosts::new_run_id();
-    let start_at = now_us() + LEAD.as_micros() as i64;
-    let span = LEAD + plan.warmup + plan.duration + TAIL;
+    let remote_shell = reach.rsh.is_shell()
+        && std::iter::once(&plan.server)
+            .chain(&plan.clients)
+            .any(|h| h.host != "local");
+    let lead = if remote_shell {
+        LEAD_REMOTE_SHELL
+    } else {
+        LEAD
+    };
+    let start_at = now_us() + lead.as_micros() as i64;
+    let span = lead + plan.warmup + plan.duration + TAIL;
     let mut watched: Vec<(String, Option<&xload_probe::watch::ProcessSel>)> =
         vec![(plan.server.host.clone(), plan.server.process.as_ref())];
     for c in &plan.clients {

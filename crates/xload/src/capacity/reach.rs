@@ -42,6 +42,67 @@ impl Reach {
     }
 }
 
+/// Before anything runs: xtune answers on every host and xload on every
+/// client (`--version`), all at once, so that a missing program or an
+/// unreachable host is named before the first step, not after it.
+pub(crate) fn preflight(reach: &Reach, plan: &Plan) -> Result<(), String> {
+    let mut checks: Vec<(String, &str)> = Vec::new();
+    for h in std::iter::once(&plan.server).chain(&plan.clients) {
+        if !checks
+            .iter()
+            .any(|(host, what)| *host == h.host && *what == "xtune")
+        {
+            checks.push((h.host.clone(), "xtune"));
+        }
+    }
+    for c in &plan.clients {
+        checks.push((c.host.clone(), "xload"));
+    }
+    let jobs = checks
+        .iter()
+        .map(|(host, what)| {
+            let mut cmd = if *what == "xtune" {
+                reach.xtune.clone()
+            } else {
+                reach.xload_on(host)
+            };
+            cmd.push("--version".into());
+            Ok(Job {
+                argv: reach.argv(host, cmd)?,
+                stdin: None,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let outs = remote::run_all(&jobs, &|_, _| {});
+    let failed: Vec<String> = checks
+        .iter()
+        .zip(&jobs)
+        .zip(&outs)
+        .filter(|(_, o)| o.exit_code != 0)
+        .map(|(((host, what), job), o)| {
+            let said = o
+                .stderr
+                .lines()
+                .rfind(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            format!(
+                "{what} on {host} does not answer ({}: exit {}{}{said})",
+                job.argv.join(" "),
+                o.exit_code,
+                if said.is_empty() { "" } else { ": " }
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}
+  install it there, or name it with --remote-xtune / --remote-xload, or fix --rsh",
+        failed.join("\n  ")
+    ))
+}
+
 /// A host's tuning as `xtune verify` read it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Tuning {
@@ -346,6 +407,33 @@ mod tests {
         assert!(observation("srv", &bad)
             .unwrap_err()
             .contains("exit 2: no such command"));
+    }
+
+    #[test]
+    fn preflight_names_the_program_that_does_not_answer() {
+        let p = plan("step = \"connections\"");
+        // A transport that runs nothing and succeeds: every check passes.
+        let ok = Reach {
+            rsh: Transport::parse("sh -c true {host}").unwrap(),
+            ..reach()
+        };
+        assert_eq!(preflight(&ok, &p), Ok(()));
+        let missing = Reach {
+            rsh: Transport::parse("env").unwrap(),
+            xload: vec!["/nonexistent/xload".into()],
+            xtune: vec!["/nonexistent/xtune".into()],
+        };
+        let e = preflight(&missing, &p).unwrap_err();
+        for host in ["srv", "c1", "c2"] {
+            assert!(
+                e.contains(&format!("xtune on {host} does not answer")),
+                "{e}"
+            );
+        }
+        assert!(
+            e.contains("xload on c2 does not answer") && e.contains("--remote-xtune"),
+            "{e}"
+        );
     }
 
     #[test]
