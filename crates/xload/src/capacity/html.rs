@@ -213,8 +213,16 @@ impl Frame {
         );
         let _ = write!(s, "<text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>", H / 2.0, H / 2.0, esc(y_label));
     }
+    /// A label under each level, left out where it would overlap the one
+    /// before (bisection puts levels close together).
     fn x_ticks(&self, s: &mut String, levels: &[f64]) {
+        let mut last = f64::NEG_INFINITY;
         for &l in levels {
+            let width = 7.0 * fmt_level(l).len() as f64;
+            if self.x(l) - last < width {
+                continue;
+            }
+            last = self.x(l);
             let _ = write!(
                 s,
                 "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
