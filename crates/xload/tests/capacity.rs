@@ -368,9 +368,9 @@ fn drift_refuses_the_run_and_allow_drift_runs_and_says_so() {
             "netns",
             "exec",
             &lab.server,
-            "sysctl",
-            "-qw",
-            "net.core.somaxconn=128",
+            "sh",
+            "-c",
+            "echo 128 > /proc/sys/net/core/somaxconn",
         ])
         .status()
         .is_ok_and(|s| s.success());

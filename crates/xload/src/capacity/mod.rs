@@ -321,25 +321,30 @@ fn step(reach: &Reach, plan: &Plan, level: f64, confirmation: usize) -> Result<S
     })
 }
 
-/// Each client's report, or why a client gave none.
+/// Each client's report, or why a client gave none. A client that measured
+/// and failed (no response at all: exit 1 after its report) still gave one:
+/// that step fails, the run goes on.
 fn client_reports(plan: &Plan, ran: &[Output]) -> Result<Vec<Report>, Failure> {
     plan.clients
         .iter()
         .zip(ran)
-        .map(|(c, out)| {
-            if out.exit_code != 0 {
+        .map(|(c, out)| match Report::from_json(out.stdout.trim()) {
+            Ok(r) => Ok(r),
+            Err(e) => {
                 let last = out
                     .stderr
                     .lines()
                     .rfind(|l| !l.trim().is_empty())
                     .unwrap_or("");
-                return Err(Failure::Run(format!(
-                    "client {}: xload ended with exit {}: {last}",
-                    c.host, out.exit_code
-                )));
+                Err(Failure::Run(if out.exit_code == 0 {
+                    format!("client {}: unreadable report: {e}", c.host)
+                } else {
+                    format!(
+                        "client {}: xload ended with exit {} and no report: {last}",
+                        c.host, out.exit_code
+                    )
+                }))
             }
-            Report::from_json(out.stdout.trim())
-                .map_err(|e| Failure::Run(format!("client {}: unreadable report: {e}", c.host)))
         })
         .collect()
 }
@@ -426,4 +431,38 @@ fn finish(a: &CapacityArgs, report: &CapacityReport) -> Result<i32, Failure> {
         Some(m) if m.confirmed => 0,
         _ => 3,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_that_measured_nothing_still_reports_and_one_that_did_not_run_is_named() {
+        let src = "target = \"http://10.0.0.1/\"\n[server]\nhost = \"s\"\n[[clients]]\nhost = \"c1\"\n[procedure]\nlevels = [1]\n";
+        let plan = plan::parse(src, "p.toml", std::path::Path::new(".")).unwrap();
+        let empty = Report {
+            schema: xload_stats::SCHEMA.into(),
+            target: "http://10.0.0.1/".into(),
+            ..Report::default()
+        };
+        let measured = Output {
+            exit_code: 1,
+            stdout: empty.to_json(),
+            stderr: "xload: no response from http://10.0.0.1/ (closed 7)\n".into(),
+        };
+        let got = client_reports(&plan, &[measured]).unwrap();
+        assert_eq!(got[0].requests, 0);
+        let (pass, why) = compliant(&plan, 1.0, &got[0]);
+        assert!(!pass && why == "no response", "{why}");
+        let unreachable = Output {
+            exit_code: 255,
+            stdout: String::new(),
+            stderr: "ssh: connect to host c1: No route to host\n".into(),
+        };
+        let Err(Failure::Run(e)) = client_reports(&plan, &[unreachable]) else {
+            panic!("no report is a failure")
+        };
+        assert_eq!(e, "client c1: xload ended with exit 255 and no report: ssh: connect to host c1: No route to host");
+    }
 }
