@@ -58,7 +58,9 @@ pub(crate) fn page(r: &CapacityReport, log: &[Round]) -> String {
         "<h2>Throughput and latency against load</h2><div class=\"row\">"
     );
     s.push_str(&throughput_chart(r, &steps));
-    s.push_str(&latency_chart(&steps));
+    // A step with no answer has no latency to draw.
+    let answered: Vec<&Step> = steps.iter().copied().filter(|st| st.requests > 0).collect();
+    s.push_str(&latency_chart(&answered));
     let _ = writeln!(s, "</div>");
     verdicts(&mut s, r);
     let _ = writeln!(s, "<h2>Per-CPU utilisation per step</h2>");
@@ -218,7 +220,7 @@ impl Frame {
     fn x_ticks(&self, s: &mut String, levels: &[f64]) {
         let mut last = f64::NEG_INFINITY;
         for &l in levels {
-            let width = 7.0 * fmt_level(l).len() as f64;
+            let width = 7.0 * fmt_level(l).len() as f64 + 8.0;
             if self.x(l) - last < width {
                 continue;
             }
