@@ -30,6 +30,17 @@ impl Error {
         matches!(self, Error::Invalid(_) | Error::Manifest { .. })
     }
 
+    /// A failed read of an input file given by the user: one that is no
+    /// regular file or is over its limit ([`xload_sys::input`]) is bad
+    /// input, anything else a failed read.
+    pub(crate) fn input(path: &std::path::Path, source: std::io::Error) -> Error {
+        use std::io::ErrorKind::{FileTooLarge, InvalidInput};
+        match source.kind() {
+            InvalidInput | FileTooLarge => Error::Invalid(format!("{}: {source}", path.display())),
+            _ => Error::io(path, source),
+        }
+    }
+
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),

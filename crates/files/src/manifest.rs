@@ -30,7 +30,9 @@ pub struct Manifest {
 impl Manifest {
     /// Reads and parses a manifest file; errors name the file and the line.
     pub fn load(path: &Path) -> Result<Manifest, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text =
+            xload_sys::input::read_to_string(path, "a manifest", xload_sys::input::DATA_LIMIT)
+                .map_err(|e| Error::input(path, e))?;
         Manifest::parse(&text, &path.display().to_string())
     }
 

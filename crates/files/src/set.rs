@@ -42,14 +42,8 @@ impl FileSet {
         }
         let mut set = FileSet::default();
         for (rel, path) in walk(dir)? {
-            let body = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-            if body.len() as u64 > MAX_FILE_SIZE {
-                return Err(Error::Invalid(format!(
-                    "{}: {} bytes, more than the 64 MiB a served file may have",
-                    path.display(),
-                    body.len()
-                )));
-            }
+            let body = xload_sys::input::read(&path, "a served file", MAX_FILE_SIZE)
+                .map_err(|e| Error::input(&path, e))?;
             set.add(rel, body.into_boxed_slice());
         }
         Ok(set)

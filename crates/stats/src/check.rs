@@ -37,7 +37,7 @@ impl Windows {
         let ends: Vec<UnixMicros> = reports
             .iter()
             .zip(&starts)
-            .map(|(r, s)| s + (r.duration_s * 1e6).round() as i64)
+            .map(|(r, s)| s.saturating_add((r.duration_s * 1e6).round() as i64))
             .collect();
         let span = span_of(reports, &starts);
         let (from, to) = (starts.iter().copied().max()?, ends.iter().copied().min()?);
@@ -49,12 +49,12 @@ impl Windows {
 
     /// The common interval as a share of the span (1 for an empty span).
     pub fn overlap(&self) -> f64 {
-        let span = self.span.1 - self.span.0;
+        let span = self.span.1.saturating_sub(self.span.0);
         if span <= 0 {
             return 1.0;
         }
         self.common
-            .map_or(0.0, |(a, b)| (b - a) as f64 / span as f64)
+            .map_or(0.0, |(a, b)| b.saturating_sub(a) as f64 / span as f64)
     }
 
     /// "A to B (S s)" for the span, and the common interval with its share.
@@ -64,7 +64,7 @@ impl Windows {
                 "{} to {} ({:.3} s)",
                 format_rfc3339_us(a),
                 format_rfc3339_us(b),
-                (b - a) as f64 / 1e6
+                b.saturating_sub(a) as f64 / 1e6
             )
         };
         let common = match self.common {

@@ -8,7 +8,7 @@ use std::fmt;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
@@ -230,8 +230,13 @@ pub(crate) fn merge_reports<'a>(
             let h = decode_histogram(&c.histogram)?;
             match out.iter_mut().find(|(m, _)| m.name == c.name) {
                 Some((m, acc)) => {
-                    m.requests += c.requests;
-                    m.consistency_errors += c.consistency_errors;
+                    let field = |key: &str| format!("classes.{}.{key}", c.name);
+                    add_to(&mut m.requests, c.requests, &field("requests"))?;
+                    add_to(
+                        &mut m.consistency_errors,
+                        c.consistency_errors,
+                        &field("consistency_errors"),
+                    )?;
                     for o in &c.offending {
                         add_offender(&mut m.offending, &o.path, || o.reason.clone());
                     }

@@ -37,6 +37,15 @@ pub enum ReportError {
         closed: usize,
         closed_target: String,
     },
+    /// A count summed over the reports given to `Report::merge` does not
+    /// fit in 64 bits: no run counts that much, so an input is edited or
+    /// corrupt. `field` is the JSON key (`status.200`, `tls.handshakes_full`).
+    #[error("{field} is {value} here and {before} in the reports before it: their sum exceeds 2^64-1, which no run counts (is one of them edited or corrupt?)")]
+    Overflow {
+        field: String,
+        value: u64,
+        before: u64,
+    },
     /// One of the reports given to `Report::merge` is unusable.
     #[error("report {index} ({target}): {source}")]
     InReport {
@@ -45,4 +54,15 @@ pub enum ReportError {
         #[source]
         source: Box<ReportError>,
     },
+}
+
+/// `*acc += n`, or [`ReportError::Overflow`] naming `field` when the sum
+/// does not fit: a merge never wraps a count around.
+pub(crate) fn add_to(acc: &mut u64, n: u64, field: &str) -> Result<(), ReportError> {
+    *acc = acc.checked_add(n).ok_or_else(|| ReportError::Overflow {
+        field: field.to_string(),
+        value: n,
+        before: *acc,
+    })?;
+    Ok(())
 }

@@ -136,7 +136,7 @@ impl Gate {
             Metric::Mean => l.mean,
             Metric::Errors => r.errors_total as f64,
             Metric::ErrorRate => {
-                let total = r.requests + r.errors_total;
+                let total = r.requests.saturating_add(r.errors_total);
                 if total == 0 {
                     0.0
                 } else {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySummary};
 use crate::report::{
     histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo, SecondHistogram,
@@ -63,7 +63,7 @@ impl Report {
         for (index, r) in reports.iter().enumerate() {
             // Whole seconds between this window's start and the first one's.
             let shift = match (&starts, first_start) {
-                (Some(s), Some(t0)) => ((s[index] - t0) as f64 / 1e6).round() as u64,
+                (Some(s), Some(t0)) => (s[index].saturating_sub(t0) as f64 / 1e6).round() as u64,
                 _ => 0,
             };
             sum.add(r, shift).map_err(|e| ReportError::InReport {
@@ -76,7 +76,7 @@ impl Report {
         let mut out = sum.finish();
         if let Some(starts) = &starts {
             let span = span_of(reports, starts);
-            out.duration_s = (span.1 - span.0) as f64 / 1e6;
+            out.duration_s = span.1.saturating_sub(span.0) as f64 / 1e6;
             out.rps = per_second(out.requests, out.duration_s);
         }
         out.classes = crate::classes::merge_reports(
@@ -146,30 +146,43 @@ impl<'a> Sum<'a> {
                 found: r.schema.clone(),
             });
         }
-        accumulate(&mut self.latency, r.latency_histogram()?);
+        accumulate(&mut self.latency, r.latency_histogram()?, "histogram")?;
         if let Some(h) = r.latency_uncorrected_histogram()? {
-            accumulate(&mut self.uncorrected, h);
+            accumulate(&mut self.uncorrected, h, "histogram_uncorrected")?;
         }
         if let Some(h) = r.schedule_lag_histogram()? {
-            accumulate(&mut self.lag, h);
+            accumulate(&mut self.lag, h, "histogram_schedule_lag")?;
         }
-        self.add_setup(r);
+        self.add_setup(r)?;
         self.add_rows(r, shift)?;
         let out = &mut self.out;
-        out.requests += r.requests;
-        out.bytes += r.bytes;
-        out.bytes_sent += r.bytes_sent;
-        out.connects += r.connects;
-        add_counts(&mut out.status, &r.status);
-        add_counts(&mut out.errors, &r.errors);
-        add_counts(&mut out.parse_errors, &r.parse_errors);
-        add_counts(&mut out.errors_other, &r.errors_other);
-        out.errors_total += r.errors_total;
+        add_to(&mut out.requests, r.requests, "requests")?;
+        add_to(&mut out.bytes, r.bytes, "bytes")?;
+        add_to(&mut out.bytes_sent, r.bytes_sent, "bytes_sent")?;
+        add_to(&mut out.connects, r.connects, "connects")?;
+        add_counts(&mut out.status, &r.status, "status")?;
+        add_counts(&mut out.errors, &r.errors, "errors")?;
+        add_counts(&mut out.parse_errors, &r.parse_errors, "parse_errors")?;
+        add_counts(&mut out.errors_other, &r.errors_other, "errors_other")?;
+        add_to(&mut out.errors_total, r.errors_total, "errors_total")?;
         if let Some(o) = &r.open_loop {
-            out.open_loop = Some(OpenLoop::add_counts(out.open_loop.take(), o));
+            out.open_loop = Some(OpenLoop::add_counts(out.open_loop.take(), o)?);
         }
-        out.unanswered_at_end.add(&r.unanswered_at_end);
-        out.batching = Batching::merge(out.batching, r.batching);
+        out.unanswered_at_end.checked_add(&r.unanswered_at_end)?;
+        out.batching = match (out.batching, r.batching) {
+            (Some(a), Some(b)) => {
+                let (mut waits, mut completions) = (a.waits, a.completions);
+                add_to(&mut waits, b.waits, "batching.waits")?;
+                add_to(&mut completions, b.completions, "batching.completions")?;
+                Some(Batching::new(
+                    waits,
+                    completions,
+                    a.cap_min.min(b.cap_min),
+                    a.cap_max.max(b.cap_max),
+                ))
+            }
+            (a, b) => a.or(b),
+        };
         out.tls = TlsReport::merge(out.tls.take(), r.tls.as_ref(), 0.0)?;
         out.interrupted |= r.interrupted;
         for (k, v) in &r.extra {
@@ -186,18 +199,23 @@ impl<'a> Sum<'a> {
             hists.insert(h.second, decode_histogram(&h.histogram)?);
         }
         for row in &r.timeseries {
-            let second = row.second + shift;
+            let second = row.second.checked_add(shift).ok_or(ReportError::Overflow {
+                field: "timeseries.second".into(),
+                value: row.second,
+                before: shift,
+            })?;
             let h = hists.remove(&row.second);
             self.rows_exact &= h.is_some();
             match self.rows.get_mut(&second) {
                 Some((m, acc)) => {
-                    m.requests += row.requests;
+                    let field = |key: &str| format!("timeseries.{second}.{key}");
+                    add_to(&mut m.requests, row.requests, &field("requests"))?;
+                    add_to(&mut m.errors, row.errors, &field("errors"))?;
                     m.rps += row.rps;
-                    m.errors += row.errors;
                     m.p50_us = m.p50_us.max(row.p50_us);
                     m.p99_us = m.p99_us.max(row.p99_us);
                     if let Some(h) = h {
-                        accumulate(acc, h);
+                        accumulate(acc, h, &format!("timeseries_histograms.{second}"))?;
                     }
                 }
                 None => {
@@ -213,7 +231,7 @@ impl<'a> Sum<'a> {
     }
 
     /// What ran, and how: target, engines, pipeline, workers, window.
-    fn add_setup(&mut self, r: &'a Report) {
+    fn add_setup(&mut self, r: &'a Report) -> Result<(), ReportError> {
         let out = &mut self.out;
         if r.target != out.target {
             out.target = "multiple".to_string();
@@ -227,11 +245,19 @@ impl<'a> Sum<'a> {
             }
         }
         out.pipeline = out.pipeline.max(r.pipeline);
-        out.threads += r.threads;
-        out.connections += r.connections;
+        let add = |acc: usize, n: usize, field: &str| {
+            acc.checked_add(n).ok_or_else(|| ReportError::Overflow {
+                field: field.into(),
+                value: n as u64,
+                before: acc as u64,
+            })
+        };
+        out.threads = add(out.threads, r.threads, "threads")?;
+        out.connections = add(out.connections, r.connections, "connections")?;
         if r.duration_s > out.duration_s {
             out.duration_s = r.duration_s;
         }
+        Ok(())
     }
 
     /// The merged report: rates and percentiles from the sums.
@@ -282,7 +308,8 @@ impl<'a> Sum<'a> {
 
 /// From the first window's start to the last one's end, µs since the epoch.
 pub(crate) fn span_of(reports: &[Report], starts: &[UnixMicros]) -> (UnixMicros, UnixMicros) {
-    let end = |(r, s): (&Report, &UnixMicros)| s + (r.duration_s * 1e6).round() as i64;
+    let end =
+        |(r, s): (&Report, &UnixMicros)| s.saturating_add((r.duration_s * 1e6).round() as i64);
     let from = starts.iter().copied().min().unwrap_or_default();
     let to = reports.iter().zip(starts).map(end).max().unwrap_or(from);
     (from, to)
@@ -316,17 +343,38 @@ fn merged_run(reports: &[Report]) -> RunInfo {
     }
 }
 
-fn accumulate(acc: &mut Option<Histogram<u64>>, h: Histogram<u64>) {
+/// Adds `h` into `acc`; `field` names the histogram when their counts
+/// together exceed 64 bits (HdrHistogram would saturate them silently).
+fn accumulate(
+    acc: &mut Option<Histogram<u64>>,
+    h: Histogram<u64>,
+    field: &str,
+) -> Result<(), ReportError> {
     match acc {
-        Some(sum) => add_into(sum, &h),
+        Some(sum) => {
+            let mut total = sum.len();
+            add_to(&mut total, h.len(), field)?;
+            add_into(sum, &h);
+        }
         None => *acc = Some(h),
     }
+    Ok(())
 }
 
-fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+/// Adds each count of `from` to `into`'s; `map` is the JSON key (`status`).
+fn add_counts(
+    into: &mut BTreeMap<String, u64>,
+    from: &BTreeMap<String, u64>,
+    map: &str,
+) -> Result<(), ReportError> {
     for (k, n) in from {
-        *into.entry(k.clone()).or_insert(0) += *n;
+        add_to(
+            into.entry(k.clone()).or_insert(0),
+            *n,
+            &format!("{map}.{k}"),
+        )?;
     }
+    Ok(())
 }
 
 fn merge_clients(reports: &[Report]) -> Option<serde_json::Value> {

@@ -4,6 +4,7 @@
 use hdrhistogram::Histogram;
 
 use crate::classes::{merge_stats, ClassStats};
+use crate::error::{add_to, ReportError};
 use crate::error_kind::ErrorKind;
 use crate::hist::{add_into, new_latency_histogram};
 use crate::tls::TlsState;
@@ -74,6 +75,23 @@ impl Unanswered {
         self.recorded += o.recorded;
         self.oldest_us = self.oldest_us.max(o.oldest_us);
         self.threshold_us = self.threshold_us.max(o.threshold_us);
+    }
+
+    /// [`Unanswered::add`] for counts read from reports: a sum that does
+    /// not fit in 64 bits is an error naming its key.
+    pub(crate) fn checked_add(&mut self, o: &Unanswered) -> Result<(), ReportError> {
+        let mut sum = *self;
+        add_to(
+            &mut sum.in_flight,
+            o.in_flight,
+            "unanswered_at_end.in_flight",
+        )?;
+        add_to(&mut sum.unsent, o.unsent, "unanswered_at_end.unsent")?;
+        add_to(&mut sum.recorded, o.recorded, "unanswered_at_end.recorded")?;
+        sum.oldest_us = sum.oldest_us.max(o.oldest_us);
+        sum.threshold_us = sum.threshold_us.max(o.threshold_us);
+        *self = sum;
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::classes::ClassReport;
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::error_kind::{errno_key, ErrorKind};
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
 use crate::recorder::{Interval, Recorder, Unanswered};
@@ -248,18 +248,23 @@ impl OpenLoop {
     }
 
     /// Both runs' counters and targets summed (histograms are merged by
-    /// the caller, which decodes them).
-    pub(crate) fn add_counts(a: Option<OpenLoop>, b: &OpenLoop) -> OpenLoop {
+    /// the caller, which decodes them); a count that would not fit in 64
+    /// bits is an error naming it.
+    pub(crate) fn add_counts(a: Option<OpenLoop>, b: &OpenLoop) -> Result<OpenLoop, ReportError> {
         let Some(mut a) = a else {
-            return b.clone();
+            return Ok(b.clone());
         };
         a.rate_target += b.rate_target;
-        a.late_sends += b.late_sends;
-        a.late_waiting_for_connection += b.late_waiting_for_connection;
-        a.late_catch_up += b.late_catch_up;
-        a.sends += b.sends;
-        a.dropped += b.dropped;
-        a
+        add_to(&mut a.late_sends, b.late_sends, "late_sends")?;
+        add_to(
+            &mut a.late_waiting_for_connection,
+            b.late_waiting_for_connection,
+            "late_waiting_for_connection",
+        )?;
+        add_to(&mut a.late_catch_up, b.late_catch_up, "late_catch_up")?;
+        add_to(&mut a.sends, b.sends, "sends")?;
+        add_to(&mut a.dropped, b.dropped, "dropped")?;
+        Ok(a)
     }
 }
 
@@ -478,14 +483,13 @@ impl Report {
         self.status
             .iter()
             .filter(|(code, _)| !matches!(code.parse::<u16>(), Ok(200..=399)))
-            .map(|(_, n)| n)
-            .sum()
+            .fold(0u64, |sum, (_, n)| sum.saturating_add(*n))
     }
 
     /// Errors as a fraction of attempts (responses + errors); 0 when
     /// nothing was attempted.
     pub fn error_rate(&self) -> f64 {
-        let attempts = self.requests + self.errors_total;
+        let attempts = self.requests.saturating_add(self.errors_total);
         if attempts == 0 {
             0.0
         } else {

@@ -150,7 +150,7 @@ impl Report {
             mode.push_str(&format!("; kTLS not available: {why}"));
         }
         line(out, "TLS", &mode);
-        if t.handshakes_full + t.handshakes_resumed == 0 && self.requests > 0 {
+        if t.handshakes_full.saturating_add(t.handshakes_resumed) == 0 && self.requests > 0 {
             // Answers but no handshake: the connections were set up before the
             // window (a warm-up or --start-at), and their handshakes with it.
             line(
@@ -172,7 +172,7 @@ impl Report {
                 fmt_duration_us(t.handshake_cpu_us)
             ));
         }
-        if t.handshakes_full + t.handshakes_resumed > 0 {
+        if t.handshakes_full.saturating_add(t.handshakes_resumed) > 0 {
             hs.push_str(&format!(
                 "  connect p50 {} p99 {}  handshake p50 {} p99 {}",
                 fmt_duration_us(t.connect_us.p50 as f64),

@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ReportError;
+use crate::error::{add_to, ReportError};
 use crate::hist::{
     add_into, decode_histogram, encode_histogram, new_latency_histogram, LatencySummary,
 };
@@ -157,12 +157,21 @@ impl TlsReport {
         };
         let connect = sum(&a.histogram_connect, &b.histogram_connect)?;
         let handshake = sum(&a.histogram_handshake, &b.histogram_handshake)?;
-        a.handshakes_full += b.handshakes_full;
-        a.handshakes_resumed += b.handshakes_resumed;
-        a.handshakes_per_s = per_second(a.handshakes_full + a.handshakes_resumed, duration_s);
+        add_to(
+            &mut a.handshakes_full,
+            b.handshakes_full,
+            "tls.handshakes_full",
+        )?;
+        add_to(
+            &mut a.handshakes_resumed,
+            b.handshakes_resumed,
+            "tls.handshakes_resumed",
+        )?;
+        let mut handshakes = a.handshakes_full;
+        add_to(&mut handshakes, a.handshakes_resumed, "tls.handshakes")?;
+        a.handshakes_per_s = per_second(handshakes, duration_s);
         a.handshake_cpu_s += b.handshake_cpu_s;
-        a.handshake_cpu_us =
-            per_handshake_us(a.handshake_cpu_s, a.handshakes_full + a.handshakes_resumed);
+        a.handshake_cpu_us = per_handshake_us(a.handshake_cpu_s, handshakes);
         if a.version.is_empty() {
             a.version.clone_from(&b.version);
             a.cipher.clone_from(&b.cipher);

@@ -710,3 +710,52 @@ fn tls_handshakes_report_and_merge_exactly() {
     let plain = Report::build(&meta("http://h/", 1, 1, 1.0), &Recorder::new());
     assert!(!plain.to_json().contains("\"tls\""));
 }
+
+#[test]
+fn merge_refuses_a_counter_sum_above_u64_naming_the_field() {
+    let base = Report::build(&meta("http://t/", 1, 1, 1.0), &busy_recorder(3, 40, false));
+    type Edit = fn(&mut Report);
+    let cases: [(&str, Edit); 7] = [
+        ("requests", |r| r.requests = u64::MAX),
+        ("bytes", |r| r.bytes = u64::MAX),
+        ("status.200", |r| {
+            r.status.insert("200".into(), u64::MAX);
+        }),
+        ("errors.timeout", |r| {
+            r.errors.insert("timeout".into(), u64::MAX);
+        }),
+        ("errors_total", |r| r.errors_total = u64::MAX),
+        ("unanswered_at_end.in_flight", |r| {
+            r.unanswered_at_end.in_flight = u64::MAX
+        }),
+        ("connects", |r| r.connects = u64::MAX),
+    ];
+    for (field, edit) in cases {
+        let mut huge = base.clone();
+        huge.errors.insert("timeout".into(), 1);
+        edit(&mut huge);
+        let mut small = base.clone();
+        small.errors.insert("timeout".into(), 1);
+        small.errors_total = small.errors_total.max(1);
+        small.unanswered_at_end.in_flight = 1;
+        small.connects = small.connects.max(1);
+        // Whichever comes first, the report whose addition overflows is named.
+        for (pair, index) in [([small.clone(), huge.clone()], 1), ([huge, small], 1)] {
+            match Report::merge(&pair) {
+                Err(ReportError::InReport {
+                    index: i, source, ..
+                }) => {
+                    assert_eq!(i, index, "{field}");
+                    let msg = source.to_string();
+                    assert!(
+                        matches!(*source, ReportError::Overflow { .. }),
+                        "{field}: {msg}"
+                    );
+                    assert!(msg.starts_with(&format!("{field} ")), "{field}: {msg}");
+                    assert!(msg.contains("2^64"), "{msg}");
+                }
+                other => panic!("{field}: expected a refusal, got {other:?}"),
+            }
+        }
+    }
+}

@@ -15,6 +15,7 @@
 //! - [`netns`]: entering a named network namespace by `setns`.
 //! - [`fmt`]: latencies, counts, rates and byte sizes for people.
 //! - [`remote`]: a command on other hosts through ssh or another transport.
+//! - [`input`]: input files read whole, regular files only, up to a limit.
 
 pub mod calendar;
 pub mod clock;
@@ -22,6 +23,7 @@ pub mod cpu;
 pub mod duration;
 pub mod edit;
 pub mod fmt;
+pub mod input;
 pub mod netns;
 pub mod remote;
 pub mod signal;

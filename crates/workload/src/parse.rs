@@ -15,7 +15,7 @@ use crate::model::{
 /// body files) are taken from the file's directory.
 pub fn load(path: &Path) -> Result<Workload, Error> {
     let file = path.display().to_string();
-    let src = std::fs::read_to_string(path)
+    let src = xload_sys::input::read_to_string(path, "a workload", xload_sys::input::TEXT_LIMIT)
         .map_err(|e| Error::file(&file, format!("cannot read: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     parse(&src, &file, dir)
@@ -230,7 +230,9 @@ fn body(node: &Node, dir: &Path) -> Result<Vec<u8>, Error> {
     match (t.get("file"), t.get("size")) {
         (Some(f), None) => {
             let name = f.str()?;
-            std::fs::read(dir.join(name)).map_err(|e| f.error(format!("cannot read {name:?}: {e}")))
+            let path = dir.join(name);
+            xload_sys::input::read(&path, "a request body", xload_sys::input::BODY_LIMIT)
+                .map_err(|e| f.error(format!("cannot read {}: {e}", path.display())))
         }
         (None, Some(s)) => {
             let size = s.u64()?;

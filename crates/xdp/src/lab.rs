@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::frame::MacAddr;
 
 pub mod server;
-pub use server::{LabServer, ServerLab, ServerLabOptions};
+pub use server::{remove_orphans, LabServer, Orphan, ServerLab, ServerLabOptions};
 
 /// Why a [`ServerLab`] cannot be built here, if it cannot: not root, or
 /// no `ip` (iproute2), `ethtool` or `taskset` command.

@@ -3,6 +3,9 @@
 //! nginx and/or `xload serve` in it, prints where everything is as one JSON
 //! line, holds the lab until Ctrl-C, SIGTERM, `--for` or (with `--stdin`)
 //! the end of standard input, and removes it all. benches/compare drives it.
+//! A lab whose `xload lab` was killed outright (SIGKILL) is removed by the
+//! next `xload lab`, or by `xload lab --clean` alone: its namespace's name
+//! says which process owned it ([`xload_xdp::lab::remove_orphans`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -45,6 +48,12 @@ pub(crate) struct LabArgs {
     /// Remove the lab after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
+
+    /// Only remove labs left by an `xload lab` that was killed (its owner
+    /// process is gone): their servers, namespace and veth pair. Every
+    /// `xload lab` does this first.
+    #[arg(long = "clean", conflicts_with_all = ["nginx", "serve", "stdin", "run_for"])]
+    pub clean: bool,
 }
 
 pub(crate) fn main_lab(a: &LabArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
@@ -61,6 +70,13 @@ pub(crate) fn main_lab(a: &LabArgs, stop: Arc<AtomicBool>) -> Result<i32, Failur
     }
     if let Some(why) = xload_xdp::lab::unsupported_netns() {
         return Err(Failure::Run(format!("lab: {why}")));
+    }
+    let removed = remove_orphans()?;
+    if a.clean {
+        if removed == 0 {
+            eprintln!("xload lab: no lab left by a killed xload lab");
+        }
+        return Ok(0);
     }
     let nginx = match a.nginx {
         true => Some(nginx_binary().ok_or_else(|| {
@@ -106,6 +122,23 @@ pub(crate) fn main_lab(a: &LabArgs, stop: Arc<AtomicBool>) -> Result<i32, Failur
     drop(lab);
     eprintln!("xload lab: removed");
     Ok(0)
+}
+
+/// Removes the labs whose owner is gone, saying each on stderr; how many.
+fn remove_orphans() -> Result<usize, Failure> {
+    let removed = xload_xdp::lab::remove_orphans()
+        .map_err(|e| Failure::Run(format!("lab: removing a killed lab: {e}")))?;
+    for o in &removed {
+        let servers = match o.killed.len() {
+            0 => String::new(),
+            n => format!(", {n} server process(es) killed"),
+        };
+        eprintln!(
+            "xload lab: removed {}, left by xload lab pid {} (gone){servers}",
+            o.ns, o.owner
+        );
+    }
+    Ok(removed.len())
 }
 
 fn start_serve(lab: &mut ServerLab) -> Result<LabServer, Failure> {

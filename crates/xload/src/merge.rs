@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use xload_stats::{MergeCheck, Refusal, Report, ReportError, TextOptions};
+use xload_sys::input;
 
 use crate::output::write_out;
 use crate::Failure;
@@ -61,14 +62,14 @@ pub(crate) fn main_merge(a: &MergeArgs) -> Result<i32, Failure> {
     }
     let mut reports = Vec::new();
     for p in &a.reports {
-        let text = std::fs::read_to_string(p)
+        let text = input::read_to_string(p, "a report", input::DATA_LIMIT)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         let r = Report::from_json(&text)
             .map_err(|e| Failure::Usage(format!("{}: {e}", p.display())))?;
         // Its histogram holds one latency per response, and one per request
         // left unanswered that was recorded at its age.
         if let Ok(h) = r.latency_histogram() {
-            let expected = r.requests + r.unanswered_at_end.recorded;
+            let expected = r.requests.saturating_add(r.unanswered_at_end.recorded);
             if h.len() != expected {
                 eprintln!(
                     "xload: note: {}: its histogram holds {} latencies for {} responses (edited, or written by another tool?); the merged latency follows the histogram",

@@ -81,8 +81,10 @@ pub(crate) fn prepare_with(
     }
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(p)) => std::fs::read(p)
-            .map_err(|e| Failure::Usage(format!("--body-file {}: {e}", p.display())))?,
+        (None, Some(p)) => {
+            xload_sys::input::read(p, "a request body", xload_sys::input::BODY_LIMIT)
+                .map_err(|e| Failure::Usage(format!("--body-file {}: {e}", p.display())))?
+        }
         (None, None) => Vec::new(),
     };
     let spec = RequestSpec {

@@ -49,8 +49,8 @@ fn from_pem(
     cert: &Path,
     key: &Path,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), Failure> {
-    let certs = CertificateDer::pem_file_iter(cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+    let certs = CertificateDer::pem_slice_iter(&read_pem("--cert", cert)?)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Usage(format!("--cert {}: {e}", cert.display())))?;
     if certs.is_empty() {
         return Err(Failure::Usage(format!(
@@ -58,9 +58,17 @@ fn from_pem(
             cert.display()
         )));
     }
-    let key = PrivateKeyDer::from_pem_file(key)
+    let key = PrivateKeyDer::from_pem_slice(&read_pem("--key", key)?)
         .map_err(|e| Failure::Usage(format!("--key {}: {e}", key.display())))?;
     Ok((certs, key))
+}
+
+/// The bytes of the PEM file given with `flag`: a regular file of at most
+/// [`xload_sys::input::TEXT_LIMIT`] (a FIFO would block, a device never end).
+fn read_pem(flag: &str, path: &Path) -> Result<Vec<u8>, Failure> {
+    let what = "a PEM file";
+    xload_sys::input::read(path, what, xload_sys::input::TEXT_LIMIT)
+        .map_err(|e| Failure::Usage(format!("{flag} {}: {e}", path.display())))
 }
 
 /// The server side of `--tls`: TLS 1.2 and 1.3 (ring), ALPN http/1.1.
@@ -120,8 +128,8 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, Failure> {
             }
         }
     };
-    let certs = CertificateDer::pem_file_iter(&path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+    let certs = CertificateDer::pem_slice_iter(&read_pem("--cacert", &path)?)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Usage(format!("--cacert {}: {e}", path.display())))?;
     let (added, _) = store.add_parsable_certificates(certs);
     if added == 0 && cacert.is_some() {

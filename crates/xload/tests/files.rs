@@ -263,6 +263,7 @@ fn verify_names_the_files_that_differ() {
     std::fs::write(&flip, bytes).unwrap();
     std::fs::remove_file(set.join("dir000/file00007.bin")).unwrap();
     std::fs::write(set.join("dir000/file00011.bin"), b"short").unwrap();
+    std::fs::write(set.join("dir000/file00013.bin"), vec![b'x'; 4000]).unwrap();
     std::fs::write(set.join("extra.txt"), b"x").unwrap();
     let (status, out, err, _) = run_xload(["files", "verify", set.to_str().unwrap()]);
     assert_eq!(exit_code(status), 1, "{out}{err}");
@@ -275,7 +276,11 @@ fn verify_names_the_files_that_differ() {
         out.contains("dir000/file00011.bin: 5 bytes, the manifest says 3072"),
         "{out}"
     );
-    assert!(err.contains("3 of 20 files do not match"), "{err}");
+    assert!(
+        out.contains("dir000/file00013.bin: 4000 bytes, the manifest says 3072"),
+        "{out}"
+    );
+    assert!(err.contains("4 of 20 files do not match"), "{err}");
     assert!(
         err.contains("1 files not in the manifest, e.g. extra.txt"),
         "{err}"

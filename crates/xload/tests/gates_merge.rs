@@ -494,6 +494,52 @@ fn merge_of_a_file_that_is_not_a_report_exits_2_naming_it() {
 }
 
 #[test]
+fn merge_refuses_counters_whose_sum_exceeds_64_bits_naming_file_and_field() {
+    let server = ok_server();
+    let dir = TempDir::new("merge-wrap");
+    let a = dir.join("a.json");
+    run_to(&server.url("/"), &["-c", "1", "-d", "300ms"], &a);
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).expect("read")).expect("json");
+    let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = good.clone();
+        edit(&mut v);
+        let path = dir.join(name);
+        std::fs::write(&path, v.to_string()).expect("write");
+        path.display().to_string()
+    };
+    let a = a.display().to_string();
+    for (field, pointer) in [
+        ("requests", "/requests"),
+        ("bytes", "/bytes"),
+        ("status.200", "/status/200"),
+    ] {
+        let b = edited(&format!("{field}.json"), &|v| {
+            *v.pointer_mut(pointer).expect("the key is in every report") = u64::MAX.into();
+        });
+        let (code, stdout, stderr) = xload(&["merge", &a, &b, "--allow-different-runs"]);
+        assert_eq!(code, 2, "{field}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(&b) && stderr.contains(&format!("{field} is")),
+            "the message names {b} and {field}: {stderr}"
+        );
+        assert!(!stdout.contains("req/s"), "no merged report: {stdout}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // One report alone holds such counts: printed as they are, no panic.
+    let big = edited("alone.json", &|v| {
+        v["requests"] = u64::MAX.into();
+        v["errors_total"] = 7.into();
+        v["unanswered_at_end"]["recorded"] = 3.into();
+        v["duration_s"] = 1e300.into();
+    });
+    let (code, stdout, stderr) = xload(&["merge", &big]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("18,446,744,073,709,551,615"), "{stdout}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn merge_of_a_document_of_another_schema_names_that_schema() {
     let dir = TempDir::new("merge-schema");
     // A sweep's JSON (what `xload sweep --json` writes) and a report of a

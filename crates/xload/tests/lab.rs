@@ -74,6 +74,10 @@ impl LabProcess {
 
 impl Drop for LabProcess {
     fn drop(&mut self) {
+        // Already reaped (the test killed it): its pid may be another's now.
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return;
+        }
         // SAFETY: kill(2) on our own child, not yet reaped.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         if !self.wait_exit(Duration::from_secs(10)) {
@@ -190,4 +194,93 @@ fn lab_rejects_a_cpu_it_does_not_have() {
         .expect("run xload lab");
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--server-cpu 4096"));
+}
+
+/// A lab namespace this test left without its owner: on drop (the test
+/// failed before the lab was removed), the processes inside (the lab's own
+/// servers) are killed and the namespace deleted.
+struct Orphaned(String);
+
+impl Drop for Orphaned {
+    fn drop(&mut self) {
+        if !netns_exists(&self.0) {
+            return;
+        }
+        let out = Command::new("ip")
+            .args(["netns", "pids", &self.0])
+            .output()
+            .expect("ip netns pids");
+        for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<libc::pid_t>() {
+                // SAFETY: kill(2) on a server of this test's own lab.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// SIGKILLs the lab (no chance to clean up) and returns what it left.
+fn kill_outright(mut lab: LabProcess) -> (Orphaned, String, u64) {
+    let (ns, gen) = (lab.field("ns"), lab.field("dev_gen"));
+    let serve_pid = lab.info["serve"]["pid"].as_u64().expect("serve pid");
+    lab.child.kill().expect("SIGKILL the lab");
+    lab.child.wait().expect("reap the lab");
+    // What the issue found: everything is still there.
+    assert!(netns_exists(&ns) && link_exists(&gen), "{ns} {gen}");
+    assert!(std::path::Path::new(&format!("/proc/{serve_pid}")).exists());
+    (Orphaned(ns), gen, serve_pid)
+}
+
+fn assert_removed(ns: &str, gen: &str, serve_pid: u64) {
+    assert!(!netns_exists(ns), "namespace {ns} left behind");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while link_exists(gen) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!link_exists(gen), "veth end {gen} left behind");
+    // Gone, or a zombie its new parent (init) has yet to reap.
+    let state = std::fs::read_to_string(format!("/proc/{serve_pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim().to_string()))
+        .and_then(|rest| rest.chars().next());
+    assert!(
+        matches!(state, None | Some('Z')),
+        "server {serve_pid} left running (state {state:?})"
+    );
+}
+
+/// The tests that leave orphans run one at a time: each lab removes every
+/// orphan, and a test must see its own removed by what it runs.
+static ORPHANS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn lab_clean_removes_a_killed_labs_leftovers_and_spares_a_live_lab() {
+    need_root!();
+    let _one = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
+    let live = LabProcess::start(&["--serve"]);
+    let (orphan, gen, serve_pid) = kill_outright(LabProcess::start(&["--serve"]));
+    let out = Command::new(XLOAD)
+        .args(["lab", "--clean"])
+        .output()
+        .expect("run xload lab --clean");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&orphan.0), "names what it removed: {err}");
+    assert_removed(&orphan.0, &gen, serve_pid);
+    // The live lab is untouched and still answers.
+    assert!(netns_exists(&live.field("ns")), "{err}");
+    let url = live.info["serve"]["url"].as_str().expect("url").to_string();
+    assert_eq!(get_status(&url), 200);
+}
+
+#[test]
+fn a_new_lab_removes_a_killed_labs_leftovers_first() {
+    need_root!();
+    let _one = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
+    let (orphan, gen, serve_pid) = kill_outright(LabProcess::start(&["--serve"]));
+    let mut lab = LabProcess::start(&["--serve", "--for", "1s"]);
+    assert!(lab.wait_exit(Duration::from_secs(20)), "the new lab ran");
+    assert_removed(&orphan.0, &gen, serve_pid);
 }

@@ -182,7 +182,8 @@ impl Fs for RootFs {
 
     fn replace_file(&self, path: &str, content: &str) -> Result<(), FsError> {
         let target = self.resolve(path);
-        write_atomic(&target, content.as_bytes()).map_err(|e| FsError::from_io("write", path, &e))
+        write_atomic(&target, content.as_bytes(), 0o644)
+            .map_err(|e| FsError::from_io("write", path, &e))
     }
 
     fn remove(&self, path: &str) -> Result<(), FsError> {
@@ -221,8 +222,9 @@ impl Fs for RootFs {
 }
 
 /// Replaces `path` with `bytes` durably: write a temp file in the same
-/// directory, fsync it, rename over `path`, fsync the directory.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// directory (created with `mode`, less the umask), fsync it, rename over
+/// `path`, fsync the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -230,7 +232,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_else(|| "file".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
-        let mut f = File::create(&tmp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }

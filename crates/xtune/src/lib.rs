@@ -24,6 +24,7 @@ pub mod export;
 pub mod fs;
 pub mod host;
 pub mod knob;
+pub mod lock;
 pub mod netns;
 pub mod plan;
 pub mod profile;

@@ -7,7 +7,6 @@
 mod cli_docs;
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -299,17 +298,37 @@ fn run_local(cli: &Cli, profile: Option<&Profile>) -> i32 {
         netns_cookie: None,
     };
     let command = cli.cmd.name();
+    if let Err(e) = store.check() {
+        let flag = if cli.state_dir.is_some() {
+            "--state-dir "
+        } else {
+            ""
+        };
+        return usage_error(cli, &format!("{flag}{e}"));
+    }
 
-    // One apply or rollback at a time per state dir, from reading the
-    // current values to the snapshot's last state.
-    let _lock = match &cli.cmd {
-        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => match store.lock() {
-            Ok(l) => Some(l),
-            Err(e) => {
-                let msg = format!("cannot lock the state dir: {e}");
-                return emit(cli.json, site.refused(command, profile, &msg, 1));
+    // One apply or rollback at a time per target (whatever its state dir),
+    // then per state dir, from reading the current values to the
+    // snapshot's last state.
+    let _locks = match &cli.cmd {
+        Cmd::Apply { dry_run: false, .. } | Cmd::Rollback { .. } => {
+            let holder = format!(
+                "pid {}: {command} with state dir {}",
+                std::process::id(),
+                store.dir().display()
+            );
+            let target = xtune::lock::lock_target(fs.root(), &site.target, &holder)
+                .map_err(|e| e.to_string());
+            match target.and_then(|t| {
+                let s = store
+                    .lock()
+                    .map_err(|e| format!("cannot lock the state dir: {e}"))?;
+                Ok((t, s))
+            }) {
+                Ok(l) => Some(l),
+                Err(msg) => return emit(cli.json, site.refused(command, profile, &msg, 1)),
             }
-        },
+        }
         _ => None,
     };
 
@@ -369,9 +388,16 @@ fn host_net_sysctls(fs: &RootFs, p: &Profile) -> BTreeSet<String> {
 
 fn load_profile(arg: &str, label: Option<&str>) -> Result<Profile, String> {
     if arg == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let bytes = xload_sys::input::read_stream(
+            std::io::stdin().lock(),
+            "a profile",
+            xtune::profile::PROFILE_LIMIT,
+        );
+        let text = bytes
+            .and_then(|b| {
+                String::from_utf8(b)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })
             .map_err(|e| format!("reading the profile from stdin: {e}"))?;
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Profile::from_text(&text, label.unwrap_or("stdin"), &cwd).map_err(|e| e.to_string())
@@ -527,8 +553,11 @@ fn multi(
 }
 
 /// `xtune snapshots`: the store's listing.
+/// `xtune snapshots`: exit 1 when a file of the store cannot be read (it
+/// may be the snapshot a rollback needs), else 0.
 fn snapshots(site: &Site, json: bool) -> i32 {
     let (snaps, errors) = site.store.list();
+    let code = i32::from(!errors.is_empty());
     if json {
         let listing = serde_json::json!({
             "schema": "xtune-snapshots/1",
@@ -551,9 +580,9 @@ fn snapshots(site: &Site, json: bool) -> i32 {
             serde_json::to_string_pretty(&listing).unwrap_or_default()
         );
     } else {
-        if snaps.is_empty() {
+        if snaps.is_empty() && errors.is_empty() {
             outln!("no snapshots in {}", site.store.dir().display());
-        } else {
+        } else if !snaps.is_empty() {
             outln!(
                 "{:<36}  {:<20}  {:<16}  {:<14}  {:>5}  STATE",
                 "ID",
@@ -580,11 +609,18 @@ fn snapshots(site: &Site, json: bool) -> i32 {
                 );
             }
         }
+        if !errors.is_empty() {
+            outln!(
+                "{} unreadable file(s) in {}: named on stderr; a rollback of their target stops at them",
+                errors.len(),
+                site.store.dir().display()
+            );
+        }
         for e in &errors {
             eprintln!("xtune: {e}");
         }
     }
-    0
+    code
 }
 
 fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i32 {
@@ -614,7 +650,7 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
             outp!("{text}");
             0
         }
-        Some(path) => match xtune::fs::write_atomic(path, text.as_bytes()) {
+        Some(path) => match xtune::fs::write_atomic(path, text.as_bytes(), 0o644) {
             Ok(()) => {
                 eprintln!("xtune: wrote {}", path.display());
                 0

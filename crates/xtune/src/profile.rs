@@ -17,6 +17,9 @@ use toml::{Table, Value};
 
 use crate::cpuset::CpuSet;
 
+/// The largest profile read, from a file or standard input.
+pub const PROFILE_LIMIT: u64 = xload_sys::input::TEXT_LIMIT;
+
 /// Keys of the sections with fixed keys.
 const RFS_KEYS: &[&str] = &["flow_entries", "flow_cnt"];
 const CPU_KEYS: &[&str] = &["governor"];
@@ -557,7 +560,8 @@ fn load_chain(path: &Path, stack: &mut Vec<PathBuf>) -> Result<Profile, ProfileE
             chain: chain.join(" -> "),
         });
     }
-    let text = std::fs::read_to_string(&canonical).map_err(|source| ProfileError::Read {
+    let text = xload_sys::input::read_to_string(&canonical, "a profile", PROFILE_LIMIT);
+    let text = text.map_err(|source| ProfileError::Read {
         path: canonical.clone(),
         source,
     })?;

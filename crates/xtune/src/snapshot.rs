@@ -2,8 +2,6 @@
 //! and fsync'd before the first write, so a crash mid-apply still leaves a way
 //! back. One JSON file per snapshot under the state dir (`/var/lib/xtune`).
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -11,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use xload_sys::calendar::utc;
 
 use crate::fs::write_atomic;
-use crate::host::ProcInfo;
-use crate::knob::Stage;
+use crate::host::{ProcInfo, IRQBALANCE_CONFIGS};
+use crate::knob::{is_irqbalance_config, place_of, Place, Stage};
 
 /// Snapshot file schema.
 pub const SCHEMA: &str = "xtune-snapshot/1";
@@ -158,6 +156,15 @@ pub enum StoreError {
     /// A state dir xtune cannot safely pick from.
     #[error("{0}")]
     Blocked(String),
+    /// The state dir, or a directory above it, is a file (or another
+    /// non-directory): it cannot hold snapshots.
+    #[error("{}: {} is not a directory: name a directory for the snapshots (default {DEFAULT_STATE_DIR})", dir.display(), blocker.display())]
+    NotADirectory {
+        /// The state dir.
+        dir: PathBuf,
+        /// The part of its path that exists and is no directory.
+        blocker: PathBuf,
+    },
 }
 
 /// The state directory.
@@ -195,50 +202,55 @@ impl Store {
 
     /// Takes the store's lock: one apply or rollback at a time per state
     /// dir, from reading the knobs' current values to the snapshot's last
-    /// state. Without it, two applies (two `--on` roles on one host, or two
-    /// shells) read the same originals, could take the same id, and a
-    /// rollback would leave one profile's values on the host. Waits for the
-    /// holder (saying so on stderr); released when the guard drops.
+    /// state, so that two (on different targets) do not take the same id
+    /// or order number. The target's own lock ([`crate::lock::lock_target`])
+    /// is taken before it. Waits for the holder (saying so on stderr);
+    /// released when the guard drops.
     pub fn lock(&self) -> Result<StoreLock, StoreError> {
+        self.create_dir()?;
+        let what = format!("state dir {}", self.dir.display());
+        crate::lock::exclusive(&self.dir.join(".lock"), &what, None).map_err(|e| StoreError::Io {
+            path: e.path,
+            source: e.source,
+        })
+    }
+
+    /// Whether the directory can be (or is) a state dir: the nearest part
+    /// of its path that exists must be a directory. Commands call it first,
+    /// so that a file given as the state dir is named, not met as EEXIST.
+    pub fn check(&self) -> Result<(), StoreError> {
+        for part in self.dir.ancestors() {
+            match std::fs::metadata(part) {
+                Ok(m) if m.is_dir() => return Ok(()),
+                Ok(_) => {
+                    return Err(StoreError::NotADirectory {
+                        dir: self.dir.clone(),
+                        blocker: part.to_path_buf(),
+                    })
+                }
+                // Absent: created on first save; look further up.
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the directory (and its parents), mode 0700 from the start,
+    /// and makes an existing one 0700: snapshots hold what a host was
+    /// tuned from, for root only.
+    fn create_dir(&self) -> Result<(), StoreError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        self.check()?;
         let io = |source| StoreError::Io {
             path: self.dir.clone(),
             source,
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let _ = set_mode_0700(&self.dir);
-        let path = self.dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| StoreError::Io {
-                path: path.clone(),
-                source,
-            })?;
-        let fd = file.as_raw_fd();
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(StoreError::Io { path, source: e });
-            }
-            eprintln!(
-                "xtune: another xtune is applying or rolling back with {}: waiting for it",
-                self.dir.display()
-            );
-            loop {
-                // SAFETY: as above.
-                if unsafe { libc::flock(fd, libc::LOCK_EX) } == 0 {
-                    break;
-                }
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(StoreError::Io { path, source: e });
-                }
-            }
-        }
-        Ok(StoreLock { _file: file })
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(io)?;
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).map_err(io)
     }
 
     /// The order number for a new snapshot (see [`Snapshot::seq`]); call it
@@ -253,17 +265,13 @@ impl Store {
 
     /// Writes the snapshot durably (temp file, fsync, rename, fsync dir).
     pub fn save(&self, snap: &Snapshot) -> Result<PathBuf, StoreError> {
-        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Io {
-            path: self.dir.clone(),
-            source,
-        })?;
-        let _ = set_mode_0700(&self.dir);
+        self.create_dir()?;
         let path = self.path_of(&snap.id);
         let json = serde_json::to_vec_pretty(snap).map_err(|e| StoreError::Corrupt {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        write_atomic(&path, &json).map_err(|source| StoreError::Io {
+        write_atomic(&path, &json, 0o600).map_err(|source| StoreError::Io {
             path: path.clone(),
             source,
         })?;
@@ -369,10 +377,7 @@ impl Store {
 }
 
 /// Held while an apply or rollback runs: see [`Store::lock`].
-#[derive(Debug)]
-pub struct StoreLock {
-    _file: File,
-}
+pub type StoreLock = crate::lock::Held;
 
 /// A snapshot's place in the stack.
 fn order(s: &Snapshot) -> (u64, u64, &str) {
@@ -411,10 +416,14 @@ fn may_be_of(e: &StoreError, target: &str) -> bool {
 }
 
 fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
-    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let what = "a snapshot";
+    let bytes =
+        xload_sys::input::read(path, what, xload_sys::input::DATA_LIMIT).map_err(|source| {
+            StoreError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
     let snap: Snapshot = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -425,12 +434,58 @@ fn read_snapshot(path: &Path) -> Result<Snapshot, StoreError> {
             message: format!("schema `{}`, expected `{SCHEMA}`", snap.schema),
         });
     }
+    // A rollback saves it back under its id: the id is its file's name.
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    if stem != Some(snap.id.as_str()) {
+        return Err(StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("its id `{}` is not its file name (edited?)", snap.id),
+        });
+    }
+    for entry in &snap.entries {
+        entry.check_place().map_err(|message| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        })?;
+    }
     Ok(snap)
 }
 
-fn set_mode_0700(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+impl Entry {
+    /// Whether the entry saved its knob where the knob's identity says it
+    /// lives ([`place_of`]): a rollback writes these paths as root, so a
+    /// snapshot edited to point a knob at another file is refused whole.
+    pub fn check_place(&self) -> Result<(), String> {
+        let place = place_of(&self.knob)?;
+        let edited = |path: &str, own: &str| {
+            format!(
+                "entry {} saves {path}, not the knob's own {own} (edited?); xtune restores a knob only into its own file",
+                self.knob
+            )
+        };
+        match (&place, &self.original) {
+            (Place::File(own), Original::File { path, .. }) if path != own => {
+                Err(edited(path, own))
+            }
+            (Place::File(_), Original::File { .. }) => Ok(()),
+            (Place::IrqbalanceConfig, Original::Config { path, .. })
+                if !is_irqbalance_config(path) =>
+            {
+                Err(edited(path, &IRQBALANCE_CONFIGS.join(" or ")))
+            }
+            (Place::IrqbalanceConfig, Original::Config { .. })
+            | (Place::IrqbalanceService, Original::Service { .. }) => Ok(()),
+            _ => Err(format!(
+                "entry {} saves a {} value, which that knob does not have (edited?)",
+                self.knob,
+                match self.original {
+                    Original::File { .. } => "kernel file",
+                    Original::Config { .. } => "config file",
+                    Original::Service { .. } => "service",
+                }
+            )),
+        }
+    }
 }
 
 /// Milliseconds since the epoch.
@@ -469,6 +524,8 @@ pub fn human_time(ms: u64) -> String {
 mod tests {
     use super::*;
     use crate::testutil::TempDir;
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
 
     fn snap(store: &Store, target: &str, ms: u64, state: State) -> Snapshot {
         Snapshot {
@@ -601,6 +658,77 @@ mod tests {
         assert_eq!(r, 0, "released when the guard dropped");
         // The lock file is not a snapshot.
         assert!(store.list().1.is_empty());
+    }
+
+    #[test]
+    fn an_entry_that_saves_another_file_than_its_knobs_is_corrupt() {
+        let t = TempDir::new("snap-place");
+        let store = Store::new(t.path());
+        let good = snap(&store, "host", 7, State::Applied);
+        let mut edits: Vec<Original> = vec![
+            Original::File {
+                path: "/etc/shadow".into(),
+                raw: "x\n".into(),
+            },
+            Original::Config {
+                path: "/proc/sys/net/core/somaxconn".into(),
+                content: None,
+                written: None,
+            },
+            Original::Service { running: vec![] },
+        ];
+        for original in edits.drain(..) {
+            let mut bad = good.clone();
+            bad.entries[0].original = original.clone();
+            store.save(&bad).unwrap();
+            let e = store.load(&bad.id).unwrap_err();
+            assert!(
+                matches!(&e, StoreError::Corrupt { message, .. } if message.contains("sysctl:net.core.somaxconn")),
+                "{original:?}: {e}"
+            );
+            assert!(matches!(
+                store.latest_for("host"),
+                Err(StoreError::Blocked(_))
+            ));
+        }
+        // irqbalance's config lives in one of its two files, no other.
+        let mut cfg = good.clone();
+        cfg.entries[0] = Entry {
+            knob: "irqbalance:banned_cpus".into(),
+            stage: Stage::Irqbalance,
+            original: Original::Config {
+                path: "/etc/default/irqbalance".into(),
+                content: None,
+                written: None,
+            },
+            irq_actions: vec![],
+        };
+        store.save(&cfg).unwrap();
+        assert_eq!(store.load(&cfg.id).unwrap(), cfg);
+        cfg.entries[0].original = Original::Config {
+            path: "/etc/cron.d/x".into(),
+            content: None,
+            written: None,
+        };
+        store.save(&cfg).unwrap();
+        assert!(store.load(&cfg.id).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_whose_id_is_not_its_file_name_is_corrupt() {
+        // A rollback saves the snapshot back under its id: an edited id
+        // would make root write the file elsewhere.
+        let t = TempDir::new("snap-id");
+        let store = Store::new(t.path().join("state"));
+        let mut s = snap(&store, "host", 7, State::Applied);
+        store.save(&s).unwrap();
+        let file = store.path_of(&s.id);
+        s.id = "../../escaped".into();
+        std::fs::write(&file, serde_json::to_vec(&s).unwrap()).unwrap();
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let e = store.load(&stem).unwrap_err();
+        assert!(e.to_string().contains("../../escaped"), "{e}");
+        assert!(store.list().0.is_empty());
     }
 
     #[test]

@@ -1278,3 +1278,282 @@ fn export_refuses_json_it_would_not_write() {
     let r = json_report(&out);
     assert_eq!(r.exit_code, 2);
 }
+
+#[test]
+fn rollback_refuses_a_snapshot_entry_whose_path_is_not_its_knobs() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("snap-path");
+    let root = fake_tree(&dir);
+    let state = dir.join_str("state");
+    let fin = dir.path().join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let victim = dir.path().join("root/etc/victim");
+    dir.file("root/etc/victim", "keep me\n");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
+    let run = |args: &[&str]| xtune_in_tree(&root, &state, args);
+    let out = run(&["apply", &prof]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let id = json_report(&out).snapshot.unwrap();
+    let file = std::path::Path::new(&state).join(format!("{id}.json"));
+    // Only root reads what a host was tuned from.
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(std::path::Path::new(&state)), 0o700, "state dir");
+    assert_eq!(mode(&file), 0o600, "snapshot file");
+
+    // An edited snapshot points the sysctl's original at another file.
+    let good = std::fs::read_to_string(&file).unwrap();
+    let mut snap: serde_json::Value = serde_json::from_str(&good).unwrap();
+    snap["entries"][0]["original"]["path"] = "/etc/victim".into();
+    std::fs::write(&file, serde_json::to_string(&snap).unwrap()).unwrap();
+    for args in [vec!["rollback"], vec!["rollback", id.as_str()]] {
+        let out = run(&args);
+        assert_ne!(code(&out), 0, "{args:?}: {}{}", stdout(&out), stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("sysctl:net.ipv4.tcp_fin_timeout")
+                && err.contains("/etc/victim")
+                && err.contains("/proc/sys/net/ipv4/tcp_fin_timeout"),
+            "{args:?}: names the knob, the path and the knob's own path: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+        assert_eq!(std::fs::read_to_string(&fin).unwrap(), "15\n");
+    }
+    // A path that climbs out through a sysctl name is no better.
+    snap["entries"][0]["knob"] = "sysctl:net.//.//.//.etc.victim".into();
+    snap["entries"][0]["original"]["path"] = "/proc/sys/net/../../../etc/victim".into();
+    std::fs::write(&file, serde_json::to_string(&snap).unwrap()).unwrap();
+    let out = run(&["rollback", &id]);
+    assert_ne!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+
+    // Repaired, it restores as before.
+    std::fs::write(&file, good).unwrap();
+    let out = run(&["rollback"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(std::fs::read_to_string(&fin).unwrap(), "60\n");
+    assert_eq!(mode(&file), 0o600, "snapshot file rewritten");
+}
+
+/// Holds the store lock of `state` (as an xtune mid-apply would) until dropped.
+fn hold_store_lock(state: &std::path::Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(state).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state.join(".lock"))
+        .unwrap();
+    // SAFETY: flock on a descriptor owned here.
+    assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+    f
+}
+
+/// Waits for `child` at most `secs` (killed after), returning its output.
+fn wait_bounded(mut child: std::process::Child, secs: u64) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Two applies on one target with different state dirs: the second waits
+/// for the first (the lock is the target's, not the store's), so its
+/// snapshot holds what the first wrote and the two roll back in turn.
+/// `target` is the arguments naming the target (`--root`, `--netns`),
+/// `read` the value of the knob on it.
+fn applies_with_two_state_dirs_take_turns(
+    dir: &TempDir,
+    target: &[String],
+    read: &dyn Fn() -> String,
+) {
+    let s1 = dir.path().join("state1");
+    let s2 = dir.path().join("state2");
+    let p1 = dir.file("p1.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 15\n");
+    let p2 = dir.file("p2.toml", "[sysctl]\n\"net.ipv4.tcp_fin_timeout\" = 17\n");
+    let before = read();
+    let spawn = |args: &[&str], state: &std::path::Path| {
+        std::process::Command::new(util::xtune_bin())
+            .args(args)
+            .args(target)
+            .args(["--state-dir", state.to_str().unwrap(), "--json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // The first apply holds the target and waits for its own store.
+    let held = hold_store_lock(&s1);
+    let a = spawn(&["apply", &p1], &s1);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut b = spawn(&["apply", &p2], &s2);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let b_done = b.try_wait().unwrap().is_some();
+    drop(held);
+    let (a, b) = (wait_bounded(a, 60), wait_bounded(b, 60));
+    assert!(
+        !b_done,
+        "the second apply did not wait for the first: {}{}",
+        stdout(&b),
+        stderr(&b)
+    );
+    assert_eq!(code(&a), 0, "{}{}", stdout(&a), stderr(&a));
+    assert_eq!(code(&b), 0, "{}{}", stdout(&b), stderr(&b));
+    assert!(stderr(&b).contains("waiting"), "{}", stderr(&b));
+    assert_eq!(read(), "17");
+    // Each rolls back to what it found: 17 -> 15 -> the original.
+    let rollback = |state: &std::path::Path| wait_bounded(spawn(&["rollback"], state), 60);
+    let out = rollback(&s2);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(read(), "15");
+    let out = rollback(&s1);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(read(), before);
+}
+
+#[test]
+fn two_state_dirs_on_one_host_take_turns() {
+    let dir = TempDir::new("lock-host");
+    let root = fake_tree(&dir);
+    let fin = dir.path().join("root/proc/sys/net/ipv4/tcp_fin_timeout");
+    let read = || std::fs::read_to_string(&fin).unwrap().trim().to_string();
+    applies_with_two_state_dirs_take_turns(&dir, &["--root".into(), root], &read);
+}
+
+#[test]
+fn two_state_dirs_on_one_namespace_take_turns() {
+    skip_unless_root!();
+    let dir = TempDir::new("lock-netns");
+    let ns = Netns::new("lock");
+    let read = || {
+        ns.read("/proc/sys/net/ipv4/tcp_fin_timeout")
+            .trim()
+            .to_string()
+    };
+    applies_with_two_state_dirs_take_turns(&dir, &["--netns".into(), ns.name.clone()], &read);
+}
+
+#[test]
+fn a_profile_that_is_not_a_regular_file_of_at_most_16_mib_is_refused_promptly() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("input-profile");
+    let root = fake_tree(&dir);
+    let state = dir.join_str("state");
+    let fifo = dir.join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path owned here.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let sub = dir.join("a-directory.toml");
+    std::fs::create_dir_all(&sub).unwrap();
+    let big = dir.join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((16 << 20) + 1)
+        .unwrap();
+    let extends = dir.file(
+        "child.toml",
+        &format!(
+            "extends = \"{}\"\n[sysctl]\n\"net.core.somaxconn\" = 1\n",
+            fifo.display()
+        ),
+    );
+    // The FIFO first: a build without the check hangs on it (killed here).
+    let cases = [
+        (fifo.display().to_string(), "not a regular file"),
+        (extends, "not a regular file"),
+        (sub.display().to_string(), "not a regular file"),
+        (big.display().to_string(), "16 MiB"),
+        ("/dev/zero".to_string(), "not a regular file"),
+    ];
+    for (profile, why) in cases {
+        let child = std::process::Command::new(util::xtune_bin())
+            .args(["apply", &profile, "--root", &root, "--state-dir", &state])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = wait_bounded(child, 10);
+        let err = stderr(&out);
+        assert_eq!(code(&out), 2, "{profile}: {}{err}", stdout(&out));
+        assert!(err.contains(why), "{profile}: says {why:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The profile on stdin is read up to the same limit.
+    let child = std::process::Command::new(util::xtune_bin())
+        .args(["apply", "-", "--root", &root, "--state-dir", &state])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_bounded(child, 10);
+    assert_eq!(code(&out), 2, "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("16 MiB"), "{}", stderr(&out));
+    assert_eq!(dir.get("root/proc/sys/net/core/somaxconn"), "4096\n");
+}
+
+#[test]
+fn snapshots_with_only_an_unreadable_file_does_not_say_there_are_none() {
+    let dir = TempDir::new("snap-list-bad");
+    let state = dir.path().join("state");
+    dir.file("state/20261205-000000-000-host.json", "{");
+    let out = xtune(&["snapshots", "--state-dir", state.to_str().unwrap()]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert_eq!(
+        code(&out),
+        1,
+        "an unreadable snapshot is a failure: {text}{err}"
+    );
+    assert!(!text.contains("no snapshots"), "{text}");
+    assert!(
+        text.contains("1 unreadable") && err.contains("20261205-000000-000-host.json"),
+        "{text}{err}"
+    );
+    // JSON says the same by its errors, with the same exit code.
+    let out = xtune(&[
+        "snapshots",
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code(&out), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(1), "{v}");
+}
+
+#[test]
+fn a_state_dir_that_is_a_file_is_an_argument_error_naming_it() {
+    let dir = TempDir::new("state-file");
+    let root = fake_tree(&dir);
+    let file = dir.file("not-a-dir", "x\n");
+    let under = format!("{file}/state");
+    let prof = dir.file("p.toml", "[sysctl]\n\"net.core.somaxconn\" = 8192\n");
+    for state in [&file, &under] {
+        for args in [
+            vec!["apply", prof.as_str()],
+            vec!["rollback"],
+            vec!["snapshots"],
+            vec!["verify", prof.as_str()],
+        ] {
+            let mut all = args.clone();
+            all.extend(["--root", &root, "--state-dir", state]);
+            let out = xtune(&all);
+            let err = stderr(&out);
+            assert_eq!(code(&out), 2, "{all:?}: {}{err}", stdout(&out));
+            assert!(
+                err.contains("--state-dir")
+                    && err.contains(&file)
+                    && err.contains("not a directory"),
+                "{all:?}: {err}"
+            );
+            assert!(!err.contains("os error"), "{all:?}: {err}");
+        }
+    }
+    assert_eq!(dir.get("root/proc/sys/net/core/somaxconn"), "4096\n");
+}

@@ -12,7 +12,11 @@
 //!
 //! Servers started in the lab ([`ServerLab::start_nginx`],
 //! [`ServerLab::start_command`]) are killed before the namespace is deleted;
-//! deleting it destroys the pair. Both happen on drop.
+//! deleting it destroys the pair. Both happen on drop. A lab whose owner was
+//! killed outright (SIGKILL) has no drop: its namespace is named after the
+//! owner (`xload-lab-PID-START-N`, START the owner's start time in clock
+//! ticks since boot, so a reused pid is another process), and
+//! [`remove_orphans`] finds and removes the labs whose owner is gone.
 
 use std::fs;
 use std::io;
@@ -78,6 +82,9 @@ pub struct ServerLab {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// The start of every lab namespace's name: `xload-lab-PID-START-N`.
+pub const LAB_PREFIX: &str = "xload-lab-";
+
 /// How long a started server has to accept a connection.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -88,10 +95,14 @@ impl ServerLab {
     pub fn new(options: ServerLabOptions) -> io::Result<ServerLab> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let id = format!("{}{}", pid % 100_000, n);
+        let start = start_ticks(pid).ok_or_else(|| {
+            io::Error::other("cannot read this process's start time (/proc/self/stat)")
+        })?;
+        // Device names have at most 15 bytes: pid (at most 7 digits) and n.
+        let id = format!("{pid}-{n}");
         let (b, c) = free_subnet(pid.wrapping_mul(7).wrapping_add(n))?;
         let mut lab = ServerLab {
-            ns: format!("xload-lab{id}"),
+            ns: format!("{LAB_PREFIX}{pid}-{start}-{n}"),
             dev_gen: format!("xg{id}"),
             dev_srv: format!("xs{id}"),
             mac_gen: MacAddr([0x02, 0x58, 0x4c, 0x01, (n & 0xff) as u8, 0x01]),
@@ -288,6 +299,138 @@ impl Drop for ServerLab {
     }
 }
 
+/// A lab left behind by an owner that is gone, as [`remove_orphans`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphan {
+    /// The namespace.
+    pub ns: String,
+    /// The pid of the process that made it.
+    pub owner: u32,
+    /// The processes found running inside (its servers), killed.
+    pub killed: Vec<u32>,
+}
+
+/// The owner pid and start time a lab namespace's name records, if it is
+/// one (`xload-lab-PID-START-N`).
+pub fn lab_owner(ns: &str) -> Option<(u32, u64)> {
+    let mut parts = ns.strip_prefix(LAB_PREFIX)?.split('-');
+    let (pid, start, n) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || n.parse::<u32>().is_err() {
+        return None;
+    }
+    Some((pid.parse().ok()?, start.parse().ok()?))
+}
+
+/// Whether the process that made a lab still runs: `pid` exists and
+/// started at `start` (a pid handed to a newer process is not the owner).
+fn owner_alive(pid: u32, start: u64) -> bool {
+    start_ticks(pid) == Some(start)
+}
+
+/// Start time of `pid` in clock ticks since boot (`/proc/PID/stat` field
+/// 22), None when there is no such process.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and ')': fields after it
+    // start past the last ')'; field 22 is the 20th of those.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Removes every lab (see [`ServerLab`]) whose owner is gone: the
+/// processes inside its namespace (its servers) are killed, the namespace
+/// is deleted (which destroys the veth pair) and its temporary directories
+/// removed. Labs of running owners, and namespaces of any other name, are
+/// left alone. Returns the labs removed; an error names the first lab that
+/// could not be.
+pub fn remove_orphans() -> io::Result<Vec<Orphan>> {
+    let names = match fs::read_dir("/run/netns") {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect::<Vec<_>>(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io::Error::other(format!("/run/netns: {e}"))),
+    };
+    let mut removed = Vec::new();
+    for ns in names {
+        let Some((owner, start)) = lab_owner(&ns) else {
+            continue;
+        };
+        if owner_alive(owner, start) {
+            continue;
+        }
+        // Another xload may be removing the same lab at once: one that
+        // vanished under our hands is not an error, nor ours to report.
+        let gone = || !Path::new("/run/netns").join(&ns).exists();
+        let killed = match kill_inside(&ns) {
+            Ok(k) => k,
+            Err(_) if gone() => continue,
+            Err(e) => return Err(e),
+        };
+        match run(&["netns", "del", &ns]) {
+            Ok(_) => {}
+            Err(_) if gone() => continue,
+            Err(e) => return Err(e),
+        }
+        remove_temp_dirs(&ns);
+        removed.push(Orphan { ns, owner, killed });
+    }
+    Ok(removed)
+}
+
+/// Kills the processes in namespace `ns` (SIGTERM, then SIGKILL after 3 s)
+/// and waits until none is left; their pids.
+fn kill_inside(ns: &str) -> io::Result<Vec<u32>> {
+    let pids = |sig: Option<libc::c_int>| -> io::Result<Vec<u32>> {
+        let out = run(&["netns", "pids", ns])?;
+        let list: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if let Some(sig) = sig {
+            for &p in &list {
+                // SAFETY: kill(2) with a signal number; the pids are the
+                // processes inside a lab namespace whose owner is gone.
+                unsafe { libc::kill(p as libc::pid_t, sig) };
+            }
+        }
+        Ok(list)
+    };
+    let first = pids(Some(libc::SIGTERM))?;
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !pids(None)?.is_empty() {
+        if Instant::now() > deadline {
+            pids(Some(libc::SIGKILL))?;
+            let hard = Instant::now() + Duration::from_secs(5);
+            while !pids(None)?.is_empty() {
+                if Instant::now() > hard {
+                    return Err(io::Error::other(format!(
+                        "{ns}: processes still inside after SIGKILL"
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(first)
+}
+
+/// The temporary directories a lab made (`NS-nginxPORT`).
+fn remove_temp_dirs(ns: &str) {
+    let prefix = format!("{ns}-nginx");
+    let Ok(rd) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// nginx for the lab: one process (`master_process off`, so pinning it is
 /// pinning the worker, and killing it leaves no orphan), no logging on the
 /// hot path, keep-alive without a request cap, `= /` an empty 200,
@@ -361,6 +504,26 @@ fn free_subnet(seed: u32) -> io::Result<(u8, u8)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lab_name_records_its_owner_and_only_a_live_owner_keeps_it() {
+        let me = std::process::id();
+        let start = start_ticks(me).expect("own start time");
+        let ns = format!("{LAB_PREFIX}{me}-{start}-3");
+        assert_eq!(lab_owner(&ns), Some((me, start)));
+        assert!(owner_alive(me, start));
+        // The same pid started at another time is another process.
+        assert!(!owner_alive(me, start + 1));
+        for other in [
+            "xload-lab12340",
+            "xload-lab-1-2",
+            "xload-lab-1-2-x",
+            "xload-lab-1-2-3-4",
+            "lab1",
+        ] {
+            assert_eq!(lab_owner(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn cpu_masks_are_hex_bits() {

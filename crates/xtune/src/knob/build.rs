@@ -667,6 +667,13 @@ mod tests {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
         assert_eq!(got, want);
+        // Each file is the one its identity names: rollback trusts no other.
+        for d in &b.desired {
+            if let Target::File { path, .. } = &d.target {
+                let place = crate::knob::place_of(&d.knob);
+                assert_eq!(place, Ok(crate::knob::Place::File(path.clone())));
+            }
+        }
     }
 
     #[test]

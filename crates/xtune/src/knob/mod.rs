@@ -17,11 +17,13 @@ use crate::host::ProcInfo;
 
 mod build;
 mod compare;
+mod place;
 
 pub use build::build;
 pub use compare::{
     banned_cpulist, compare, compare_value, round_pow2, wanted_text, with_banned_cpulist,
 };
+pub use place::{is_irqbalance_config, place_of, Place};
 
 /// The sysctl the kernel rounds up to a power of two.
 pub const RPS_SOCK_FLOW_ENTRIES: &str = "net.core.rps_sock_flow_entries";
