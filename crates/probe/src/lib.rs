@@ -24,6 +24,7 @@ pub mod observe;
 pub mod parse;
 mod sampler;
 mod verdict;
+pub mod watch;
 
 pub use budget::{
     preflight, preflight_sources, read_budget, read_budget_from, Budget, FD_SLACK,
@@ -34,7 +35,7 @@ pub use figures::{
     CpuUsage, WorkerCpu, CPU_SATURATED_PCT, FD_NEAR_LIMIT_FRACTION, LATE_SEND_RATIO_LIMIT,
     SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
 };
-pub use parse::{CpuTimes, IrqLine, SockStat, Softirqs, TcpCounters, ThreadTimes};
+pub use parse::{CpuTimes, IrqLine, NetDevDrops, SockStat, Softirqs, TcpCounters, ThreadTimes};
 pub use sampler::{ticks_per_s, Sample, Sampler};
 pub use verdict::{
     cpu_usage, cpu_usage_over, irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize,

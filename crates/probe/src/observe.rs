@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ProbeError;
 use crate::figures::CpuUsage;
+use crate::parse::{NetDevDrops, SockStat};
 use crate::sampler::{Sample, Sampler};
 use crate::verdict::{
     irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize_host, tcp_deltas, HostSummary,
     IrqDelta,
 };
+use crate::watch::{drop_deltas, Extras, ProcessSel, Watch};
 
 /// JSON schema name of [`ObserveReport`].
 pub const SCHEMA: &str = "xtune-observe/1";
@@ -31,6 +33,8 @@ pub struct ObserveArgs {
     pub interval: Duration,
     /// Print the JSON report at the end instead of the table as it goes.
     pub json: bool,
+    /// Follow this server process's CPU (a pid, or a name in this network namespace).
+    pub process: Option<ProcessSel>,
 }
 
 /// One interval of the observation.
@@ -50,6 +54,22 @@ pub struct ObserveInterval {
     pub irqs: Vec<IrqDelta>,
     /// TCP counter deltas by kernel name.
     pub tcp: BTreeMap<String, i64>,
+    /// Wall-clock end of this interval, µs since the epoch (0 in reports from
+    /// before it was kept).
+    #[serde(default)]
+    pub end_unix_us: i64,
+    /// Runnable tasks at the end of the interval (/proc/stat procs_running).
+    #[serde(default)]
+    pub procs_running: Option<u64>,
+    /// Socket counts at the end of the interval.
+    #[serde(default)]
+    pub sockstat: SockStat,
+    /// Interfaces that dropped packets in the interval, with the deltas.
+    #[serde(default)]
+    pub nic_drops: Vec<NetDevDrops>,
+    /// CPU of the followed process, percent of one CPU.
+    #[serde(default)]
+    pub process_cpu_pct: Option<f64>,
 }
 
 /// What `xtune observe --json` prints.
@@ -67,6 +87,28 @@ pub struct ObserveReport {
     pub intervals: Vec<ObserveInterval>,
     /// The whole observation, with the verdict.
     pub summary: HostSummary,
+    /// Wall-clock time of the first sample, µs since the epoch.
+    #[serde(default)]
+    pub started_unix_us: i64,
+    /// The followed process and the pids it stood for.
+    #[serde(default)]
+    pub process: Option<FollowedProcess>,
+}
+
+/// The process `--process` named, as found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FollowedProcess {
+    /// As given.
+    pub selection: ProcessSel,
+    /// The pids behind it at the end (empty: none found).
+    pub pids: Vec<i32>,
+}
+
+/// Wall clock now, µs since the epoch.
+fn unix_now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// Why an observation could not be made.
@@ -104,7 +146,10 @@ pub fn observe(
         .as_nanos()
         .div_ceil(args.interval.as_nanos())
         .max(1);
+    let mut watch = Watch::new(sampler.root().to_path_buf(), args.process.clone());
+    let started_unix_us = unix_now_us();
     let first = sampler.sample()?;
+    let mut prev_extras = watch.read();
     let t0 = first.at;
     if !args.json {
         writeln!(
@@ -129,7 +174,11 @@ pub fn observe(
             .min(args.for_duration);
         sleep_until(t0 + offset);
         let cur = sampler.sample()?;
-        let interval = interval_figures(&prev, &cur, t0);
+        let extras = watch.read();
+        let mut interval = interval_figures(&prev, &cur, t0);
+        add_extras(&mut interval, &prev_extras, &extras, cur.ticks_per_s);
+        interval.end_unix_us = unix_now_us();
+        prev_extras = extras;
         if !args.json {
             print_interval(out, &interval)?;
         }
@@ -144,6 +193,11 @@ pub fn observe(
         ticks_per_s: prev.ticks_per_s,
         intervals,
         summary,
+        started_unix_us,
+        process: args.process.clone().map(|selection| FollowedProcess {
+            selection,
+            pids: watch.pids().to_vec(),
+        }),
     };
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &report).map_err(std::io::Error::from)?;
@@ -182,7 +236,21 @@ fn interval_figures(prev: &Sample, cur: &Sample, t0: Instant) -> ObserveInterval
         net_tx,
         irqs,
         tcp: tcp_deltas(&prev.tcp, &cur.tcp),
+        sockstat: cur.sockstat,
+        ..ObserveInterval::default()
     }
+}
+
+/// The extras of an interval: drops, run queue, sockets, the process's CPU.
+fn add_extras(iv: &mut ObserveInterval, prev: &Extras, cur: &Extras, ticks_per_s: u64) {
+    iv.procs_running = cur.procs_running;
+    iv.nic_drops = drop_deltas(&prev.net_dev, &cur.net_dev);
+    iv.process_cpu_pct = match (prev.process_ticks, cur.process_ticks) {
+        (Some(a), Some(b)) if iv.window_s > 0.0 && ticks_per_s > 0 => {
+            Some(b.saturating_sub(a) as f64 / ticks_per_s as f64 / iv.window_s * 100.0)
+        }
+        _ => None,
+    };
 }
 
 fn per_s(count: u64, window_s: f64) -> f64 {
@@ -225,6 +293,24 @@ fn print_interval(out: &mut dyn Write, iv: &ObserveInterval) -> std::io::Result<
     if !tcp.is_empty() {
         writeln!(out, "{:>7}  TCP: {tcp}", "")?;
     }
+    for d in &iv.nic_drops {
+        writeln!(
+            out,
+            "{:>7}  drops {}: rx {} (fifo {}), tx {}",
+            "", d.dev, d.rx_dropped, d.rx_fifo, d.tx_dropped
+        )?;
+    }
+    let mut gauges = vec![format!(
+        "TCP inuse {}, tw {}",
+        iv.sockstat.tcp_inuse, iv.sockstat.tcp_tw
+    )];
+    if let Some(n) = iv.procs_running {
+        gauges.push(format!("run queue {n}"));
+    }
+    if let Some(p) = iv.process_cpu_pct {
+        gauges.push(format!("process {p:.1}% of a CPU"));
+    }
+    writeln!(out, "{:>7}  {}", "", gauges.join("; "))?;
     Ok(())
 }
 

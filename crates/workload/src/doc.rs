@@ -10,14 +10,14 @@ use toml::Spanned;
 use crate::error::Error;
 
 /// The source text and its name, for turning byte offsets into lines.
-pub(crate) struct Doc<'s> {
-    pub(crate) file: &'s str,
-    pub(crate) src: &'s str,
+pub struct Doc<'s> {
+    pub file: &'s str,
+    pub src: &'s str,
 }
 
 impl Doc<'_> {
     /// 1-based line of a byte offset.
-    pub(crate) fn line(&self, offset: usize) -> usize {
+    pub fn line(&self, offset: usize) -> usize {
         let end = offset.min(self.src.len());
         self.src.as_bytes()[..end]
             .iter()
@@ -26,12 +26,7 @@ impl Doc<'_> {
             + 1
     }
 
-    pub(crate) fn error(
-        &self,
-        span: &Range<usize>,
-        key: &str,
-        message: impl Into<String>,
-    ) -> Error {
+    pub fn error(&self, span: &Range<usize>, key: &str, message: impl Into<String>) -> Error {
         Error {
             file: self.file.to_string(),
             line: Some(self.line(span.start)),
@@ -43,22 +38,22 @@ impl Doc<'_> {
 
 /// A value and where it sits: its key path and span.
 #[derive(Clone)]
-pub(crate) struct Node<'a, 's> {
-    pub(crate) doc: &'a Doc<'s>,
-    pub(crate) value: &'a Spanned<DeValue<'s>>,
+pub struct Node<'a, 's> {
+    pub doc: &'a Doc<'s>,
+    pub value: &'a Spanned<DeValue<'s>>,
     path: String,
 }
 
 /// A table and where it sits.
-pub(crate) struct Table<'a, 's> {
-    pub(crate) doc: &'a Doc<'s>,
+pub struct Table<'a, 's> {
+    pub doc: &'a Doc<'s>,
     table: &'a DeTable<'s>,
     span: Range<usize>,
-    pub(crate) path: String,
+    pub path: String,
 }
 
 impl<'a, 's> Table<'a, 's> {
-    pub(crate) fn root(doc: &'a Doc<'s>, table: &'a Spanned<DeTable<'s>>) -> Self {
+    pub fn root(doc: &'a Doc<'s>, table: &'a Spanned<DeTable<'s>>) -> Self {
         Table {
             doc,
             table: table.get_ref(),
@@ -68,7 +63,7 @@ impl<'a, 's> Table<'a, 's> {
     }
 
     /// The dotted path of a key in this table.
-    pub(crate) fn key_path(&self, key: &str) -> String {
+    pub fn key_path(&self, key: &str) -> String {
         if self.path.is_empty() {
             key.to_string()
         } else {
@@ -77,7 +72,7 @@ impl<'a, 's> Table<'a, 's> {
     }
 
     /// Refuses keys outside `allowed` (a typo would otherwise be ignored).
-    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), Error> {
+    pub fn only(&self, allowed: &[&str]) -> Result<(), Error> {
         for (key, _) in self.table.iter() {
             if !allowed.contains(&key.get_ref().as_ref()) {
                 return Err(self.doc.error(
@@ -91,7 +86,7 @@ impl<'a, 's> Table<'a, 's> {
     }
 
     /// The value at `key`, with its path.
-    pub(crate) fn get(&self, key: &str) -> Option<Node<'a, 's>> {
+    pub fn get(&self, key: &str) -> Option<Node<'a, 's>> {
         let (_, value) = self.table.iter().find(|(k, _)| k.get_ref() == key)?;
         Some(Node {
             doc: self.doc,
@@ -101,7 +96,7 @@ impl<'a, 's> Table<'a, 's> {
     }
 
     /// Every entry in file order, as (key, node).
-    pub(crate) fn entries(&self) -> Vec<(String, Node<'a, 's>)> {
+    pub fn entries(&self) -> Vec<(String, Node<'a, 's>)> {
         self.table
             .iter()
             .map(|(k, v)| {
@@ -115,19 +110,19 @@ impl<'a, 's> Table<'a, 's> {
             .collect()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
 
     /// An error about the table as a whole (a key that is missing).
-    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> Error {
+    pub fn error(&self, key: &str, message: impl Into<String>) -> Error {
         self.doc.error(&self.span, &self.key_path(key), message)
     }
 }
 
 impl<'a, 's> Node<'a, 's> {
     /// The `i`th element of an array node.
-    pub(crate) fn item(&self, i: usize, value: &'a Spanned<DeValue<'s>>) -> Node<'a, 's> {
+    pub fn item(&self, i: usize, value: &'a Spanned<DeValue<'s>>) -> Node<'a, 's> {
         Node {
             doc: self.doc,
             value,
@@ -135,11 +130,11 @@ impl<'a, 's> Node<'a, 's> {
         }
     }
 
-    pub(crate) fn error(&self, message: impl Into<String>) -> Error {
+    pub fn error(&self, message: impl Into<String>) -> Error {
         self.doc.error(&self.value.span(), &self.path, message)
     }
 
-    pub(crate) fn table(&self) -> Result<Table<'a, 's>, Error> {
+    pub fn table(&self) -> Result<Table<'a, 's>, Error> {
         match self.value.get_ref() {
             DeValue::Table(t) => Ok(Table {
                 doc: self.doc,
@@ -151,18 +146,18 @@ impl<'a, 's> Node<'a, 's> {
         }
     }
 
-    pub(crate) fn is_table(&self) -> bool {
+    pub fn is_table(&self) -> bool {
         matches!(self.value.get_ref(), DeValue::Table(_))
     }
 
-    pub(crate) fn str(&self) -> Result<&'a str, Error> {
+    pub fn str(&self) -> Result<&'a str, Error> {
         match self.value.get_ref() {
             DeValue::String(s) => Ok(s.as_ref()),
             _ => Err(self.error("expected a string")),
         }
     }
 
-    pub(crate) fn array(&self) -> Result<Vec<Node<'a, 's>>, Error> {
+    pub fn array(&self) -> Result<Vec<Node<'a, 's>>, Error> {
         match self.value.get_ref() {
             DeValue::Array(a) => Ok(a.iter().enumerate().map(|(i, v)| self.item(i, v)).collect()),
             _ => Err(self.error("expected an array")),
@@ -170,7 +165,7 @@ impl<'a, 's> Node<'a, 's> {
     }
 
     /// A non-negative integer.
-    pub(crate) fn u64(&self) -> Result<u64, Error> {
+    pub fn u64(&self) -> Result<u64, Error> {
         match self.value.get_ref() {
             DeValue::Integer(i) => u64::from_str_radix(i.as_str(), i.radix())
                 .map_err(|_| self.error("expected a non-negative integer")),
@@ -179,7 +174,7 @@ impl<'a, 's> Node<'a, 's> {
     }
 
     /// Any number, integer or float.
-    pub(crate) fn number(&self) -> Option<f64> {
+    pub fn number(&self) -> Option<f64> {
         match self.value.get_ref() {
             DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
                 .ok()
@@ -190,7 +185,7 @@ impl<'a, 's> Node<'a, 's> {
     }
 
     /// A finite number above zero.
-    pub(crate) fn positive(&self) -> Result<f64, Error> {
+    pub fn positive(&self) -> Result<f64, Error> {
         match self.number() {
             Some(v) if v.is_finite() && v > 0.0 => Ok(v),
             _ => Err(self.error("expected a positive number")),
@@ -198,7 +193,7 @@ impl<'a, 's> Node<'a, 's> {
     }
 
     /// A duration string such as `"100ms"`.
-    pub(crate) fn duration(&self) -> Result<Duration, Error> {
+    pub fn duration(&self) -> Result<Duration, Error> {
         let text = match self.value.get_ref() {
             DeValue::String(s) => s.as_ref(),
             _ => return Err(self.error("expected a duration string such as \"100ms\"")),

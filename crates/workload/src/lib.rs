@@ -45,7 +45,7 @@
 //! ```
 
 mod check;
-mod doc;
+pub mod doc;
 mod error;
 mod limits;
 mod manifest;

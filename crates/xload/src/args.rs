@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 mod hosts;
-pub(crate) use hosts::HostArgs;
+pub(crate) use hosts::{parse_host, HostArgs};
 
 /// Options of one load run (docs/design.md, command-line contract).
 #[derive(Debug, Clone, Args)]

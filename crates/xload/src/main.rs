@@ -2,6 +2,7 @@
 //! says whether the client itself was the bottleneck.
 
 mod args;
+mod capacity;
 mod cli_docs;
 mod demo;
 mod fd_limit;
@@ -62,6 +63,9 @@ pub(crate) enum Cmd {
     Run(RunWorkloadArgs),
     /// Load in steps (concurrency or rate): table, knee, operating range, plot.
     Sweep(sweep::SweepArgs),
+    /// Validate a host's capacity from a plan: tuning verified, both sides' evidence per
+    /// step, the bottleneck named, the maximum confirmed; JSON, Markdown and HTML reports.
+    Capacity(capacity::CapacityArgs),
     /// The embedded thread-per-core HTTP/1.1 responder.
     Serve(serve::ServeArgs),
     /// Exact merge of JSON reports (runs on several hosts).
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Some(Cmd::Sweep(mut a)) => sweep::take_workload_positional(&mut a)
             .and_then(|()| sweep::main_sweep(&a, install_sigint())),
+        Some(Cmd::Capacity(a)) => capacity::main_capacity(&a, install_sigint()),
         Some(Cmd::Serve(a)) => serve::main_serve(&a, install_sigint()),
         Some(Cmd::Merge(a)) => merge::main_merge(&a),
         Some(Cmd::Demo(a)) => demo::main_demo(&a, install_sigint()),

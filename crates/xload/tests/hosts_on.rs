@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use support::netns::ip;
 use support::run::{exit_code, xload_bin, XloadChild};
 use support::TempDir;
 use xload_stats::{decode_histogram, new_latency_histogram, Report};
@@ -24,22 +25,6 @@ struct Lab {
     server_ns: String,
     clients: Vec<String>,
     server: Option<XloadChild>,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
 }
 
 impl Lab {

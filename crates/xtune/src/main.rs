@@ -99,6 +99,10 @@ enum Cmd {
         /// Length of one table row.
         #[arg(long, value_name = "DUR", default_value = "1s", value_parser = xload_sys::duration::parse_duration)]
         interval: std::time::Duration,
+        /// Also the CPU of this server process: a pid, or a name (every process of
+        /// that name in this network namespace, e.g. nginx).
+        #[arg(long, value_name = "PID|NAME", value_parser = xload_probe::watch::ProcessSel::parse)]
+        process: Option<xload_probe::watch::ProcessSel>,
     },
     /// Write the profile's sysctls as a sysctl.d file.
     Export {
@@ -209,6 +213,7 @@ fn run(cli: Cli) -> i32 {
     if let Cmd::Observe {
         for_duration,
         interval,
+        process,
     } = &cli.cmd
     {
         if cli.ssh.is_none() {
@@ -222,6 +227,7 @@ fn run(cli: Cli) -> i32 {
                 for_duration: *for_duration,
                 interval: *interval,
                 json: cli.json,
+                process: process.clone(),
             };
             return observe_here(&args);
         }
@@ -475,13 +481,25 @@ fn forward_args(cli: &Cli, json: bool, profile: Option<&Profile>) -> Vec<String>
         Cmd::Observe {
             for_duration,
             interval,
-        } => a.extend([
-            "observe".into(),
-            "--for".into(),
-            format!("{}ms", for_duration.as_millis()),
-            "--interval".into(),
-            format!("{}ms", interval.as_millis()),
-        ]),
+            process,
+        } => {
+            a.extend([
+                "observe".into(),
+                "--for".into(),
+                format!("{}ms", for_duration.as_millis()),
+                "--interval".into(),
+                format!("{}ms", interval.as_millis()),
+            ]);
+            match process {
+                Some(xload_probe::watch::ProcessSel::Pid(p)) => {
+                    a.extend(["--process".into(), p.to_string()])
+                }
+                Some(xload_probe::watch::ProcessSel::Name(n)) => {
+                    a.extend(["--process".into(), n.clone()])
+                }
+                None => {}
+            }
+        }
         Cmd::Export { .. } => {}
     }
     if let Some(n) = &cli.netns {

@@ -5,6 +5,7 @@
 
 mod interrupts;
 mod limits;
+mod netdev;
 mod snmp;
 mod sockstat;
 mod softirqs;
@@ -14,6 +15,7 @@ mod task;
 
 pub use interrupts::{parse_interrupts, Interrupts, IrqLine};
 pub use limits::{parse_limits_nofile, FdLimits};
+pub use netdev::{parse_net_dev, parse_procs_running, NetDevDrops};
 pub use snmp::{parse_snmp_table, tcp_counters, SnmpRow, TcpCounters};
 pub use sockstat::{parse_sockstat, SockStat};
 pub use softirqs::{parse_softirqs, Softirqs};

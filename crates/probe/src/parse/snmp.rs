@@ -131,11 +131,14 @@ pub struct TcpCounters {
     pub tcp_timeouts: Option<u64>,
     /// TcpExt TCPSynRetrans: SYN and SYN-ACK retransmits.
     pub tcp_syn_retrans: Option<u64>,
+    /// TcpExt RcvPruned: segments dropped from a receive queue over its buffer.
+    #[serde(default)]
+    pub rcv_pruned: Option<u64>,
 }
 
 impl TcpCounters {
     /// The cumulative counters by their kernel names (the gauge `CurrEstab` excluded).
-    pub fn counters(&self) -> [(&'static str, Option<u64>); 12] {
+    pub fn counters(&self) -> [(&'static str, Option<u64>); 13] {
         [
             ("ActiveOpens", self.active_opens),
             ("PassiveOpens", self.passive_opens),
@@ -149,6 +152,7 @@ impl TcpCounters {
             ("ListenDrops", self.listen_drops),
             ("TCPTimeouts", self.tcp_timeouts),
             ("TCPSynRetrans", self.tcp_syn_retrans),
+            ("RcvPruned", self.rcv_pruned),
         ]
     }
 }
@@ -188,5 +192,6 @@ pub fn tcp_counters(snmp: &[SnmpRow], netstat: &[SnmpRow]) -> Result<TcpCounters
         listen_drops: counter(NETSTAT, ext, "ListenDrops")?,
         tcp_timeouts: counter(NETSTAT, ext, "TCPTimeouts")?,
         tcp_syn_retrans: counter(NETSTAT, ext, "TCPSynRetrans")?,
+        rcv_pruned: counter(NETSTAT, ext, "RcvPruned")?,
     })
 }

@@ -9,6 +9,7 @@ fn observe_json_two_intervals_cpu_percentages_sum_to_100() {
         for_duration: Duration::from_millis(400),
         interval: Duration::from_millis(200),
         json: true,
+        process: None,
     };
     let mut out = Vec::new();
     observe(&args, &mut Sampler::new(), &mut out).expect("observe");
@@ -60,6 +61,7 @@ fn observe_text_prints_a_row_per_cpu_and_the_verdict() {
         for_duration: Duration::from_millis(150),
         interval: Duration::from_millis(150),
         json: false,
+        process: None,
     };
     let mut out = Vec::new();
     let report = observe(&args, &mut Sampler::new(), &mut out).expect("observe");
@@ -77,6 +79,7 @@ fn observe_rejects_a_zero_interval() {
         for_duration: Duration::from_secs(1),
         interval: Duration::ZERO,
         json: true,
+        process: None,
     };
     let mut out = Vec::new();
     assert!(matches!(
@@ -84,4 +87,52 @@ fn observe_rejects_a_zero_interval() {
         Err(ObserveError::BadArgs(_))
     ));
     assert!(out.is_empty());
+}
+
+#[test]
+fn observe_follows_a_process_and_stamps_intervals_with_the_wall_clock() {
+    let me = std::process::id() as i32;
+    let args = ObserveArgs {
+        for_duration: Duration::from_millis(400),
+        interval: Duration::from_millis(200),
+        json: true,
+        process: Some(xload_probe::watch::ProcessSel::Pid(me)),
+    };
+    let mut out = Vec::new();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as i64;
+    // Burn CPU in this process meanwhile, so its share is above zero.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            x
+        })
+    };
+    observe(&args, &mut Sampler::new(), &mut out).expect("observe");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
+    let report: ObserveReport = serde_json::from_slice(&out).expect("JSON");
+    assert!(
+        report.started_unix_us >= before,
+        "{}",
+        report.started_unix_us
+    );
+    let followed = report.process.expect("the process is named");
+    assert_eq!(followed.pids, vec![me]);
+    let mut last = report.started_unix_us;
+    for iv in &report.intervals {
+        assert!(iv.end_unix_us > last, "wall clock moves on: {iv:?}");
+        last = iv.end_unix_us;
+        let pct = iv.process_cpu_pct.expect("the process's CPU");
+        assert!(pct > 0.0 && pct <= 100.0 * 64.0, "{pct}");
+        assert!(iv.procs_running.is_some());
+        assert!(iv.sockstat.sockets_used > 0);
+    }
 }

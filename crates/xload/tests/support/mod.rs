@@ -8,6 +8,7 @@
 //!   can reconcile the counts xload reports with what the server did.
 //! - [`nginx`]: a private nginx on a free loopback port with its own config in
 //!   a temp dir, and its stub_status request counter.
+//! - [`netns`]: the `ip` command for namespace labs.
 //! - [`run`]: free ports, temp dirs, and running the built `xload` binary with
 //!   a hard timeout.
 //! - [`serve`]: a running `xload serve` on a free port.
@@ -19,6 +20,7 @@
 //! all of them, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub(crate) mod netns;
 pub(crate) mod nginx;
 pub(crate) mod run;
 pub(crate) mod serve;
