@@ -161,11 +161,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Commands that measure exit 128 + the signal's number when one stopped
     // them (after writing their partial report), so that a CI job never
-    // counts an aborted run as a pass; a server or a lab stopped by SIGTERM
-    // did its job.
+    // counts an aborted run as a pass; a server, a receiver (`pps-rx`) or a
+    // lab stopped by SIGTERM did its job.
     let measures = !matches!(
         cli.cmd,
-        Some(Cmd::Serve(_) | Cmd::Lab(_) | Cmd::Merge(_) | Cmd::Files(_))
+        Some(Cmd::Serve(_) | Cmd::PpsRx(_) | Cmd::Lab(_) | Cmd::Merge(_) | Cmd::Files(_))
             | Some(Cmd::Completions(_) | Cmd::Man(_))
     );
     let result = match cli.cmd {

@@ -809,7 +809,8 @@ fn sigint_and_sigkill_detach_the_program() {
     wait_attached(&lab, Duration::from_secs(5));
     signal(&rx, libc::SIGINT);
     let o = wait_bounded(rx, Duration::from_secs(10));
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    // A receiver runs until stopped: a signal is its normal end.
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("xload pps-rx on"));
     assert_detached(&lab);
 
