@@ -120,6 +120,7 @@ fn has_nginx() -> bool {
 #[test]
 fn lab_serves_from_its_namespace_and_is_gone_after_sigterm() {
     need_root!();
+    let _one = one_lab_at_a_time();
     let with_nginx = has_nginx();
     let args: &[&str] = if with_nginx {
         &[
@@ -175,6 +176,7 @@ fn lab_serves_from_its_namespace_and_is_gone_after_sigterm() {
 #[test]
 fn lab_with_stdin_goes_when_its_parent_closes_the_pipe() {
     need_root!();
+    let _one = one_lab_at_a_time();
     let mut lab = LabProcess::start(&["--stdin", "--serve"]);
     let ns = lab.field("ns");
     assert!(netns_exists(&ns));
@@ -188,6 +190,7 @@ fn lab_with_stdin_goes_when_its_parent_closes_the_pipe() {
 
 #[test]
 fn lab_rejects_a_cpu_it_does_not_have() {
+    let _one = one_lab_at_a_time();
     let out = Command::new(XLOAD)
         .args(["lab", "--server-cpu", "4096"])
         .output()
@@ -251,14 +254,19 @@ fn assert_removed(ns: &str, gen: &str, serve_pid: u64) {
     );
 }
 
-/// The tests that leave orphans run one at a time: each lab removes every
-/// orphan, and a test must see its own removed by what it runs.
+/// The tests run `xload lab` one at a time: every `xload lab` (even one that
+/// then refuses its arguments) removes every orphan first, and a test that
+/// leaves one must see it removed by what it runs, not by a neighbour.
 static ORPHANS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_lab_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ORPHANS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 #[test]
 fn lab_clean_removes_a_killed_labs_leftovers_and_spares_a_live_lab() {
     need_root!();
-    let _one = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_lab_at_a_time();
     let live = LabProcess::start(&["--serve"]);
     let (orphan, gen, serve_pid) = kill_outright(LabProcess::start(&["--serve"]));
     let out = Command::new(XLOAD)
@@ -278,7 +286,7 @@ fn lab_clean_removes_a_killed_labs_leftovers_and_spares_a_live_lab() {
 #[test]
 fn a_new_lab_removes_a_killed_labs_leftovers_first() {
     need_root!();
-    let _one = ORPHANS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = one_lab_at_a_time();
     let (orphan, gen, serve_pid) = kill_outright(LabProcess::start(&["--serve"]));
     let mut lab = LabProcess::start(&["--serve", "--for", "1s"]);
     assert!(lab.wait_exit(Duration::from_secs(20)), "the new lab ran");
