@@ -361,6 +361,7 @@ pub mod wire {
     const A_FEATURES_WANTED: u16 = 3;
     const A_FEATURES_ACTIVE: u16 = 4;
     const A_FEATURES_NOCHANGE: u16 = 5;
+    const A_BITSET_NOMASK: u16 = 1;
     const A_BITSET_BITS: u16 = 3;
     const A_BITSET_BITS_BIT: u16 = 1;
     const A_BITSET_BIT_NAME: u16 = 2;
@@ -560,8 +561,11 @@ pub mod wire {
         g
     }
 
-    /// Names of the bits set in a verbose bitset without mask.
-    fn bit_names(bitset: &[u8]) -> Vec<String> {
+    /// The names listed in a verbose bitset, each with whether it is set:
+    /// every listed bit when it has no mask (`NOMASK`), else the listed bits
+    /// with a `VALUE` flag.
+    fn bit_names(bitset: &[u8]) -> Vec<(String, bool)> {
+        let nomask = Attrs(bitset).any(|(ty, _)| ty == A_BITSET_NOMASK);
         let mut out = Vec::new();
         for (ty, bits) in Attrs(bitset) {
             if ty != A_BITSET_BITS {
@@ -571,21 +575,31 @@ pub mod wire {
                 if ty != A_BITSET_BITS_BIT {
                     continue;
                 }
+                let mut name = None;
+                let mut set = nomask;
                 for (ty, d) in Attrs(bit) {
-                    if ty == A_BITSET_BIT_NAME {
-                        let s = d.split(|b| *b == 0).next().unwrap_or_default();
-                        out.push(String::from_utf8_lossy(s).into_owned());
+                    match ty {
+                        A_BITSET_BIT_NAME => {
+                            let s = d.split(|b| *b == 0).next().unwrap_or_default();
+                            name = Some(String::from_utf8_lossy(s).into_owned());
+                        }
+                        A_BITSET_BIT_VALUE => set = true,
+                        _ => {}
                     }
+                }
+                if let Some(n) = name {
+                    out.push((n, set));
                 }
             }
         }
         out
     }
 
-    /// A FEATURES_GET reply payload: every feature the device can change, has
-    /// on, or wants on. A feature outside `hw` or inside `nochange` is fixed.
+    /// A FEATURES_GET reply payload: every feature the kernel names (the
+    /// `hw` set comes with a mask of all of them). A feature outside `hw` or
+    /// inside `nochange` is fixed, as `ethtool -k` says.
     pub fn parse_features(attrs: &[u8]) -> GroupState {
-        let mut sets: [Vec<String>; 4] = Default::default();
+        let mut sets: [Vec<(String, bool)>; 4] = Default::default();
         for (ty, d) in Attrs(attrs) {
             let i = match ty {
                 A_FEATURES_HW => 0,
@@ -596,15 +610,18 @@ pub mod wire {
             };
             sets[i] = bit_names(d);
         }
-        let [hw, wanted, active, nochange] = sets;
+        let has = |i: usize, name: &str| sets[i].iter().any(|(n, on)| *on && n == name);
         let mut g = GroupState::default();
-        for name in hw.iter().chain(&wanted).chain(&active) {
+        for (name, _) in sets.iter().flatten() {
+            if name.is_empty() || g.features.contains_key(name) {
+                continue;
+            }
             g.features.insert(
                 name.clone(),
                 Feature {
-                    active: active.contains(name),
-                    wanted: wanted.contains(name),
-                    fixed: !hw.contains(name) || nochange.contains(name),
+                    active: has(2, name),
+                    wanted: has(1, name),
+                    fixed: !has(0, name) || has(3, name),
                 },
             );
         }
@@ -929,4 +946,174 @@ pub fn write(path: &str, value: &str) -> Result<(), FsError> {
 /// True for a path the door answers.
 pub fn is_door(path: &str) -> bool {
     path.starts_with(PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire::{self, Attrs, Reply};
+    use super::*;
+
+    fn unhex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// The one data payload of a captured reply to `seq`.
+    fn payload(hex: &str, seq: u32) -> Vec<u8> {
+        let buf = unhex(hex);
+        let r = wire::replies(&buf, seq);
+        assert_eq!(r.len(), 1);
+        match &r[0] {
+            Reply::Data(d) => d.to_vec(),
+            Reply::Ack(a) => panic!("not data: {a:?}"),
+        }
+    }
+
+    // Replies captured from Linux 6.18 (x86_64, little-endian) for a
+    // virtio-net eth0, whose `ethtool -l/-g/-c` printed: Combined 1 (max 1),
+    // rx/tx ring 256 (max 256), Adaptive RX off TX n/a, rx-usecs 0,
+    // rx-frames 1, tx-usecs 0, tx-frames 1, the rest n/a.
+    const CHANNELS_VIRTIO: &str = "3c000000150000001b000000447d00001201000018000180080001000400000009000200657468300000000008000500010000000800090001000000";
+    const RINGS_VIRTIO: &str = "5c0000001500000019000000447d000010010000180001800800010004000000090002006574683000000000080002000001000008000600000100000800050000010000080009000001000005000d000000000005000e0000000000";
+    const COALESCE_VIRTIO: &str = "54000000150000001d000000447d000014010000180001800800010004000000090002006574683000000000080002000000000008000300010000000800060000000000080007000100000005000b0000000000";
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn captured_channel_ring_and_coalesce_replies_parse_as_ethtool_shows_them() {
+        let g = wire::parse_fields(&payload(CHANNELS_VIRTIO, 0x1b), CHANNEL_FIELDS);
+        assert_eq!(g.text(), "combined 1\nmax_combined 1\n");
+        let g = wire::parse_fields(&payload(RINGS_VIRTIO, 0x19), RING_FIELDS);
+        assert_eq!(g.text(), "max_rx 256\nmax_tx 256\nrx 256\ntx 256\n");
+        let g = wire::parse_fields(&payload(COALESCE_VIRTIO, 0x1d), COALESCE_FIELDS);
+        assert_eq!(
+            g.text(),
+            "adaptive_rx 0\nrx_frames 1\nrx_usecs 0\ntx_frames 1\ntx_usecs 0\n"
+        );
+        assert_eq!(GroupState::parse(&g.text()), g);
+        // Another sequence number is another request's answer.
+        assert!(wire::replies(&unhex(RINGS_VIRTIO), 7).is_empty());
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn captured_features_reply_matches_ethtool_k() {
+        let hex = include_str!("../testdata/ethtool/features_get_veth.hex");
+        let g = wire::parse_features(&payload(hex, 0x15));
+        let cli = include_str!("../testdata/ethtool/features_veth.ethtool-k.txt");
+        let mut compared = 0;
+        for line in cli.lines().skip(1) {
+            let Some((name, rest)) = line.trim().split_once(": ") else {
+                continue;
+            };
+            let Some(f) = g.features.get(name) else {
+                continue; // a legacy group name (tx-checksumming), or off and fixed
+            };
+            assert_eq!(f.active, rest.starts_with("on"), "{name}: {rest}");
+            assert_eq!(f.fixed, rest.contains("[fixed]"), "{name}: {rest}");
+            compared += 1;
+        }
+        assert!(compared >= 50, "only {compared} features compared");
+        assert_eq!(g.features["rx-gro"].text(), "off");
+        assert!(g.features["vlan-challenged"].fixed);
+        assert_eq!(g.features["rx-lro"].text(), "off");
+        assert!(g.features["rx-lro"].fixed);
+        assert_eq!(GroupState::parse(&g.text()), g);
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn captured_errors_carry_errno_and_the_kernels_message() {
+        // RINGS_GET on a veth: EOPNOTSUPP, capped, no message.
+        let buf = unhex("240000000200000119000000be7d0000a1ffffff20000000150001001900000000000000");
+        match &wire::replies(&buf, 0x19)[..] {
+            [Reply::Ack(Err(e))] => {
+                assert_eq!(e.errno, libc::EOPNOTSUPP);
+                assert_eq!(e.msg, "");
+            }
+            _ => panic!("not one error"),
+        }
+        // CHANNELS_SET rx 8 on a 4-queue veth: EINVAL with an extended ack.
+        let buf = unhex("580000000200000364000000a07f0000eaffffff300000001500050064000000000000002c000100726571756573746564206368616e6e656c20636f756e742065786365656473206d6178696d756d000800020028000000");
+        match &wire::replies(&buf, 100)[..] {
+            [Reply::Ack(Err(e))] => {
+                assert_eq!(e.errno, libc::EINVAL);
+                assert_eq!(e.msg, "requested channel count exceeds maximum");
+            }
+            _ => panic!("not one error"),
+        }
+        // FEATURES_SET acked.
+        let buf = unhex("240000000200000163000000f07e00000000000050000000150005006300000000000000");
+        assert!(matches!(&wire::replies(&buf, 99)[..], [Reply::Ack(Ok(()))]));
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn requests_are_encoded_as_the_kernel_expects() {
+        // The GET `ethtool` itself sends: header nest with the device name.
+        let get = wire::get(0x15, 17, "eth0", 9);
+        assert_eq!(
+            &get[..],
+            &unhex("24000000 1500 0100 09000000 00000000 11010000 1000 0180 0900 0200 65746830 00000000")[..]
+        );
+        // A SET asks for an ack and omits the reply; one u32 field.
+        let set = wire::set_field(0x15, 18, "xa", &CHANNEL_FIELDS[0], 2, 5);
+        assert_eq!(u16::from_ne_bytes([set[6], set[7]]), 5);
+        let attrs: Vec<(u16, Vec<u8>)> = Attrs(&set[20..]).map(|(t, d)| (t, d.to_vec())).collect();
+        assert_eq!(attrs.len(), 2);
+        let header: Vec<(u16, Vec<u8>)> =
+            Attrs(&attrs[0].1).map(|(t, d)| (t, d.to_vec())).collect();
+        assert_eq!(
+            header,
+            vec![(2, b"xa\0".to_vec()), (3, 2u32.to_ne_bytes().to_vec())]
+        );
+        assert_eq!(attrs[1], (6, 2u32.to_ne_bytes().to_vec()));
+        // A switch is a u8.
+        let set = wire::set_field(0x15, 20, "xa", &COALESCE_FIELDS[8], 1, 5);
+        let last = Attrs(&set[20..]).last().unwrap();
+        assert_eq!((last.0, last.1.to_vec()), (11, vec![1]));
+        // A feature: WANTED { BITS { BIT { NAME, VALUE } } }.
+        let set = wire::set_feature(0x15, "xa", "rx-gro", true, 5);
+        let (ty, wanted) = Attrs(&set[20..]).nth(1).unwrap();
+        assert_eq!(ty, 3);
+        let (ty, bits) = Attrs(wanted).next().unwrap();
+        assert_eq!(ty, 3);
+        let (ty, bit) = Attrs(bits).next().unwrap();
+        assert_eq!(ty, 1);
+        let bit: Vec<(u16, Vec<u8>)> = Attrs(bit).map(|(t, d)| (t, d.to_vec())).collect();
+        assert_eq!(bit, vec![(2, b"rx-gro\0".to_vec()), (3, vec![])]);
+        let off = wire::set_feature(0x15, "xa", "rx-gro", false, 5);
+        assert_eq!(off.len(), set.len() - 4, "off: no VALUE flag");
+    }
+
+    #[test]
+    fn feature_text_round_trips_a_request_the_kernel_holds_off() {
+        let f = Feature {
+            active: false,
+            wanted: true,
+            fixed: false,
+        };
+        assert_eq!(f.text(), "off (requested on)");
+        let g = GroupState::parse("tx-tcp-segmentation off (requested on)\nrx-lro off [fixed]\n");
+        assert_eq!(g.features["tx-tcp-segmentation"], f);
+        assert!(g.features["rx-lro"].fixed);
+        assert_eq!(
+            kernel_features("tso"),
+            TSO.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+        );
+        assert_eq!(kernel_features("rx_gro_hw"), vec!["rx-gro-hw".to_string()]);
+        assert_eq!(
+            kernel_features("rx-udp-gro-forwarding"),
+            vec!["rx-udp-gro-forwarding".to_string()]
+        );
+        assert_eq!(
+            split("ethtool:xa/channels/rx"),
+            Some(("xa", Group::Channels, Some("rx")))
+        );
+        assert_eq!(split("ethtool:xa/ring"), Some(("xa", Group::Ring, None)));
+        assert_eq!(split("ethtool:/ring"), None);
+        assert_eq!(split("/proc/sys/x"), None);
+    }
 }

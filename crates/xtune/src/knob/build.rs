@@ -220,7 +220,7 @@ impl Builder<'_> {
                 }
                 let blocked = match f {
                     None => Some(format!(
-                        "{}: the driver reports no feature {kf} (ethtool -k)",
+                        "{}: {kf} is not a feature this kernel knows (ethtool -k)",
                         dev.name
                     )),
                     Some(f) if f.fixed && f.active != on => Some(format!(
