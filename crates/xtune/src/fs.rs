@@ -124,16 +124,28 @@ pub trait Fs {
     }
 }
 
-/// [`Fs`] over the real file system below `root`.
+/// [`Fs`] over the real file system below `root`. On the real root (`/`),
+/// the `ethtool:DEV/...` pseudo-paths are the NIC's own settings, read and
+/// written over netlink ([`crate::ethtool`]); below any other root they are
+/// plain files, so a test tree can imitate them.
 #[derive(Clone, Debug)]
 pub struct RootFs {
     root: PathBuf,
+    ethtool: bool,
 }
 
 impl RootFs {
     /// `root` is `/` on a real host.
     pub fn new(root: impl Into<PathBuf>) -> RootFs {
-        RootFs { root: root.into() }
+        let root = root.into();
+        RootFs {
+            ethtool: root == Path::new("/"),
+            root,
+        }
+    }
+
+    fn door(&self, path: &str) -> bool {
+        self.ethtool && crate::ethtool::is_door(path)
     }
 
     /// Where `path` (host-absolute) lives under the root.
@@ -149,12 +161,18 @@ impl RootFs {
 
 impl Fs for RootFs {
     fn read(&self, path: &str) -> Result<String, FsError> {
+        if self.door(path) {
+            return crate::ethtool::read(path);
+        }
         let bytes =
             std::fs::read(self.resolve(path)).map_err(|e| FsError::from_io("read", path, &e))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn write(&self, path: &str, value: &str) -> Result<(), FsError> {
+        if self.door(path) {
+            return crate::ethtool::write(path, value);
+        }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
@@ -191,6 +209,9 @@ impl Fs for RootFs {
     }
 
     fn exists(&self, path: &str) -> bool {
+        if self.door(path) {
+            return crate::ethtool::read(path).is_ok();
+        }
         self.resolve(path).exists()
     }
 

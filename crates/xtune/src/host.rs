@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cpuset::CpuSet;
-use crate::fs::{trim_value, Fs};
+use crate::ethtool::{group_path, Group, GroupState};
+use crate::fs::{trim_value, Fs, FsError};
 use crate::profile::Profile;
 
 /// Files in `/proc/irq/N/` that are not action (handler) names.
@@ -71,6 +72,10 @@ pub struct DeviceInfo {
     pub irqs: Vec<u32>,
     /// CPUs local to the device's NUMA node, when sysfs says.
     pub local_cpus: Option<CpuSet>,
+    /// The NIC's own settings, each group as read over ethtool netlink
+    /// (`EOPNOTSUPP` for a group the driver lacks). Read only for the
+    /// groups a profile sets.
+    pub ethtool: BTreeMap<Group, Result<GroupState, FsError>>,
 }
 
 /// A running process.
@@ -91,8 +96,19 @@ impl Topology {
         let isolated = read_cpulist(fs, "/sys/devices/system/cpu/isolated").unwrap_or_default();
         let irq_names = irq_action_names(fs);
         let mut devices = BTreeMap::new();
+        let groups: BTreeSet<Group> = profile
+            .nic
+            .iter()
+            .flat_map(|(_, s)| s.ethtool.iter().map(|e| e.group))
+            .collect();
         for name in fs.list("/sys/class/net").unwrap_or_default() {
-            let info = read_device(fs, &name, &irq_names);
+            let mut info = read_device(fs, &name, &irq_names);
+            for g in &groups {
+                let state = fs
+                    .read(&group_path(&name, *g))
+                    .map(|t| GroupState::parse(&t));
+                info.ethtool.insert(*g, state);
+            }
             devices.insert(name, info);
         }
         let mut cpufreq_cpus = Vec::new();
@@ -309,6 +325,7 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
         tx_queues,
         irqs,
         local_cpus,
+        ethtool: BTreeMap::new(),
     }
 }
 

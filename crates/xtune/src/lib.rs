@@ -20,6 +20,7 @@ pub mod agents;
 pub mod apply;
 pub mod commands;
 pub mod cpuset;
+pub mod ethtool;
 pub mod export;
 pub mod fs;
 pub mod host;

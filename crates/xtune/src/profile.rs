@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 use crate::cpuset::CpuSet;
+use crate::ethtool::Group;
 
 /// The largest profile read, from a file or standard input.
 pub const PROFILE_LIMIT: u64 = xload_sys::input::TEXT_LIMIT;
@@ -122,6 +123,48 @@ pub struct NicSettings {
     pub napi_defer_hard_irqs: Option<u64>,
     /// `/sys/class/net/DEV/threaded` (NAPI in kernel threads).
     pub threaded_napi: Option<bool>,
+    /// `channels`, `ring`, `coalesce`, `features`: the NIC's own settings
+    /// (ethtool netlink), in profile order.
+    pub ethtool: Vec<EthSetting>,
+}
+
+/// One setting of the NIC itself: `channels = { combined = 4 }` gives
+/// group `channels`, key `combined`, value 4.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EthSetting {
+    /// `channels`, `ring`, `coalesce` or `features`.
+    pub group: Group,
+    /// Field (`combined`, `rx_usecs`) or feature name as the profile spells it.
+    pub key: String,
+    /// What it is set to.
+    pub value: EthValue,
+    /// `required = true` in the same table: the device must support it, else
+    /// the apply fails (by default an unsupported setting is advice).
+    pub required: bool,
+}
+
+/// The value of an [`EthSetting`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EthValue {
+    /// A number.
+    Count(u64),
+    /// `"max"`: the device's pre-set maximum.
+    Max,
+    /// `"cpus"`: one per online, non-isolated CPU (at most the maximum).
+    Cpus,
+    /// `true`/`false`.
+    Switch(bool),
+}
+
+impl EthValue {
+    fn to_toml(&self) -> Value {
+        match self {
+            EthValue::Count(n) => int_value(*n),
+            EthValue::Max => Value::String("max".into()),
+            EthValue::Cpus => Value::String("cpus".into()),
+            EthValue::Switch(b) => Value::Boolean(*b),
+        }
+    }
 }
 
 /// A `[nic.DEV]` setting's value.
@@ -489,6 +532,18 @@ impl Profile {
                         d.insert(knob.key.into(), v.to_toml());
                     }
                 }
+                for g in Group::ALL {
+                    let mut gt = Table::new();
+                    for e in s.ethtool.iter().filter(|e| e.group == g) {
+                        gt.insert(e.key.clone(), e.value.to_toml());
+                        if e.required {
+                            gt.insert("required".into(), Value::Boolean(true));
+                        }
+                    }
+                    if !gt.is_empty() {
+                        d.insert(g.name().into(), Value::Table(gt));
+                    }
+                }
                 t.insert(dev.to_string(), Value::Table(d));
             }
             top.insert("nic".into(), Value::Table(t));
@@ -695,9 +750,10 @@ fn read_extends(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileE
     Ok(())
 }
 
-/// `[nic.DEV]`: the settings of [`NIC_KNOBS`].
+/// `[nic.DEV]`: the settings of [`NIC_KNOBS`] and the ethtool groups.
 fn read_nic(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError> {
-    let keys: Vec<&str> = NIC_KNOBS.iter().map(|n| n.key).collect();
+    let mut keys: Vec<&str> = NIC_KNOBS.iter().map(|n| n.key).collect();
+    keys.extend(Group::ALL.iter().map(|g| g.name()));
     for (dev, v) in cx.table("nic", value)? {
         let sel = cx.device(&format!("nic.{dev}"), &dev)?;
         let key = format!("nic.{dev}");
@@ -705,6 +761,10 @@ fn read_nic(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError
         for (k, v) in cx.table(&key, v)? {
             let full = format!("{key}.{k}");
             cx.known(&full, &k, &keys)?;
+            if let Some(group) = Group::from_name(&k) {
+                read_eth_group(cx, &full, group, v, &mut s.ethtool)?;
+                continue;
+            }
             let Some(knob) = NIC_KNOBS.iter().find(|n| n.key == k) else {
                 continue; // refused by known() above
             };
@@ -716,6 +776,75 @@ fn read_nic(cx: &Cx<'_>, value: Value, l: &mut Layer) -> Result<(), ProfileError
             (knob.set)(&mut s, value);
         }
         upsert(&mut l.own.nic, sel, s);
+    }
+    Ok(())
+}
+
+/// `channels = { … }`, `ring`, `coalesce`, `features`: one group's table.
+fn read_eth_group(
+    cx: &Cx<'_>,
+    full: &str,
+    group: Group,
+    v: Value,
+    out: &mut Vec<EthSetting>,
+) -> Result<(), ProfileError> {
+    let table = cx.table(full, v)?;
+    let required = match table.get("required") {
+        Some(r) => cx.bool(&format!("{full}.required"), r.clone())?,
+        None => false,
+    };
+    let mut fields: Vec<&str> = group.fields().iter().map(|f| f.name).collect();
+    fields.push("required");
+    for (k, v) in table {
+        if k == "required" {
+            continue;
+        }
+        let key = format!("{full}.{k}");
+        let value = if group == Group::Features {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(cx.bad(&key, format!("`{k}` is not a feature name")));
+            }
+            EthValue::Switch(cx.bool(&key, v)?)
+        } else {
+            cx.known(&key, &k, &fields)?;
+            let switch = group.fields().iter().any(|f| f.name == k && f.switch);
+            match v {
+                _ if switch => EthValue::Switch(cx.bool(&key, v)?),
+                Value::String(w) if w == "max" && group != Group::Coalesce => EthValue::Max,
+                Value::String(w) if w == "cpus" && group == Group::Channels => EthValue::Cpus,
+                Value::Integer(_) => EthValue::Count(cx.uint(&key, v)?),
+                other => {
+                    let expected = match group {
+                        Group::Channels => "a count, \"max\" or \"cpus\"",
+                        Group::Ring => "a count or \"max\"",
+                        _ => "a non-negative integer",
+                    };
+                    return Err(cx.wrong(&key, expected, &other));
+                }
+            }
+        };
+        if let EthValue::Count(n) = value {
+            if n > u64::from(u32::MAX) {
+                return Err(cx.bad(&key, format!("{n} is larger than the kernel's 32 bits")));
+            }
+        }
+        let setting = EthSetting {
+            group,
+            key: k,
+            value,
+            required,
+        };
+        match out
+            .iter_mut()
+            .find(|e| e.group == group && e.key == setting.key)
+        {
+            Some(slot) => *slot = setting,
+            None => out.push(setting),
+        }
     }
     Ok(())
 }
@@ -862,6 +991,16 @@ fn merge(mut base: Profile, child: Profile) -> Profile {
                 for knob in NIC_KNOBS {
                     if let Some(v) = knob.value(&s) {
                         (knob.set)(b, v);
+                    }
+                }
+                for e in s.ethtool {
+                    match b
+                        .ethtool
+                        .iter_mut()
+                        .find(|o| o.group == e.group && o.key == e.key)
+                    {
+                        Some(slot) => *slot = e,
+                        None => b.ethtool.push(e),
                     }
                 }
             }

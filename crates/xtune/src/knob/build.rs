@@ -1,18 +1,23 @@
 //! [`build`]: the profile expanded against the host into knobs, in write order.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::compare::{name_set, port_set};
 use super::{Build, Desired, PlanError, Stage, Target, TargetCtx, Wanted, RPS_SOCK_FLOW_ENTRIES};
 use crate::cpuset::CpuSet;
+use crate::ethtool::{self, Group, GroupState};
 use crate::host::{governor_path, sysctl_path, DeviceInfo, Topology};
-use crate::profile::{DeviceSel, IrqPolicy, Profile, RpsPolicy, SysctlValue, XpsPolicy, NIC_KNOBS};
+use crate::profile::{
+    DeviceSel, EthSetting, EthValue, IrqPolicy, Profile, RpsPolicy, SysctlValue, XpsPolicy,
+    NIC_KNOBS,
+};
 
 /// Expands the profile into knobs for this host. Pure.
 pub fn build(profile: &Profile, topo: &Topology, ctx: &TargetCtx) -> Result<Build, PlanError> {
     let mut k = Builder {
         profile,
         topo,
+        queues_after: BTreeMap::new(),
         usable: topo.usable_cpus(),
         b: Build::default(),
     };
@@ -52,6 +57,9 @@ struct HostWide {
 struct Builder<'a> {
     profile: &'a Profile,
     topo: &'a Topology,
+    /// Devices whose channel count this plan changes: their rx and tx queue
+    /// directories as they will be after the change.
+    queues_after: BTreeMap<String, (Vec<String>, Vec<String>)>,
     /// Online CPUs that are not isolated.
     usable: CpuSet,
     b: Build,
@@ -106,7 +114,9 @@ impl Builder<'_> {
         Ok(skip)
     }
 
-    /// `[nic.DEV]`: the device's own sysfs settings, in [`NIC_KNOBS`] order.
+    /// `[nic.DEV]`: the NIC's own settings over ethtool netlink (every
+    /// device's channels first, then rings, coalescing, features), then its
+    /// sysfs settings in [`NIC_KNOBS`] order.
     fn nic(&mut self) -> Result<(), PlanError> {
         let nic = expand(
             &self.profile.nic,
@@ -115,6 +125,16 @@ impl Builder<'_> {
             &mut self.b.notes,
             |_| true,
         )?;
+        for group in Group::ALL {
+            for (dev, s) in &nic {
+                for e in s.ethtool.iter().filter(|e| e.group == group) {
+                    self.ethtool_setting(dev, e);
+                }
+            }
+        }
+        for (dev, s) in &nic {
+            self.predict_queues(dev, s);
+        }
         for (dev, s) in nic {
             for knob in NIC_KNOBS {
                 let Some(value) = knob.value(&s) else {
@@ -133,6 +153,238 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+
+    /// One ethtool setting: a knob through the `ethtool:` door, or advice
+    /// naming device and knob when the device cannot take it (and the
+    /// profile does not mark it `required`).
+    fn ethtool_setting(&mut self, dev: &DeviceInfo, e: &EthSetting) {
+        let group = e.group;
+        let state = dev.ethtool.get(&group);
+        let advice = |b: &mut Build, knob: String, wanted: String, reason: String| {
+            b.desired.push(Desired {
+                knob,
+                stage: Stage::Advice,
+                target: Target::Advice,
+                wanted: Wanted::NicAdvice { wanted, reason },
+            });
+        };
+        let state: &GroupState = match state {
+            Some(Ok(g)) => g,
+            other => {
+                let why = match other {
+                    Some(Err(err)) if err.errno == libc::EOPNOTSUPP => format!(
+                        "{} does not support {} settings ({}: EOPNOTSUPP)",
+                        dev.name,
+                        group.name(),
+                        group.cli()
+                    ),
+                    Some(Err(err)) => format!("{} {}: {err}", dev.name, group.name()),
+                    _ => format!("{} {}: not read", dev.name, group.name()),
+                };
+                let knob = format!("nic:{}:{}.{}", dev.name, group.name(), e.key);
+                if e.required {
+                    // Planned as any knob: it reads as unreadable, so the
+                    // apply fails before writing and verify reports it.
+                    let value = value_word(group, &e.value);
+                    self.b.desired.push(Desired {
+                        knob,
+                        stage: Stage::Nic,
+                        target: Target::File {
+                            path: ethtool::path(&dev.name, group, &e.key),
+                            value: value.clone(),
+                        },
+                        wanted: Wanted::Meant {
+                            value,
+                            meaning: format!("required: {why}"),
+                        },
+                    });
+                } else {
+                    advice(&mut self.b, knob, value_word(group, &e.value), why);
+                }
+                return;
+            }
+        };
+        if group == Group::Features {
+            let EthValue::Switch(on) = e.value else {
+                return;
+            };
+            let word = if on { "on" } else { "off" };
+            let names = ethtool::kernel_features(&e.key);
+            let alias = names.len() > 1;
+            for kf in names {
+                let knob = format!("nic:{}:features.{kf}", dev.name);
+                let f = state.features.get(&kf);
+                if f.is_none() && alias {
+                    continue; // a member of the group this device does not have
+                }
+                let blocked = match f {
+                    None => Some(format!(
+                        "{}: {kf} is not a feature this kernel knows (ethtool -k)",
+                        dev.name
+                    )),
+                    Some(f) if f.fixed && f.active != on => Some(format!(
+                        "{} {kf} is [fixed] {} (the driver does not let it change)",
+                        dev.name,
+                        if f.active { "on" } else { "off" }
+                    )),
+                    Some(_) => None,
+                };
+                match blocked {
+                    Some(why) if !e.required => advice(&mut self.b, knob, word.into(), why),
+                    _ => self.b.desired.push(Desired {
+                        knob,
+                        stage: Stage::Nic,
+                        target: Target::File {
+                            path: ethtool::path(&dev.name, group, &kf),
+                            value: word.into(),
+                        },
+                        wanted: Wanted::Exact(word.into()),
+                    }),
+                }
+            }
+            return;
+        }
+        let knob = format!("nic:{}:{}.{}", dev.name, group.name(), e.key);
+        let current = state.values.get(&e.key);
+        let max = state.values.get(&format!("max_{}", e.key)).copied();
+        let usable = self.usable.iter().count() as u64;
+        let resolved: Result<(u64, String), String> = match (&e.value, current) {
+            (_, None) => Err(format!(
+                "{} does not support {} {} ({} shows n/a)",
+                dev.name,
+                group.name(),
+                e.key,
+                group.cli()
+            )),
+            (EthValue::Switch(b), _) => Ok((u64::from(*b), String::new())),
+            (EthValue::Count(n), _) => match max {
+                Some(m) if *n > m => Err(format!(
+                    "{} {} {} = {n} is beyond the device maximum {m}",
+                    dev.name,
+                    group.name(),
+                    e.key
+                )),
+                _ => Ok((*n, String::new())),
+            },
+            (EthValue::Max, _) => match max {
+                Some(m) => Ok((m, format!("\"max\": the device maximum {m}"))),
+                None => Err(format!(
+                    "{} reports no maximum for {} {}",
+                    dev.name,
+                    group.name(),
+                    e.key
+                )),
+            },
+            (EthValue::Cpus, _) => {
+                let n = max.map_or(usable, |m| usable.min(m));
+                Ok((
+                    n,
+                    format!(
+                        "\"cpus\": {usable} online non-isolated CPUs{}",
+                        match max {
+                            Some(m) if m < usable => format!(", capped at the device maximum {m}"),
+                            _ => String::new(),
+                        }
+                    ),
+                ))
+            }
+        };
+        match resolved {
+            Err(why) if !e.required => advice(&mut self.b, knob, value_word(group, &e.value), why),
+            Err(why) => {
+                let value = value_word(group, &e.value);
+                self.b.desired.push(Desired {
+                    knob,
+                    stage: Stage::Nic,
+                    target: Target::File {
+                        path: ethtool::path(&dev.name, group, &e.key),
+                        value: value.clone(),
+                    },
+                    wanted: Wanted::Meant {
+                        value,
+                        meaning: format!("required: {why}"),
+                    },
+                });
+            }
+            Ok((n, meaning)) => self.b.desired.push(Desired {
+                knob,
+                stage: Stage::Nic,
+                target: Target::File {
+                    path: ethtool::path(&dev.name, group, &e.key),
+                    value: n.to_string(),
+                },
+                wanted: if meaning.is_empty() {
+                    Wanted::Exact(n.to_string())
+                } else {
+                    Wanted::Meant {
+                        value: n.to_string(),
+                        meaning,
+                    }
+                },
+            }),
+        }
+    }
+
+    /// The queue directories `dev` will have once the channel knobs of this
+    /// plan are written: rx = rx + combined channels, tx = tx + combined.
+    fn predict_queues(&mut self, dev: &DeviceInfo, s: &crate::profile::NicSettings) {
+        let Some(Ok(state)) = dev.ethtool.get(&Group::Channels) else {
+            return;
+        };
+        let count = |field: &str| -> u64 {
+            let path = ethtool::path(&dev.name, Group::Channels, field);
+            self.b
+                .desired
+                .iter()
+                .find(|d| matches!(&d.target, Target::File { path: p, .. } if *p == path))
+                .and_then(|d| match &d.target {
+                    Target::File { value, .. } => value.parse().ok(),
+                    _ => None,
+                })
+                .unwrap_or_else(|| state.values.get(field).copied().unwrap_or(0))
+        };
+        if !s.ethtool.iter().any(|e| e.group == Group::Channels) {
+            return;
+        }
+        let (rx, tx, combined) = (count("rx"), count("tx"), count("combined"));
+        let (nrx, ntx) = ((rx + combined) as usize, (tx + combined) as usize);
+        if nrx == dev.rx_queues.len() && ntx == dev.tx_queues.len() || nrx == 0 || ntx == 0 {
+            return;
+        }
+        self.b.notes.push(format!(
+            "{}: channels change from {} rx / {} tx queues to {nrx} / {ntx}; RPS, XPS and RFS are planned for the queues after the change",
+            dev.name,
+            dev.rx_queues.len(),
+            dev.tx_queues.len()
+        ));
+        if !dev.irqs.is_empty() && !self.profile.irq.is_empty() {
+            self.b.notes.push(format!(
+                "{}: the channel change renumbers its interrupts; [irq] is planned for the ones there now: run `xtune apply` again once it has been applied to pin the new set",
+                dev.name
+            ));
+        }
+        self.queues_after.insert(
+            dev.name.clone(),
+            (
+                (0..nrx).map(|i| format!("rx-{i}")).collect(),
+                (0..ntx).map(|i| format!("tx-{i}")).collect(),
+            ),
+        );
+    }
+
+    /// The rx queues of `dev` after this plan's channel change.
+    fn rx_queues<'d>(&'d self, dev: &'d DeviceInfo) -> &'d [String] {
+        self.queues_after
+            .get(&dev.name)
+            .map_or(&dev.rx_queues, |(rx, _)| rx)
+    }
+
+    /// The tx queues of `dev` after this plan's channel change.
+    fn tx_queues<'d>(&'d self, dev: &'d DeviceInfo) -> &'d [String] {
+        self.queues_after
+            .get(&dev.name)
+            .map_or(&dev.tx_queues, |(_, tx)| tx)
     }
 
     /// `[irq]`: the affinity of each of a device's interrupts.
@@ -239,12 +491,13 @@ impl Builder<'_> {
                     isolated: " and not isolated",
                 });
             }
-            if dev.rx_queues.is_empty() {
+            let rx_queues = self.rx_queues(dev).to_vec();
+            if rx_queues.is_empty() {
                 self.b
                     .notes
                     .push(format!("rps: {} has no rx queues", dev.name));
             }
-            for q in &dev.rx_queues {
+            for q in &rx_queues {
                 self.b.desired.push(Desired {
                     knob: format!("rps:{}:{q}", dev.name),
                     stage: Stage::Steering,
@@ -275,7 +528,8 @@ impl Builder<'_> {
         )?;
         let cpus: Vec<u32> = self.usable.iter().collect();
         for (dev, policy) in xps {
-            let nq = dev.tx_queues.len();
+            let tx_queues = self.tx_queues(dev).to_vec();
+            let nq = tx_queues.len();
             if nq <= 1 {
                 self.b.notes.push(format!(
                     "xps: {} has {nq} tx queue(s); XPS applies to multi-queue devices only",
@@ -283,7 +537,7 @@ impl Builder<'_> {
                 ));
                 continue;
             }
-            for (i, q) in dev.tx_queues.iter().enumerate() {
+            for (i, q) in tx_queues.iter().enumerate() {
                 let set = match policy {
                     XpsPolicy::Off => CpuSet::new(),
                     XpsPolicy::Spread if cpus.is_empty() => CpuSet::new(),
@@ -325,7 +579,7 @@ impl Builder<'_> {
             |d| !d.rx_queues.is_empty(),
         )?;
         for (dev, cnt) in rfs {
-            for q in &dev.rx_queues {
+            for q in self.rx_queues(dev).to_vec() {
                 self.b.desired.push(Desired {
                     knob: format!("rfs:{}:{q}", dev.name),
                     stage: Stage::Steering,
@@ -467,6 +721,17 @@ impl Builder<'_> {
     }
 }
 
+/// A profile value as written, for advice and for required knobs.
+fn value_word(group: Group, v: &EthValue) -> String {
+    match v {
+        EthValue::Switch(b) if group == Group::Features => if *b { "on" } else { "off" }.into(),
+        EthValue::Count(n) => n.to_string(),
+        EthValue::Max => "max".into(),
+        EthValue::Cpus => "cpus".into(),
+        EthValue::Switch(b) => u8::from(*b).to_string(),
+    }
+}
+
 fn is_global_in_netns(key: &str, topo: &Topology, ctx: &TargetCtx) -> bool {
     if !key.starts_with("net.") {
         return true; // kernel.*, vm.*, fs.*: never per network namespace
@@ -598,6 +863,7 @@ mod tests {
                     tx_queues: (0..*tx).map(|i| format!("tx-{i}")).collect(),
                     irqs: irqs.to_vec(),
                     local_cpus: None,
+                    ethtool: Default::default(),
                 },
             );
         }

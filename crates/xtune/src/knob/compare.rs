@@ -15,6 +15,12 @@ pub fn compare(desired: &Desired, current: &Current) -> Comparison {
             },
             _,
         ) => nofile_advice(*wanted, *own, *nr_open),
+        (Wanted::NicAdvice { wanted, reason }, _) => Comparison {
+            matches: false,
+            actual: "-".into(),
+            wanted: wanted.clone(),
+            reason: reason.clone(),
+        },
         (wanted, _) if matches!(desired.target, Target::Unavailable { .. }) => {
             let reason = match &desired.target {
                 Target::Unavailable { reason } => reason.clone(),
@@ -120,6 +126,15 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
                 reason: String::new(),
             }
         }
+        Wanted::Meant { value, meaning } => {
+            let a = actual.trim();
+            Comparison {
+                matches: a == value.trim(),
+                actual: a.to_string(),
+                wanted: value.clone(),
+                reason: meaning.clone(),
+            }
+        }
         Wanted::Words(w) => compare_words(w, actual, wanted_display),
         Wanted::Cpus { set, keep, hex } => {
             compare_cpus(set, keep, *hex, actual, effective, wanted_display)
@@ -155,7 +170,10 @@ pub fn compare_value(wanted: &Wanted, actual: &str, effective: Option<&str>) -> 
                 reason,
             }
         }
-        Wanted::Stopped | Wanted::BannedCpus(_) | Wanted::Nofile { .. } => Comparison {
+        Wanted::Stopped
+        | Wanted::BannedCpus(_)
+        | Wanted::Nofile { .. }
+        | Wanted::NicAdvice { .. } => Comparison {
             matches: actual.trim() == wanted_display.trim(),
             actual: actual.trim().to_string(),
             wanted: wanted_display,
@@ -285,6 +303,8 @@ pub fn round_pow2(n: u64) -> u64 {
 pub fn wanted_text(w: &Wanted) -> String {
     match w {
         Wanted::Exact(s) => s.clone(),
+        Wanted::Meant { value, .. } => value.clone(),
+        Wanted::NicAdvice { wanted, .. } => wanted.clone(),
         Wanted::Words(ws) => ws.join(" "),
         Wanted::Cpus { set, keep, .. } => {
             let kept = set.intersection(keep);

@@ -115,6 +115,23 @@ pub enum Wanted {
     /// A set of names in any order (`tcp_allowed_congestion_control`, which
     /// the kernel lists in its own order). Sorted, deduplicated.
     Names(Vec<String>),
+    /// A value resolved from what the profile said (`"max"` is the
+    /// device's pre-set maximum, `"cpus"` the usable CPUs): compared exactly,
+    /// and the meaning is said.
+    Meant {
+        /// The resolved value.
+        value: String,
+        /// How it was resolved, e.g. `"max": the device maximum`.
+        meaning: String,
+    },
+    /// A NIC setting that cannot be written here (unsupported operation,
+    /// `[fixed]` feature, beyond the maximum): advice naming device and knob.
+    NicAdvice {
+        /// What the profile asked for.
+        wanted: String,
+        /// Why it is not written.
+        reason: String,
+    },
     /// irqbalance not running.
     Stopped,
     /// irqbalance banned CPU list.

@@ -3,6 +3,7 @@
 //! (run as root) writes only where the identity says, never where an edited
 //! file points.
 
+use crate::ethtool::Group;
 use crate::host::{governor_path, sysctl_path, IRQBALANCE_CONFIGS};
 use crate::profile::NIC_KNOBS;
 
@@ -57,10 +58,13 @@ pub fn place_of(knob: &str) -> Result<Place, String> {
                 "rps" => queue("rx-", "rps_cpus"),
                 "xps" => queue("tx-", "xps_cpus"),
                 "rfs" => queue("rx-", "rps_flow_cnt"),
-                _ => NIC_KNOBS
-                    .iter()
-                    .find(|k| k.key == last)
-                    .map(|k| format!("/sys/class/net/{dev}/{}", k.file)),
+                _ => match last.split_once('.') {
+                    Some((group, field)) => ethtool_place(dev, group, field),
+                    None => NIC_KNOBS
+                        .iter()
+                        .find(|k| k.key == last)
+                        .map(|k| format!("/sys/class/net/{dev}/{}", k.file)),
+                },
             };
             match path {
                 Some(p) => p,
@@ -72,6 +76,22 @@ pub fn place_of(knob: &str) -> Result<Place, String> {
         _ => return bad("unknown kind"),
     };
     Ok(Place::File(file))
+}
+
+/// `nic:DEV:GROUP.FIELD`: the ethtool door's pseudo-path, for a field the
+/// group has or a feature name of letters, digits and dashes.
+fn ethtool_place(dev: &str, group: &str, field: &str) -> Option<String> {
+    let group = Group::from_name(group)?;
+    let ok = match group {
+        Group::Features => {
+            !field.is_empty()
+                && field
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        }
+        g => g.fields().iter().any(|f| f.name == field),
+    };
+    ok.then(|| crate::ethtool::path(dev, group, field))
 }
 
 /// Whether `path` is where a [`Place::IrqbalanceConfig`] lives.
@@ -128,6 +148,16 @@ mod tests {
                 "/sys/class/net/eth0/queues/rx-1/rps_flow_cnt",
             ),
             ("nic:eth0:txqueuelen", "/sys/class/net/eth0/tx_queue_len"),
+            (
+                "nic:eth0:channels.combined",
+                "ethtool:eth0/channels/combined",
+            ),
+            ("nic:eth0:ring.rx", "ethtool:eth0/ring/rx"),
+            (
+                "nic:eth0:coalesce.adaptive_rx",
+                "ethtool:eth0/coalesce/adaptive_rx",
+            ),
+            ("nic:eth0:features.rx-gro", "ethtool:eth0/features/rx-gro"),
         ] {
             assert_eq!(place_of(knob), Ok(Place::File(path.into())), "{knob}");
         }
@@ -154,6 +184,10 @@ mod tests {
             "xps:eth0:rx-0",
             "nic:eth0:../../x",
             "nic:a/b:txqueuelen",
+            "nic:eth0:channels.nope",
+            "nic:eth0:features.../x",
+            "nic:eth0:features.",
+            "nic:eth0:nope.rx",
             "limits:nofile",
             "irqbalance:other",
             "somaxconn",
