@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use std::os::fd::RawFd;
 
-use io_uring::types::BufRingEntry;
-use io_uring::{opcode, squeue, IoUring};
+use io_uring::types::{BufRingEntry, SubmitArgs};
+use io_uring::{opcode, squeue, EnterFlags, IoUring};
 
 /// The kernel's largest SQ (IORING_MAX_ENTRIES) and CQ (IORING_MAX_CQ_ENTRIES).
 pub const MAX_SQ_ENTRIES: u32 = 32768;
@@ -25,6 +25,22 @@ pub fn setup_hint(e: &io::Error) -> &'static str {
         Some(libc::EMFILE | libc::ENFILE) => "out of file descriptors (ulimit -n)",
         _ => "see io_uring_setup(2)",
     }
+}
+
+/// Submits what is queued and waits for `want` completions or `args`'
+/// timeout. The wait is not accounted as iowait where the kernel offers
+/// `IORING_ENTER_NO_IOWAIT` (`IORING_FEAT_NO_IOWAIT`, Linux 6.15+): a
+/// thread asleep on a socket is not waiting for a disk, and iowait read
+/// 100% on an idle `xload serve`'s CPU. Older kernels count it as iowait
+/// (docs/engine.md).
+pub fn wait_with_args(ring: &IoUring, want: usize, args: &SubmitArgs<'_, '_>) -> io::Result<usize> {
+    let flags = if ring.params().is_feature_no_iowait() {
+        EnterFlags::NO_IOWAIT
+    } else {
+        EnterFlags::empty()
+    };
+    ring.submitter()
+        .submit_with_args_and_flags(want, args, flags)
 }
 
 /// Adds setup flags to a ring builder.

@@ -269,7 +269,7 @@ impl Responder {
         } else {
             let ts = types::Timespec::from(Duration::from_nanos(wait_ns));
             let args = types::SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(1, &args)
+            crate::ring::wait_with_args(&self.ring, 1, &args)
         };
         if let Err(e) = res {
             if !matches!(
@@ -905,7 +905,7 @@ impl Responder {
         let args = types::SubmitArgs::new().timespec(&ts);
         let deadline = Instant::now() + Duration::from_millis(200);
         while Instant::now() < deadline
-            && self.ring.submitter().submit_with_args(1, &args).is_ok()
+            && crate::ring::wait_with_args(&self.ring, 1, &args).is_ok()
             && self.ring.completion().count() > 0
         {}
         // Waits until every cancelled request has completed.
@@ -923,7 +923,7 @@ impl Responder {
         // Drain what the cancellation posted.
         let ts = types::Timespec::from(Duration::from_millis(20));
         let args = types::SubmitArgs::new().timespec(&ts);
-        let _ = self.ring.submitter().submit_with_args(1, &args);
+        let _ = crate::ring::wait_with_args(&self.ring, 1, &args);
         self.ring.completion().for_each(drop);
         if cancelled.is_err() {
             // A receive might still be finishing inside the kernel: keep its memory.

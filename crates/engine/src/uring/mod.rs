@@ -402,7 +402,7 @@ impl Driver<'_, '_> {
             } else {
                 1
             };
-            let res = self.ring.submitter().submit_with_args(want, &args);
+            let res = crate::ring::wait_with_args(&self.ring, want, &args);
             self.waits.waited = batched && res.is_ok();
             // It waited (and may have slept) unless the enter failed outright.
             self.waits.slept = match &res {

@@ -64,6 +64,12 @@ pub(crate) struct SweepArgs {
     #[arg(long = "find-max")]
     pub find_max: bool,
 
+    /// With --find-max over rate: a maximum found while the client was
+    /// SATURATED is the client's limit and fails the sweep (exit 3); with
+    /// this it is reported as such and exits 0.
+    #[arg(long = "allow-client-limited", requires = "find_max")]
+    pub allow_client_limited: bool,
+
     /// Bisection stops when the bracket is narrower than this fraction of its top.
     #[arg(long = "tolerance", default_value_t = 0.03)]
     pub tolerance: f64,
@@ -503,7 +509,21 @@ pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         search_failed = !ok && !r.interrupted;
         r
     } else if s.find_max {
-        find_max(&url, s, &slo, &levels, fixed, out, &stop)?
+        let r = find_max(&url, s, &slo, &levels, fixed, out, &stop)?;
+        let limited = r
+            .found
+            .as_ref()
+            .and_then(|f| f.get("client_limited"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if limited && !r.interrupted && !s.allow_client_limited {
+            eprintln!(
+                "xload: the maximum found is the client's limit (the client was SATURATED): \
+                 fix the client (more CPUs, --cpus, hosts) or pass --allow-client-limited"
+            );
+            search_failed = true;
+        }
+        r
     } else {
         let steps_of = Steps {
             mode,
@@ -695,6 +715,27 @@ pub(crate) fn bisect(
     Ok(((lo, hi), false))
 }
 
+/// Whether the search's result is the client's limit: the client was
+/// saturated at the bracket's edges (the highest rate that passed, or the
+/// lowest that failed above it). Says where, with the client's verdict.
+fn client_limited_at(steps: &[(f64, Report)], lo: f64, hi: f64) -> Option<String> {
+    let edges: Vec<String> = steps
+        .iter()
+        .filter(|(rate, _)| *rate == lo || *rate == hi)
+        .filter_map(|(rate, r)| {
+            let c = r.client.as_ref()?;
+            c.get("saturated")
+                .and_then(Value::as_bool)
+                .filter(|s| *s)
+                .map(|_| {
+                    let verdict = c.get("verdict").and_then(Value::as_str).unwrap_or("");
+                    format!("at {rate:.0}/s ({verdict})")
+                })
+        })
+        .collect();
+    (!edges.is_empty()).then(|| edges.join(" and "))
+}
+
 /// Bisection over rate for the highest rate that meets every SLO gate with no errors.
 fn find_max(
     url: &str,
@@ -776,8 +817,19 @@ fn find_max(
         }
     }
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let found =
-        Some(json!({ "rate": lo, "bracket": [lo, hi], "trials": trials, "summary": summary }));
+    let limited = client_limited_at(&steps, lo, hi);
+    if let Some(why) = &limited {
+        summary.push_str(&format!(
+            " — the client's limit, not the server's: the client was SATURATED {why}"
+        ));
+    }
+    let found = Some(json!({
+        "rate": lo,
+        "bracket": [lo, hi],
+        "trials": trials,
+        "summary": summary,
+        "client_limited": limited.is_some(),
+    }));
     Ok(SweepResult {
         mode: Mode::Rate,
         steps,
