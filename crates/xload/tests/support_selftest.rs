@@ -808,6 +808,13 @@ fn benches_breakdown_self_test_passes() {
     bench_script_self_test_passes("breakdown");
 }
 
+/// benches/soak's verdicts (RSS within 1% after the warm-up, client counts
+/// reconciled with the server's /stats) on synthetic runs.
+#[test]
+fn benches_soak_self_test_passes() {
+    bench_script_self_test_passes("soak");
+}
+
 fn bench_script_self_test_passes(name: &str) {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../benches")
