@@ -37,7 +37,7 @@ pub(crate) struct RunArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CommonArgs {
     /// Length of the measured window: 500ms, 10s, 2m (default 10s; 5s per sweep step).
-    #[arg(short = 'd', long = "duration", value_parser = parse_duration)]
+    #[arg(short = 'd', visible_short_alias = 'z', long = "duration", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
     /// Stop after N requests have completed in the measured window: answered or failed (with -d,
@@ -128,6 +128,20 @@ pub(crate) struct CommonArgs {
     /// 'consistency>0' (failed checks), 'limits_failed>0' (class latency limits) (repeatable).
     #[arg(long = "fail-if")]
     pub fail_if: Vec<String>,
+
+    /// Pass condition, k6 style: the run fails (exit 3) unless it holds: 'p99<50ms',
+    /// 'error_rate<0.01', 'rps>=1e5'; the grammar of --fail-if, which names the failing
+    /// condition instead (repeatable).
+    #[arg(long = "threshold")]
+    pub threshold: Vec<String>,
+
+    /// Basic authentication 'user:pass': sends 'Authorization: Basic' with it, encoded once.
+    #[arg(short = 'a', long = "auth", value_name = "USER:PASS")]
+    pub auth: Option<String>,
+
+    /// Connect to this Unix socket instead of the URL's host (which still gives Host and path).
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<std::path::PathBuf>,
 
     /// I/O engine: xdp is a user-space TCP stack over AF_XDP (needs --dev and --src-ip; docs/engine.md).
     #[arg(long = "engine", value_enum, default_value_t = EngineArg::Auto)]

@@ -3,9 +3,36 @@
 //! run (a bad expression is a usage error, exit 2); what a gate means and
 //! how it judges a report is [`xload_stats::gate`].
 
-use xload_stats::gate::{split_gate, Gate};
+use xload_stats::gate::{split_gate, Gate, Op};
 
-use crate::args::{parse_count_f64, parse_duration};
+use crate::args::{parse_count_f64, parse_duration, CommonArgs};
+use crate::Failure;
+
+/// Every gate of a run or sweep: its `--fail-if` conditions and its
+/// `--threshold` pass conditions, turned into the failing condition.
+pub(crate) fn parse_gates(a: &CommonArgs) -> Result<Vec<Gate>, Failure> {
+    let fail_if = a.fail_if.iter().map(|g| parse_gate(g));
+    let thresholds = a.threshold.iter().map(|t| parse_threshold(t));
+    fail_if
+        .chain(thresholds)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::Usage)
+}
+
+/// Parses one `--threshold` (k6 style: the condition a passing run meets)
+/// into the gate that fails the run when it does not hold: `p99<50ms`
+/// becomes `p99>=50ms`. A value that cannot be read fails it either way.
+pub(crate) fn parse_threshold(s: &str) -> Result<Gate, String> {
+    let mut g = parse_gate(s).map_err(|e| e.replacen("--fail-if", "--threshold", 1))?;
+    g.op = match g.op {
+        Op::Lt => Op::Ge,
+        Op::Le => Op::Gt,
+        Op::Gt => Op::Le,
+        Op::Ge => Op::Lt,
+    };
+    g.text = format!("{} not met", g.text);
+    Ok(g)
+}
 
 /// Parses one `--fail-if` expression.
 pub(crate) fn parse_gate(s: &str) -> Result<Gate, String> {
@@ -34,7 +61,7 @@ pub(crate) fn parse_gate(s: &str) -> Result<Gate, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xload_stats::gate::{Metric, Op};
+    use xload_stats::gate::Metric;
 
     #[test]
     fn parses_latency_count_and_rate_gates() {
@@ -72,5 +99,21 @@ mod tests {
             .contains("unknown metric"));
         assert!(parse_gate("p99>50").unwrap_err().contains("unit"));
         assert!(parse_gate("rps<lots").is_err());
+    }
+
+    #[test]
+    fn a_threshold_fails_when_its_condition_does_not_hold() {
+        let t = parse_threshold("p99<50ms").unwrap();
+        assert_eq!((t.metric, t.op, t.value), (Metric::P99, Op::Ge, 50_000.0));
+        assert_eq!(t.text, "p99<50ms not met");
+        for (expr, op) in [
+            ("rps>=1e5", Op::Lt),
+            ("errors<=0", Op::Gt),
+            ("error_rate>0.5", Op::Le),
+        ] {
+            assert_eq!(parse_threshold(expr).unwrap().op, op, "{expr}");
+        }
+        let e = parse_threshold("p99<50").unwrap_err();
+        assert!(e.starts_with("--threshold") && e.contains("unit"), "{e}");
     }
 }

@@ -8,6 +8,7 @@ mod demo;
 mod fd_limit;
 mod files;
 mod gate;
+mod hoist;
 mod hosts;
 mod lab;
 mod merge;
@@ -150,7 +151,9 @@ fn mistyped_subcommand(first: &str) -> Option<String> {
 }
 
 fn main() -> ExitCode {
-    if let Some(first) = std::env::args().nth(1) {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(first) = hoist::first_positional(&cmd, &argv) {
         if let Some(name) = mistyped_subcommand(&first) {
             eprintln!(
                 "xload: unknown command `{first}`: did you mean `xload {name}`? (a target is a URL: http://host[:port]/path)"
@@ -158,7 +161,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let cli = Cli::parse();
+    let argv = match hoist::hoist(&cmd, argv) {
+        Ok(argv) => argv,
+        Err(m) => {
+            eprintln!("xload: {m}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(argv);
     // Commands that measure exit 128 + the signal's number when one stopped
     // them (after writing their partial report), so that a CI job never
     // counts an aborted run as a pass; a server, a receiver (`pps-rx`) or a

@@ -13,7 +13,7 @@ use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url}
 use xload_stats::gate::Gate;
 
 use crate::args::{ArrivalArg, CommonArgs, EngineArg};
-use crate::gate::parse_gate;
+use crate::gate::parse_gates;
 use crate::Failure;
 
 /// A run resolved from its arguments, ready to execute (possibly many times, as
@@ -75,10 +75,7 @@ pub(crate) fn prepare_with(
         .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
-    let mut headers = Vec::new();
-    for h in &a.headers {
-        headers.push(parse_header_arg(h).map_err(|e| Failure::Usage(format!("-H {h:?}: {e}")))?);
-    }
+    let headers = request_headers(a)?;
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
         (None, Some(p)) => {
@@ -115,12 +112,7 @@ pub(crate) fn prepare_with(
     if duration == Some(Duration::ZERO) {
         return Err(Failure::Usage("-d must be above zero".into()));
     }
-    let gates = a
-        .fail_if
-        .iter()
-        .map(|g| parse_gate(g))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Failure::Usage)?;
+    let gates = parse_gates(a)?;
     let plan = Plan {
         addr: addrs[0],
         request: tpl.bytes().to_vec(),
@@ -419,4 +411,71 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         "cannot connect to {} ({addr}): {e}",
         p.target
     )))
+}
+
+/// The request's extra headers: each `-H`, and `-a`'s Authorization.
+fn request_headers(a: &CommonArgs) -> Result<Vec<(String, String)>, Failure> {
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        headers.push(parse_header_arg(h).map_err(|e| Failure::Usage(format!("-H {h:?}: {e}")))?);
+    }
+    if let Some(auth) = &a.auth {
+        if headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        {
+            return Err(Failure::Usage(
+                "-a and -H 'Authorization: ...' both set the Authorization header: give one".into(),
+            ));
+        }
+        headers.push(("Authorization".into(), basic_auth(auth)?));
+    }
+    Ok(headers)
+}
+
+/// `-a user:pass`: the value of its `Authorization: Basic` header (RFC 7617:
+/// base64 of `user:pass`), built once with the request template.
+pub(crate) fn basic_auth(user_pass: &str) -> Result<String, Failure> {
+    if !user_pass.contains(':') {
+        return Err(Failure::Usage(format!(
+            "-a {user_pass:?}: expected USER:PASS (e.g. -a alice:secret)"
+        )));
+    }
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::from("Basic ");
+    for chunk in user_pass.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_auth_is_base64_of_user_colon_pass() {
+        let enc = |s: &str| basic_auth(s).map_err(|_| ()).unwrap();
+        // RFC 7617, section 2.
+        assert_eq!(
+            enc("Aladdin:open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+        assert_eq!(enc("a:b"), "Basic YTpi");
+        assert_eq!(enc("ab:c"), "Basic YWI6Yw==");
+        assert_eq!(enc("user:pass"), "Basic dXNlcjpwYXNz");
+        assert!(basic_auth("nopassword").is_err());
+    }
 }

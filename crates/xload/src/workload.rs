@@ -51,6 +51,7 @@ pub(crate) fn resolve(a: &CommonArgs, url: &Url) -> Result<Option<Resolved>, Fai
     let shaped = [
         (a.method != "GET", "-m"),
         (!a.headers.is_empty(), "-H"),
+        (a.auth.is_some(), "-a"),
         (a.body.is_some(), "--body"),
         (a.body_file.is_some(), "--body-file"),
         (a.pipeline != 1, "--pipeline"),

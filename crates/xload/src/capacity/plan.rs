@@ -105,6 +105,7 @@ const OWNED_ARGS: &[&str] = &[
     "--rate",
     "--sessions",
     "-d",
+    "-z",
     "--duration",
     "--warmup",
     "--json",
@@ -113,6 +114,7 @@ const OWNED_ARGS: &[&str] = &[
     "--segment",
     "--run-id",
     "--fail-if",
+    "--threshold",
     "-w",
     "--workload",
 ];

@@ -189,12 +189,7 @@ pub(crate) fn main_on(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<
     // The hosts resolve and reach the target; here only its form is checked.
     xload_http::parse_url(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
     check(ra)?;
-    let gates: Vec<_> = ra
-        .common
-        .fail_if
-        .iter()
-        .map(|e| crate::gate::parse_gate(e).map_err(Failure::Usage))
-        .collect::<Result<_, _>>()?;
+    let gates = crate::gate::parse_gates(&ra.common)?;
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let forwarded = forward_args(&argv).map_err(Failure::Usage)?;
     let hosts = &ra.hosts.on;

@@ -469,13 +469,7 @@ pub(crate) fn take_workload_positional(s: &mut SweepArgs) -> Result<(), Failure>
 }
 
 pub(crate) fn main_sweep(s: &SweepArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
-    let gates = s
-        .common
-        .fail_if
-        .iter()
-        .map(|g| parse_gate(g))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Failure::Usage)?;
+    let gates = crate::gate::parse_gates(&s.common)?;
     let slo = s
         .slo
         .iter()
