@@ -44,6 +44,7 @@ mod error;
 mod error_kind;
 pub mod gate;
 mod hist;
+pub mod hlog;
 pub mod knee;
 mod merge;
 mod recorder;

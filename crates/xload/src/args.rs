@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+mod export;
 mod hosts;
+pub(crate) use export::ExportArgs;
 pub(crate) use hosts::{parse_host, HostArgs};
 
 /// Options of one load run (docs/design.md, command-line contract).
@@ -31,6 +33,9 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     pub hosts: HostArgs,
+
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// Options shared by `xload URL` and `xload sweep` (all but the load level).

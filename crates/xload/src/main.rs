@@ -5,6 +5,7 @@ mod args;
 mod capacity;
 mod cli_docs;
 mod demo;
+mod export;
 mod fd_limit;
 mod files;
 mod gate;
@@ -103,6 +104,11 @@ pub(crate) struct RunWorkloadArgs {
 /// Runs a load (plain or workload): the URL given, else the workload's.
 fn main_load(url: Option<&str>, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let url = workload::target(url, &ra.common)?;
+    if !ra.hosts.on.is_empty() && ra.export.hlog.is_some() {
+        return Err(Failure::Usage(
+            "--hlog is for a run on this host; with --on, keep each host's report (--keep-reports) and merge".into(),
+        ));
+    }
     if ra.hosts.on.is_empty() {
         run::main_run(&url, ra, stop)
     } else {

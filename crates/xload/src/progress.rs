@@ -9,8 +9,22 @@ use std::thread::JoinHandle;
 use xload_engine::Tick;
 use xload_stats::{Interval, IntervalRow, SecondHistogram};
 
-/// The per-second rows of a run, each with its latency histogram.
-pub(crate) type Series = (Vec<IntervalRow>, Vec<SecondHistogram>);
+/// The per-second rows of a run, each with its latency histogram and when
+/// it began and how long it lasted.
+#[derive(Default)]
+pub(crate) struct Series {
+    pub rows: Vec<IntervalRow>,
+    pub histograms: Vec<SecondHistogram>,
+    pub spans: Vec<Span>,
+}
+
+/// When a row's interval began, from the start of the measured window, and
+/// how long it lasted, in seconds (the last one may be shorter than a tick).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Span {
+    pub start_s: f64,
+    pub len_s: f64,
+}
 
 /// How progress is shown while a run goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +62,7 @@ type Open = (usize, Interval, u64);
 
 fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Series {
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
-    let mut rows = Vec::new();
-    let mut histograms = Vec::new();
+    let mut series = Series::default();
     let mut total_requests = 0u64;
     let mut total_errors = 0u64;
     let mut printed = false;
@@ -90,21 +103,31 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Ser
                 let _ = err.flush();
                 printed = live == Live::Terminal;
             }
-            histograms.push(SecondHistogram::new(row.second, &iv.latency));
-            rows.push(row);
+            series.push(row, &iv, seq, tick_s, len_ns);
         }
     }
     // Ticks that not every worker reached: the last ones of workers that
     // stopped at different times (-n), each with what was measured in it.
     for (seq, (_, iv, len_ns)) in open {
         let row = row(seq, &iv, tick_s, len_ns);
-        histograms.push(SecondHistogram::new(row.second, &iv.latency));
-        rows.push(row);
+        series.push(row, &iv, seq, tick_s, len_ns);
     }
     if printed {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
-    (rows, histograms)
+    series
+}
+
+impl Series {
+    fn push(&mut self, row: IntervalRow, iv: &Interval, seq: u64, tick_s: f64, len_ns: u64) {
+        self.histograms
+            .push(SecondHistogram::new(row.second, &iv.latency));
+        self.rows.push(row);
+        self.spans.push(Span {
+            start_s: seq as f64 * tick_s,
+            len_s: (len_ns as f64 / 1e9).min(tick_s),
+        });
+    }
 }
 
 /// The row of tick `seq`, `len_ns` long (a tick, or less for a last,

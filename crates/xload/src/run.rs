@@ -26,6 +26,8 @@ pub(crate) struct Measured {
     pub window_start_ns: u64,
     /// The latency histogram of each row of `report.timeseries`.
     pub second_histograms: Vec<xload_stats::SecondHistogram>,
+    /// When each row of `report.timeseries` began and how long it lasted.
+    pub spans: Vec<crate::progress::Span>,
 }
 
 /// Executes a prepared run and builds its report (with the probe's verdict).
@@ -106,14 +108,14 @@ pub(crate) fn execute(
     let outcome = outcome
         .map_err(|_| Failure::Run("the engine thread panicked".into()))?
         .map_err(Failure::Run)?;
-    let (rows, second_histograms) = progress.finish();
+    let series = progress.finish();
     let end = end_sample.into_inner().unwrap_or_else(|e| e.into_inner());
     for w in &outcome.workers {
         if let Some(e) = &w.error {
             eprintln!("xload: worker {}: {e}", w.index);
         }
     }
-    let mut report = build_report(p, &outcome, rows);
+    let mut report = build_report(p, &outcome, series.rows);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
         let input = verdict_input(p, &outcome, &report);
         let summary = xload_probe::summarize(&start, &end, &input, &budget);
@@ -124,7 +126,8 @@ pub(crate) fn execute(
         report,
         interrupted: outcome.interrupted,
         window_start_ns: outcome.window_start_ns,
-        second_histograms,
+        second_histograms: series.histograms,
+        spans: series.spans,
     })
 }
 
@@ -235,6 +238,7 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
         .clone()
         .unwrap_or_else(crate::hosts::new_run_id);
     check_outputs(a)?;
+    crate::export::check(&ra.export)?;
     ensure_fd_limit(p.plan.connections)?;
     check_reachable(&mut p, &stop)?;
     let live = if ra.hosts.progress_lines {
@@ -262,6 +266,9 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     if let Some(path) = &a.csv {
         let csv = crate::progress::csv(&report.timeseries);
         write_out(&path.to_string_lossy(), csv.trim_end())?;
+    }
+    if let Some(path) = &ra.export.hlog {
+        crate::export::write_hlog(path, report, &report.timeseries_histograms, &m.spans)?;
     }
     if let Some(path) = &a.class_csv {
         let csv = xload_stats::classes_csv(&report.classes);
