@@ -44,7 +44,9 @@
 //! assert!(checker.finish(home, v, 2).is_ok());
 //! ```
 
+mod capture;
 mod check;
+mod cookie;
 pub mod doc;
 mod error;
 mod limits;
@@ -55,7 +57,11 @@ mod plan;
 mod rng;
 mod session;
 
+pub use capture::{
+    header_values, parse_json_path, Capture, CaptureFrom, Captured, JsonStep, Miss, MAX_CAPTURES,
+};
 pub use check::{Checker, Failure, MAX_NEEDLES};
+pub use cookie::{parse_http_date, Jar, Origin};
 pub use error::Error;
 pub use limits::LimitVerdict;
 pub use manifest::{parse_sha256, sha256_hex, Manifest, ManifestEntry};

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::capture::Capture;
 use crate::manifest::Manifest;
 
 /// A whole workload file.
@@ -20,6 +21,9 @@ pub struct Workload {
     pub classes: Vec<Class>,
     /// `[session]`: how a session walks the classes; None = independent picks by weight.
     pub session: Option<Session>,
+    /// Every capture name any class declares, in order of first
+    /// declaration: a name's index is its slot.
+    pub captures: Vec<String>,
 }
 
 /// One kind of request, with its checks and limits.
@@ -37,6 +41,11 @@ pub struct Class {
     pub weight: f64,
     pub check: Check,
     pub limits: Limits,
+    /// `capture = { NAME = { header | body_regex | json = ... } }`.
+    pub captures: Vec<Capture>,
+    /// Slots (bit i: `Workload::captures[i]`) this class's path, headers
+    /// or body use as `{NAME}`.
+    pub uses: u64,
 }
 
 /// The values `{n}` takes and how often each is drawn.
@@ -112,6 +121,8 @@ impl Limits {
 pub struct Session {
     pub flow: Flow,
     pub think: Think,
+    /// `cookies = false` turns the session's cookie jar off (default on).
+    pub cookies: bool,
 }
 
 /// The order of classes within a session (indices into `Workload::classes`).

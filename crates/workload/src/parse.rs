@@ -4,6 +4,7 @@ use std::path::Path;
 
 use toml::de::DeTable;
 
+use crate::capture::{parse_json_path, Capture, CaptureFrom, MAX_CAPTURES};
 use crate::doc::{Doc, Node, Table};
 use crate::error::Error;
 use crate::manifest::{parse_sha256, Manifest};
@@ -65,9 +66,29 @@ pub fn parse(src: &str, file: &str, dir: &Path) -> Result<Workload, Error> {
     if classes_table.is_empty() {
         return Err(classes_node.error("expected at least one class, e.g. [classes.static]"));
     }
+    // Capture names first: a class may use a value another class captures.
+    let mut captures: Vec<String> = Vec::new();
+    for (_, node) in classes_table.entries() {
+        let Ok(t) = node.table() else { continue };
+        if let Some(c) = t.get("capture") {
+            for (name, value) in c.table()?.entries() {
+                if !is_ident(&name) || name == "n" {
+                    return Err(value.error(
+                        "a capture name is letters, digits and '_' (not starting with a digit), and not `n`",
+                    ));
+                }
+                if !captures.contains(&name) {
+                    if captures.len() == MAX_CAPTURES {
+                        return Err(value.error(format!("at most {MAX_CAPTURES} capture names")));
+                    }
+                    captures.push(name);
+                }
+            }
+        }
+    }
     let mut classes = Vec::new();
     for (name, node) in classes_table.entries() {
-        classes.push(class(&name, &node, manifest.as_ref(), dir)?);
+        classes.push(class(&name, &node, manifest.as_ref(), dir, &captures)?);
     }
     let session = root
         .get("session")
@@ -80,13 +101,47 @@ pub fn parse(src: &str, file: &str, dir: &Path) -> Result<Workload, Error> {
         manifest,
         classes,
         session,
+        captures,
     })
 }
 
-fn class(name: &str, node: &Node, manifest: Option<&Manifest>, dir: &Path) -> Result<Class, Error> {
+fn is_ident(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// Slots of the `{NAME}` placeholders in `text` that name a capture.
+/// In a path or header (`strict`) any other `{NAME}` but `{n}` is refused.
+fn slots_in(text: &str, captures: &[String], strict: bool) -> Result<u64, String> {
+    let mut mask = 0;
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('}') else { break };
+        let name = &rest[..close];
+        if let Some(slot) = captures.iter().position(|c| c == name) {
+            mask |= 1 << slot;
+        } else if strict && name != "n" && is_ident(name) {
+            return Err(format!(
+                "uses {{{name}}} but no class captures {name:?} (capture = {{ {name} = {{ ... }} }})"
+            ));
+        }
+    }
+    Ok(mask)
+}
+
+fn class(
+    name: &str,
+    node: &Node,
+    manifest: Option<&Manifest>,
+    dir: &Path,
+    slots: &[String],
+) -> Result<Class, Error> {
     let t = node.table()?;
     t.only(&[
-        "method", "path", "n", "headers", "body", "weight", "check", "limits",
+        "method", "path", "n", "headers", "body", "weight", "check", "limits", "capture",
     ])?;
     let method = match t.get("method") {
         Some(n) => n.str()?.to_string(),
@@ -129,6 +184,30 @@ fn class(name: &str, node: &Node, manifest: Option<&Manifest>, dir: &Path) -> Re
         .map(|n| limits(&n))
         .transpose()?
         .unwrap_or_default();
+    let mut uses = slots_in(&path, slots, true).map_err(|e| path_node.error(e))?;
+    if let Some(h) = t.get("headers") {
+        for (_, value) in h.table()?.entries() {
+            uses |= slots_in(value.str()?, slots, true).map_err(|e| value.error(e))?;
+        }
+    }
+    let body_uses =
+        slots_in(&String::from_utf8_lossy(&body), slots, false).map_err(|e| t.error("body", e))?;
+    if body_uses != 0
+        && headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+    {
+        let node = t.get("headers").expect("headers were given");
+        return Err(node.error(
+            "a body with {NAME} values has its Content-Length computed per request: leave it out",
+        ));
+    }
+    uses |= body_uses;
+    let captures = t
+        .get("capture")
+        .map(|c| class_captures(&c, slots))
+        .transpose()?
+        .unwrap_or_default();
     let class = Class {
         name: name.to_string(),
         method,
@@ -139,6 +218,8 @@ fn class(name: &str, node: &Node, manifest: Option<&Manifest>, dir: &Path) -> Re
         weight,
         check: check.unwrap_or_default(),
         limits,
+        captures,
+        uses,
     };
     // Render once against a placeholder target so a bad method or header is
     // reported here, at its line, rather than when the plan is built.
@@ -156,6 +237,41 @@ fn class(name: &str, node: &Node, manifest: Option<&Manifest>, dir: &Path) -> Re
     };
     xload_http::RequestTemplate::new(&spec).map_err(|e| node.error(e.to_string()))?;
     Ok(class)
+}
+
+fn class_captures(node: &Node, slots: &[String]) -> Result<Vec<Capture>, Error> {
+    let mut out = Vec::new();
+    for (name, value) in node.table()?.entries() {
+        let t = value.table()?;
+        t.only(&["header", "body_regex", "json"])?;
+        let from = match (t.get("header"), t.get("body_regex"), t.get("json")) {
+            (Some(h), None, None) => {
+                let h = h.str()?;
+                if !h.bytes().all(|b| b.is_ascii_graphic() && b != b':') || h.is_empty() {
+                    return Err(t.error("header", "expected a header name"));
+                }
+                CaptureFrom::Header(h.to_string())
+            }
+            (None, Some(r), None) => {
+                let re = regex::bytes::Regex::new(r.str()?).map_err(|e| r.error(e.to_string()))?;
+                CaptureFrom::BodyRegex(re)
+            }
+            (None, None, Some(j)) => {
+                CaptureFrom::Json(parse_json_path(j.str()?).map_err(|e| j.error(e))?)
+            }
+            _ => {
+                return Err(value.error(
+                    "expected exactly one of { header = \"X-Token\" }, { body_regex = \"acct=([0-9]+)\" } or { json = \"$.cart.id\" }",
+                ))
+            }
+        };
+        let slot = slots
+            .iter()
+            .position(|s| *s == name)
+            .expect("names were collected first");
+        out.push(Capture { name, slot, from });
+    }
+    Ok(out)
 }
 
 fn sample_path(class: &Class) -> String {
@@ -359,7 +475,15 @@ fn limits(node: &Node) -> Result<Limits, Error> {
 
 fn session(node: &Node, classes: &[Class]) -> Result<Session, Error> {
     let t = node.table()?;
-    t.only(&["think", "sequence", "start", "markov"])?;
+    t.only(&["think", "sequence", "start", "markov", "cookies"])?;
+    let cookies = match t.get("cookies") {
+        Some(n) => n
+            .value
+            .get_ref()
+            .as_bool()
+            .ok_or_else(|| n.error("expected true or false"))?,
+        None => true,
+    };
     let think = t
         .get("think")
         .map(|n| think(&n))
@@ -417,7 +541,11 @@ fn session(node: &Node, classes: &[Class]) -> Result<Session, Error> {
         }
         _ => return Err(node.error("expected exactly one of `sequence` or `markov`")),
     };
-    Ok(Session { flow, think })
+    Ok(Session {
+        flow,
+        think,
+        cookies,
+    })
 }
 
 fn think(node: &Node) -> Result<Think, Error> {

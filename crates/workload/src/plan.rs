@@ -6,6 +6,7 @@
 
 use xload_http::{RequestSpec, RequestTemplate, Url};
 
+use crate::capture::{Capture, Captured};
 use crate::model::{Check, Class, Expected, Limits, Source, Workload};
 use crate::rng::{Cdf, Rng};
 
@@ -23,6 +24,147 @@ pub struct Variant {
     pub body_size: Option<u64>,
     /// Expected body digest, from the check or the manifest.
     pub sha256: Option<[u8; 32]>,
+    /// Where the head's fields end in `request` (the empty line starts there):
+    /// a session's `Cookie` line goes here.
+    pub fields_end: usize,
+    /// With `{NAME}` values: the request as pieces of `request` and slots
+    /// (empty: `request` is sent as it is).
+    parts: Vec<Part>,
+}
+
+/// A piece of a request with captured values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// `request[start..end]`.
+    Lit(u32, u32),
+    /// A session's captured value.
+    Slot(u8),
+    /// The end of the head's fields: `Content-Length` when the body has
+    /// slots, the caller's lines (cookies), the empty line.
+    Fields,
+}
+
+impl Variant {
+    /// Appends the request to `out` with `values` in its `{NAME}` slots and
+    /// whatever `fields` writes (whole header lines, e.g. `Cookie`) after
+    /// the head's fields. The caller checked that every slot the class
+    /// uses holds a value.
+    pub fn render(&self, values: &Captured, out: &mut Vec<u8>, fields: impl FnOnce(&mut Vec<u8>)) {
+        if self.parts.is_empty() {
+            out.extend_from_slice(&self.request[..self.fields_end]);
+            fields(out);
+            out.extend_from_slice(&self.request[self.fields_end..]);
+            return;
+        }
+        let piece = |p: &Part| match *p {
+            Part::Lit(a, b) => &self.request[a as usize..b as usize],
+            Part::Slot(i) => values.get(i as usize),
+            Part::Fields => &[],
+        };
+        let at = self
+            .parts
+            .iter()
+            .position(|p| *p == Part::Fields)
+            .expect("every template has its fields' end");
+        let (head, body) = (&self.parts[..at], &self.parts[at + 1..]);
+        for p in head {
+            out.extend_from_slice(piece(p));
+        }
+        let body_len: usize = body.iter().map(|p| piece(p).len()).sum();
+        if self.has_length_slot() {
+            out.extend_from_slice(b"Content-Length: ");
+            write_decimal(out, body_len as u64);
+            out.extend_from_slice(b"\r\n");
+        }
+        fields(out);
+        out.extend_from_slice(b"\r\n");
+        for p in body {
+            out.extend_from_slice(piece(p));
+        }
+    }
+
+    /// The body has slots: its length is written per request.
+    fn has_length_slot(&self) -> bool {
+        let at = self.parts.iter().position(|p| *p == Part::Fields);
+        at.is_some_and(|at| {
+            self.parts[at + 1..]
+                .iter()
+                .any(|p| matches!(p, Part::Slot(_)))
+        })
+    }
+}
+
+fn write_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Splits `request` (fields ending at `fields_end`, the empty line, the
+/// body) into pieces and the slots of `names` it holds as `{NAME}`. A body
+/// with slots loses its `Content-Length` line (written per request).
+fn template(request: &[u8], fields_end: usize, names: &[String], uses: u64) -> Vec<Part> {
+    if uses == 0 {
+        return Vec::new();
+    }
+    let body_start = fields_end + 2;
+    let mut parts = Vec::new();
+    let split = |from: usize, to: usize, parts: &mut Vec<Part>| {
+        let mut lit = from;
+        let mut i = from;
+        while i < to {
+            let hit = (request[i] == b'{')
+                .then(|| {
+                    names.iter().enumerate().find(|(slot, n)| {
+                        uses & (1 << slot) != 0
+                            && request[i + 1..to].starts_with(n.as_bytes())
+                            && request.get(i + 1 + n.len()) == Some(&b'}')
+                    })
+                })
+                .flatten();
+            match hit {
+                Some((slot, n)) => {
+                    if lit < i {
+                        parts.push(Part::Lit(lit as u32, i as u32));
+                    }
+                    parts.push(Part::Slot(slot as u8));
+                    i += n.len() + 2;
+                    lit = i;
+                }
+                None => i += 1,
+            }
+        }
+        if lit < to {
+            parts.push(Part::Lit(lit as u32, to as u32));
+        }
+    };
+    let mut body = Vec::new();
+    split(body_start, request.len(), &mut body);
+    let body_slots = body.iter().any(|p| matches!(p, Part::Slot(_)));
+    let head = &request[..fields_end];
+    let cl = b"Content-Length: ";
+    let cl_at = body_slots
+        .then(|| head.windows(cl.len()).rposition(|w| w == cl))
+        .flatten();
+    match cl_at {
+        Some(at) => {
+            let end = at + head[at..].iter().position(|&b| b == b'\n').expect("a line") + 1;
+            split(0, at, &mut parts);
+            split(end, fields_end, &mut parts);
+        }
+        None => split(0, fields_end, &mut parts),
+    }
+    parts.push(Part::Fields);
+    parts.extend(body);
+    parts
 }
 
 /// A class resolved against the target.
@@ -35,13 +177,22 @@ pub struct ClassPlan {
     pub check: Check,
     pub limits: Limits,
     pub variants: Vec<Variant>,
+    /// Values this class's responses give to later requests of the session.
+    pub captures: Vec<Capture>,
+    /// Slots (bit i: capture name i) the class's requests carry.
+    pub uses: u64,
     cdf: Cdf,
 }
 
 impl ClassPlan {
     /// Whether responses of this class must be fed to a checker body byte by byte.
     pub fn needs_body(&self) -> bool {
-        self.check.needs_body()
+        self.check.needs_body() || self.captures_body()
+    }
+
+    /// Whether a capture reads the body (which is then kept whole).
+    pub fn captures_body(&self) -> bool {
+        self.captures.iter().any(|c| c.from.reads_body())
     }
 }
 
@@ -56,6 +207,11 @@ pub struct Pick {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestPlan {
     pub classes: Vec<ClassPlan>,
+    /// Capture names; a name's index is its slot.
+    pub captures: Vec<String>,
+    /// The target's host (cookies match it) and scheme.
+    pub host: String,
+    pub https: bool,
     class_cdf: Cdf,
 }
 
@@ -75,7 +231,18 @@ impl RequestPlan {
             .map(|c| class_plan(workload, c, url, prefix))
             .collect::<Result<Vec<_>, _>>()?;
         let class_cdf = Cdf::new(workload.classes.iter().map(|c| c.weight));
-        Ok(RequestPlan { classes, class_cdf })
+        Ok(RequestPlan {
+            classes,
+            captures: workload.captures.clone(),
+            host: url.host.to_ascii_lowercase(),
+            https: url.tls,
+            class_cdf,
+        })
+    }
+
+    /// Whether any class captures a value or uses one.
+    pub fn stateful(&self) -> bool {
+        !self.captures.is_empty()
     }
 
     /// A class by weight and one of its variants by the class's distribution.
@@ -169,11 +336,16 @@ fn class_plan(
             Some(Expected::Value(v)) => Some(*v),
             Some(Expected::Manifest) => Some(from_manifest("SHA-256")?.sha256),
         };
+        let bytes = request.bytes().to_vec();
+        let fields_end = bytes.len() - class.body.len() - 2;
+        let parts = template(&bytes, fields_end, &workload.captures, class.uses);
         variants.push(Variant {
             path: target.path_and_query,
-            request: request.bytes().to_vec(),
+            request: bytes,
             body_size,
             sha256,
+            fields_end,
+            parts,
         });
     }
     let cdf = match class.n.as_ref().and_then(|n| n.zipf) {
@@ -186,6 +358,8 @@ fn class_plan(
         check: class.check.clone(),
         limits: class.limits.clone(),
         variants,
+        captures: class.captures.clone(),
+        uses: class.uses,
         cdf,
     })
 }

@@ -86,6 +86,7 @@ mod tests {
         let s = Session {
             flow: Flow::Sequence(vec![2, 0]),
             think: Think::Fixed(Duration::from_millis(5)),
+            cookies: true,
         };
         let mut w = SessionWalk::new(&s, 1);
         let got: Vec<_> = (0..5).map(|_| w.next_class().unwrap()).collect();
@@ -99,6 +100,7 @@ mod tests {
                 rows: vec![vec![0.0, 1.0], vec![0.0, 0.0]],
             },
             think: Think::None,
+            cookies: true,
         };
         let mut w = SessionWalk::new(&s, 1);
         assert_eq!(
@@ -123,6 +125,7 @@ mod tests {
                 &Session {
                     flow: Flow::Sequence(vec![0]),
                     think,
+                    cookies: true,
                 },
                 3,
             );

@@ -21,7 +21,7 @@ fn err(toml: &str) -> String {
 fn parse_errors_name_the_file_line_and_key() {
     let cases = [
         ("[classes.static]\npath = \"/a\"\nweight = -1\n", "workload.toml:3: classes.static.weight: expected a positive number"),
-        ("[classes.static]\npath = \"/a\"\nwieght = 1\n", "workload.toml:3: classes.static.wieght: unknown key; expected one of: method, path, n, headers, body, weight, check, limits"),
+        ("[classes.static]\npath = \"/a\"\nwieght = 1\n", "workload.toml:3: classes.static.wieght: unknown key; expected one of: method, path, n, headers, body, weight, check, limits, capture"),
         ("[classes.a]\npath = \"a\"\n", "workload.toml:2: classes.a.path: expected a path starting with '/'"),
         ("[classes.a]\npath = \"/{n}\"\n", "workload.toml:2: classes.a.path: uses {n} but the class has no `n`"),
         ("[classes.a]\npath = \"/\"\n\n[classes.a.check]\nstatus = [200, 700]\n", "workload.toml:5: classes.a.check.status[1]: expected a status code from 100 to 599"),
@@ -31,6 +31,15 @@ fn parse_errors_name_the_file_line_and_key() {
         ("[classes.a]\npath = \"/\"\n[session]\nsequence = [\"a\", \"b\"]\n", "workload.toml:4: session.sequence[1]: no class named \"b\""),
         ("seed = 1\n", "workload.toml:1: classes: missing: a workload needs at least one [classes.NAME] table"),
         ("[classes.a\n", "workload.toml:1: "),
+        ("[classes.a]\npath = \"/{tokn}\"\n", "workload.toml:2: classes.a.path: uses {tokn} but no class captures \"tokn\""),
+        ("[classes.a]\npath = \"/\"\nheaders = { X-T = \"{t}\" }\n", "workload.toml:3: classes.a.headers.X-T: uses {t} but no class captures \"t\""),
+        ("[classes.a]\npath = \"/\"\ncapture = { t = { json = \"cart.id\" } }\n", "workload.toml:3: classes.a.capture.t.json: expected a JSON path"),
+        ("[classes.a]\npath = \"/\"\ncapture = { t = { body_regex = \"(\" } }\n", "workload.toml:3: classes.a.capture.t.body_regex: regex parse error"),
+        ("[classes.a]\npath = \"/\"\ncapture = { t = { cookie = \"sid\" } }\n", "workload.toml:3: classes.a.capture.t.cookie: unknown key; expected one of: header, body_regex, json"),
+        ("[classes.a]\npath = \"/\"\ncapture = { t = { } }\n", "workload.toml:3: classes.a.capture.t: expected exactly one of"),
+        ("[classes.a]\npath = \"/\"\ncapture = { n = { header = \"X\" } }\n", "workload.toml:3: classes.a.capture.n: a capture name is"),
+        ("[classes.a]\npath = \"/\"\nmethod = \"POST\"\nbody = \"id={t}\"\nheaders = { Content-Length = \"6\" }\ncapture = { t = { header = \"X\" } }\n", "workload.toml:5: classes.a.headers: a body with {NAME} values"),
+        ("[classes.a]\npath = \"/\"\n[session]\nsequence = [\"a\"]\ncookies = 1\n", "workload.toml:5: session.cookies: expected true or false"),
     ];
     for (toml, want) in cases {
         let got = err(toml);
@@ -207,4 +216,72 @@ fn shipped_example_workload_parses() {
     let plan = RequestPlan::build(&w, &url()).unwrap();
     assert_eq!(plan.classes[0].variants[1].body_size, Some(2));
     assert!(w.session.is_some());
+}
+
+#[test]
+fn captured_values_fill_path_headers_and_body() {
+    let toml = r#"
+        [classes.login]
+        method = "POST"
+        path = "/login"
+        body = "user=ann"
+        capture = { token = { header = "X-Token" }, account = { body_regex = "acct=([0-9]+)" } }
+        [classes.summary]
+        path = "/acct/{account}?v={n}"
+        n = { list = ["1"] }
+        headers = { X-Token = "{token}" }
+        capture = { cart = { json = "$.cart.id" } }
+        [classes.transfer]
+        method = "POST"
+        path = "/transfer"
+        body = '{"from": "{account}", "cart": {cart}, "lit": "{other}"}'
+        [session]
+        sequence = ["login", "summary", "transfer"]
+        cookies = false
+    "#;
+    let w = parse(toml, "w.toml", Path::new(".")).unwrap();
+    let slot = |name: &str| 1u64 << w.captures.iter().position(|c| c == name).unwrap();
+    assert_eq!(w.captures.len(), 3);
+    assert!(!w.session.as_ref().unwrap().cookies);
+    assert_eq!(
+        (w.classes[0].uses, w.classes[1].uses, w.classes[2].uses),
+        (
+            0,
+            slot("token") | slot("account"),
+            slot("account") | slot("cart")
+        )
+    );
+    let plan = RequestPlan::build(&w, &url()).unwrap();
+    assert!(plan.stateful());
+    let mut values = xload_workload::Captured::new(3);
+    let head = b"HTTP/1.1 200 OK\r\nX-Token: t0k\r\nContent-Length: 9\r\n\r\n";
+    for c in &plan.classes[0].captures {
+        values.take(c, head, b"acct=4711").unwrap();
+    }
+    values
+        .take(&plan.classes[1].captures[0], b"", br#"{"cart":{"id":99}}"#)
+        .unwrap();
+    let render = |class: usize, cookie: &[u8]| {
+        let mut out = Vec::new();
+        plan.classes[class].variants[0].render(&values, &mut out, |o| o.extend_from_slice(cookie));
+        String::from_utf8(out).unwrap()
+    };
+    let login = render(0, b"");
+    assert_eq!(login.as_bytes(), &plan.classes[0].variants[0].request[..]);
+    let summary = render(1, b"Cookie: sid=1\r\n");
+    assert!(
+        summary.starts_with("GET /acct/4711?v=1 HTTP/1.1\r\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("\r\nX-Token: t0k\r\n") && summary.ends_with("Cookie: sid=1\r\n\r\n"),
+        "{summary}"
+    );
+    let transfer = render(2, b"");
+    let body = r#"{"from": "4711", "cart": 99, "lit": "{other}"}"#;
+    assert!(
+        transfer.ends_with(&format!("Content-Length: {}\r\n\r\n{body}", body.len())),
+        "{transfer}"
+    );
+    assert_eq!(transfer.matches("Content-Length").count(), 1, "{transfer}");
 }
