@@ -19,8 +19,8 @@ pub enum HpackError {
     /// The block ends inside a field representation.
     #[error("header block ends inside a field")]
     Truncated,
-    /// An integer longer than the decoder accepts (above 2^28).
-    #[error("HPACK integer too large")]
+    /// An integer with more than four continuation bytes.
+    #[error("HPACK integer too long")]
     IntegerOverflow,
     /// Index 0, which names no entry.
     #[error("HPACK index 0")]
@@ -34,6 +34,10 @@ pub enum HpackError {
     /// A dynamic table size update after the first field of a block.
     #[error("dynamic table size update after a header field")]
     LateSizeUpdate,
+    /// A block that ends with a dynamic table size update (no field follows;
+    /// refused as loona-hpack does).
+    #[error("header block ends with a dynamic table size update")]
+    SizeUpdateAtEnd,
     /// A Huffman string containing the EOS symbol.
     #[error("Huffman string contains EOS")]
     HuffmanEos,
@@ -153,22 +157,17 @@ fn decode_int(buf: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> 
     if value < mask {
         return Ok(value);
     }
-    let mut shift = 0;
-    loop {
+    // At most four continuation bytes (values below 2^28 + 2^8): longer
+    // encodings are refused, as loona-hpack and nghttp2 do.
+    for shift in [0, 7, 14, 21] {
         let b = *buf.get(*pos).ok_or(HpackError::Truncated)?;
         *pos += 1;
         value += usize::from(b & 0x7f) << shift;
-        if value > 1 << 28 {
-            return Err(HpackError::IntegerOverflow);
-        }
         if b & 0x80 == 0 {
             return Ok(value);
         }
-        shift += 7;
-        if shift > 28 {
-            return Err(HpackError::IntegerOverflow);
-        }
     }
+    Err(HpackError::IntegerOverflow)
 }
 
 /// Appends an integer with an `n`-bit prefix; `first` holds the pattern bits above the prefix.
@@ -369,7 +368,9 @@ impl Decoder {
         } = self;
         let mut pos = 0;
         let mut seen_field = false;
+        let mut last_was_update = false;
         while pos < block.len() {
+            last_was_update = false;
             let b = block[pos];
             if b & 0x80 != 0 {
                 // Indexed field.
@@ -400,6 +401,7 @@ impl Decoder {
                     return Err(HpackError::SizeUpdateTooLarge);
                 }
                 table.set_max(size);
+                last_was_update = true;
                 continue;
             }
             // Literal: with incremental indexing (01), without (0000) or never indexed (0001).
@@ -436,6 +438,9 @@ impl Decoder {
                 table.insert(n, v);
             }
             seen_field = true;
+        }
+        if last_was_update {
+            return Err(HpackError::SizeUpdateAtEnd);
         }
         Ok(())
     }

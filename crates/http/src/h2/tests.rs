@@ -104,8 +104,19 @@ fn integers_rfc_vectors() {
         Err(HpackError::IntegerOverflow)
     );
     assert_eq!(
-        decode_all(&mut d, &[0x3f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]),
+        decode_all(&mut d, &[0x3f, 0x80, 0x80, 0x80, 0x80, 0x00]),
         Err(HpackError::IntegerOverflow)
+    );
+    // Four continuation bytes are fine (here a size update of 31).
+    assert_eq!(
+        decode_all(&mut d, &[0x3f, 0x80, 0x80, 0x80, 0x00, 0x88])
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        decode_all(&mut d, &[0x20]),
+        Err(HpackError::SizeUpdateAtEnd)
     );
 }
 
@@ -204,7 +215,7 @@ fn size_update_to_zero_empties_the_table() {
         decode_all(&mut d, &[0xbe]).unwrap(),
         [(b"x-a".to_vec(), b"1".to_vec())]
     );
-    assert_eq!(decode_all(&mut d, &[0x20]).unwrap(), []);
+    assert_eq!(decode_all(&mut d, &[0x20, 0x88]).unwrap().len(), 1);
     assert_eq!(d.table_size(), (0, 0));
     assert_eq!(decode_all(&mut d, &[0xbe]), Err(HpackError::BadIndex));
     // Back up to 100 bytes: an entry bigger than the table empties it.
