@@ -4,6 +4,7 @@
 //! fixed-seed random corpus through the same functions (the CI-bounded run).
 //! Each function panics when a property fails; nothing else may panic.
 
+pub(crate) mod h2;
 pub(crate) mod request;
 pub(crate) mod response;
 

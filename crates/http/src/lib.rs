@@ -1,5 +1,5 @@
 //! Sans-IO HTTP/1.1 codec for xload: the client's side, and the request
-//! scanner of its embedded responder.
+//! scanner of its embedded responder; [`h2`] is the HTTP/2 client codec.
 //!
 //! Four pieces, none of which touches a socket or a clock:
 //!
@@ -44,6 +44,7 @@
 //! assert!(parser.in_progress()); // the 404 is still arriving
 //! ```
 
+pub mod h2;
 pub mod request;
 pub mod response;
 pub mod server;

@@ -136,3 +136,13 @@ fn parse_response_holds_on_seeds_and_fixed_seed_mutants() {
 fn scan_request_holds_on_seeds_and_fixed_seed_mutants() {
     replay("scan_request", harness::request::check);
 }
+
+#[test]
+fn h2_frames_holds_on_seeds_and_fixed_seed_mutants() {
+    replay("h2_frames", harness::h2::check);
+}
+
+#[test]
+fn hpack_matches_the_oracle_on_seeds_and_fixed_seed_mutants() {
+    replay("hpack", harness::h2::check_hpack);
+}
