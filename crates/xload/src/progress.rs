@@ -2,7 +2,8 @@
 //! the live status line on a terminal.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
@@ -56,6 +57,77 @@ impl Progress {
     }
 }
 
+/// The per-second histograms while the run lasts: in an unlinked temporary
+/// file, so that a long run's memory does not grow by their ~1.5 KB a
+/// second (a soak's RSS stays flat); read back when the run ends. In memory
+/// where no temporary file can be made.
+struct Spool {
+    file: Option<File>,
+    /// Each histogram's second and length in the file, in order.
+    index: Vec<(u64, u32)>,
+    memory: Vec<SecondHistogram>,
+}
+
+impl Spool {
+    fn new() -> Spool {
+        Spool {
+            file: temp_file(),
+            index: Vec::new(),
+            memory: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, h: SecondHistogram) {
+        // After a failed write (a full disk) every later one stays in memory,
+        // so that the file's histograms all come before memory's.
+        if self.memory.is_empty() {
+            if let Some(f) = &mut self.file {
+                if f.write_all(h.histogram.as_bytes()).is_ok() {
+                    self.index.push((h.second, h.histogram.len() as u32));
+                    return;
+                }
+            }
+        }
+        self.memory.push(h);
+    }
+
+    /// Every histogram, in the order pushed (the file's first).
+    fn into_vec(mut self) -> Vec<SecondHistogram> {
+        let mut out = Vec::with_capacity(self.index.len() + self.memory.len());
+        if let Some(mut f) = self.file.take() {
+            let mut text = String::new();
+            let read = f
+                .seek(SeekFrom::Start(0))
+                .and_then(|_| f.read_to_string(&mut text));
+            if read.is_ok() {
+                let mut at = 0usize;
+                for &(second, len) in &self.index {
+                    let end = (at + len as usize).min(text.len());
+                    out.push(SecondHistogram {
+                        second,
+                        histogram: text[at..end].to_string(),
+                    });
+                    at = end;
+                }
+            }
+        }
+        out.append(&mut self.memory);
+        out
+    }
+}
+
+/// An unlinked file in the temporary directory ($TMPDIR or /tmp).
+fn temp_file() -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(std::env::temp_dir())
+        .ok()
+}
+
 /// A tick being merged: how many workers sent it, their merged counts, and
 /// the longest of their lengths (a last, partial tick may differ by worker).
 type Open = (usize, Interval, u64);
@@ -63,6 +135,7 @@ type Open = (usize, Interval, u64);
 fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Series {
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     let mut series = Series::default();
+    let mut spool = Spool::new();
     let mut total_requests = 0u64;
     let mut total_errors = 0u64;
     let mut printed = false;
@@ -103,15 +176,16 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Ser
                 let _ = err.flush();
                 printed = live == Live::Terminal;
             }
-            series.push(row, &iv, seq, tick_s, len_ns);
+            series.push(&mut spool, row, &iv, seq, tick_s, len_ns);
         }
     }
     // Ticks that not every worker reached: the last ones of workers that
     // stopped at different times (-n), each with what was measured in it.
     for (seq, (_, iv, len_ns)) in open {
         let row = row(seq, &iv, tick_s, len_ns);
-        series.push(row, &iv, seq, tick_s, len_ns);
+        series.push(&mut spool, row, &iv, seq, tick_s, len_ns);
     }
+    series.histograms = spool.into_vec();
     if printed {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
@@ -119,9 +193,16 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Ser
 }
 
 impl Series {
-    fn push(&mut self, row: IntervalRow, iv: &Interval, seq: u64, tick_s: f64, len_ns: u64) {
-        self.histograms
-            .push(SecondHistogram::new(row.second, &iv.latency));
+    fn push(
+        &mut self,
+        spool: &mut Spool,
+        row: IntervalRow,
+        iv: &Interval,
+        seq: u64,
+        tick_s: f64,
+        len_ns: u64,
+    ) {
+        spool.push(SecondHistogram::new(row.second, &iv.latency));
         self.rows.push(row);
         self.spans.push(Span {
             start_s: seq as f64 * tick_s,
@@ -158,4 +239,45 @@ pub(crate) fn csv(rows: &[IntervalRow]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(second: u64, text: &str) -> SecondHistogram {
+        SecondHistogram {
+            second,
+            histogram: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_spool_gives_back_every_histogram_in_order() {
+        let mut spool = Spool::new();
+        assert!(
+            spool.file.is_some(),
+            "no temporary file in {:?}",
+            std::env::temp_dir()
+        );
+        let want: Vec<_> = (1..=500).map(|i| h(i, &format!("HISTFAAA{i}x"))).collect();
+        for x in &want {
+            spool.push(x.clone());
+        }
+        // Held in the file, not in memory.
+        assert!(spool.memory.is_empty());
+        assert_eq!(spool.into_vec(), want);
+    }
+
+    #[test]
+    fn without_a_file_the_spool_keeps_them_in_memory() {
+        let mut spool = Spool {
+            file: None,
+            index: Vec::new(),
+            memory: Vec::new(),
+        };
+        spool.push(h(1, "a"));
+        spool.push(h(2, ""));
+        assert_eq!(spool.into_vec(), vec![h(1, "a"), h(2, "")]);
+    }
 }
