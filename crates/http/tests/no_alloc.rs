@@ -63,3 +63,108 @@ fn parsing_and_scanning_allocate_nothing_once_warm() {
     drop(std::hint::black_box(vec![0u8; 64]));
     assert!(allocations() > before);
 }
+
+mod h2 {
+    use xload_http::h2::frame::{flags, write_header, write_ping, FrameKind};
+    use xload_http::h2::hpack::{encode_int, huffman_encode};
+    use xload_http::h2::{Config, Connection, Event, H2Request};
+    use xload_http::{parse_url, RequestSpec};
+    use xload_testkit::alloc::allocations;
+
+    const STREAMS: u32 = 4;
+
+    /// The server's answer to streams `first`, `first + 2`, ...: HEADERS
+    /// with a Huffman value entering the dynamic table (evicting as it
+    /// fills), one block split over CONTINUATION, DATA, and a PING.
+    fn answer(first: u32) -> Vec<u8> {
+        let mut block = vec![0x88]; // :status 200
+        encode_int(0, 6, 0x40, &mut block); // literal, incremental indexing, new name
+        block.extend([0x06]);
+        block.extend(b"x-tick");
+        let mut h = Vec::new();
+        huffman_encode(format!("value-{first}").as_bytes(), &mut h);
+        encode_int(h.len(), 7, 0x80, &mut block);
+        block.extend(h);
+        block.push(0xbe); // the entry just added
+        let mut v = Vec::new();
+        for k in 0..STREAMS {
+            let id = first + 2 * k;
+            if k == 0 {
+                let (a, b) = block.split_at(3);
+                write_header(&mut v, a.len(), FrameKind::HEADERS, 0, id);
+                v.extend(a);
+                write_header(
+                    &mut v,
+                    b.len(),
+                    FrameKind::CONTINUATION,
+                    flags::END_HEADERS,
+                    id,
+                );
+                v.extend(b);
+            } else {
+                write_header(
+                    &mut v,
+                    block.len(),
+                    FrameKind::HEADERS,
+                    flags::END_HEADERS,
+                    id,
+                );
+                v.extend(&block);
+            }
+            write_header(&mut v, 5, FrameKind::DATA, flags::END_STREAM, id);
+            v.extend(b"hello");
+        }
+        write_ping(&mut v, false, *b"pingping");
+        v
+    }
+
+    #[test]
+    fn streams_allocate_nothing_once_warm() {
+        let url = parse_url("http://127.0.0.1:8080/").unwrap();
+        let reqs = [H2Request::new(&RequestSpec {
+            method: "GET",
+            url: &url,
+            headers: &[],
+            body: b"",
+        })
+        .unwrap()];
+        let rounds = 1000u32;
+        // Built before counting: the server's bytes for every round.
+        let wire: Vec<Vec<u8>> = (0..=rounds).map(|r| answer(1 + 2 * STREAMS * r)).collect();
+        let mut conn = Connection::<u32>::new(Config {
+            max_streams: STREAMS,
+            ..Config::default()
+        });
+        let mut out = Vec::with_capacity(4096);
+        conn.preface(&mut out);
+        conn.recv(&[0, 0, 0, 4, 0, 0, 0, 0, 0], &reqs, &mut out, &mut |_| {})
+            .unwrap();
+        let mut done = 0u32;
+        let mut round = |r: u32, out: &mut Vec<u8>, done: &mut u32| {
+            out.clear();
+            for k in 0..STREAMS {
+                conn.open(&reqs, 0, k, out);
+            }
+            let piece = if r.is_multiple_of(2) { usize::MAX } else { 7 };
+            for p in wire[r as usize].chunks(piece.min(wire[r as usize].len())) {
+                conn.recv(p, &reqs, out, &mut |e| {
+                    if let Event::Response { body_bytes: 5, .. } = e {
+                        *done += 1;
+                    }
+                })
+                .unwrap();
+            }
+        };
+        // Warm-up: one round whole, one in pieces (which sizes the buffers
+        // kept for split frames and header blocks).
+        round(0, &mut out, &mut done);
+        round(1, &mut out, &mut done);
+        let before = allocations();
+        for r in 2..=rounds {
+            round(r, &mut out, &mut done);
+        }
+        let during = allocations() - before;
+        assert_eq!(done, (rounds + 1) * STREAMS);
+        assert_eq!(during, 0, "the h2 codec allocated {during} times");
+    }
+}

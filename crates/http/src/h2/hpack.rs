@@ -93,36 +93,69 @@ const fn build_canonical() -> Canonical {
     c
 }
 
-/// Appends the Huffman decoding of `src` to `dst`.
-pub(crate) fn huffman_decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), HpackError> {
+/// For each length `l`, one past the largest code of length `l` or less,
+/// left-justified to 30 bits: a 30-bit window below `LIMIT[l]` starts with
+/// a code of length `l` or less.
+const LIMIT: [u32; 31] = build_limits();
+
+const fn build_limits() -> [u32; 31] {
     let c = &CANONICAL;
-    let mut code: u32 = 0;
-    let mut len: usize = 0;
-    for &byte in src {
-        for shift in (0..8).rev() {
-            code = (code << 1) | u32::from((byte >> shift) & 1);
-            len += 1;
-            let d = code.wrapping_sub(c.first[len]);
-            if d < c.count[len] {
-                let sym = c.sorted[usize::from(c.offset[len]) + d as usize];
-                if sym == 256 {
-                    return Err(HpackError::HuffmanEos);
-                }
-                dst.push(sym as u8);
-                code = 0;
-                len = 0;
-            } else if len == 30 {
-                // Unreachable for a complete code; kept so no input can
-                // index past the tables.
+    let mut limit = [0u32; 31];
+    let mut len = 1;
+    while len <= 30 {
+        limit[len] = if c.count[len] == 0 {
+            limit[len - 1]
+        } else {
+            (c.first[len] + c.count[len]) << (30 - len)
+        };
+        len += 1;
+    }
+    limit
+}
+
+/// Appends the Huffman decoding of `src` to `dst`: a symbol per step, its
+/// length found from the next 30 bits against [`LIMIT`].
+pub(crate) fn huffman_decode(src: &[u8], dst: &mut Vec<u8>) -> Result<(), HpackError> {
+    const MASK30: u64 = (1 << 30) - 1;
+    let c = &CANONICAL;
+    let mut acc: u64 = 0;
+    let mut bits: u32 = 0;
+    let mut i = 0;
+    loop {
+        while bits <= 56 && i < src.len() {
+            acc = (acc << 8) | u64::from(src[i]);
+            bits += 8;
+            i += 1;
+        }
+        if bits == 0 {
+            return Ok(());
+        }
+        // The next 30 bits, padded with ones past the end.
+        let w = if bits >= 30 {
+            (acc >> (bits - 30)) & MASK30
+        } else {
+            ((acc << (30 - bits)) | ((1 << (30 - bits)) - 1)) & MASK30
+        } as u32;
+        let mut len = 5;
+        while w >= LIMIT[len] {
+            len += 1; // ends at 30 at the latest: LIMIT[30] is 2^30
+        }
+        if len as u32 > bits {
+            // No whole symbol left: the rest is padding, at most 7 bits, all ones.
+            if bits > 7 || acc != (1 << bits) - 1 {
                 return Err(HpackError::HuffmanPadding);
             }
+            return Ok(());
         }
+        let code = w >> (30 - len);
+        let sym = c.sorted[usize::from(c.offset[len]) + (code - c.first[len]) as usize];
+        if sym == 256 {
+            return Err(HpackError::HuffmanEos);
+        }
+        dst.push(sym as u8);
+        bits -= len as u32;
+        acc &= (1 << bits) - 1;
     }
-    // Padding: at most 7 bits, all ones (a prefix of EOS).
-    if len > 7 || code != (1 << len) - 1 {
-        return Err(HpackError::HuffmanPadding);
-    }
-    Ok(())
 }
 
 /// Appends the Huffman encoding of `src` to `dst` (tests and fuzzing build

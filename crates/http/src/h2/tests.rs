@@ -1344,7 +1344,7 @@ fn header_table_size_setting_after_ack() {
         FrameKind::HEADERS,
         flags::END_HEADERS | flags::END_STREAM,
         1,
-        &[0x20],
+        &[0x20, 0x90], // size update to 0, then accept-encoding (a trailer)
     ))
     .unwrap();
     c.open(0);
