@@ -467,3 +467,65 @@ fn what_xtune_reads_from_this_machines_nics_matches_ethtool() {
         assert!(compared > 0, "nothing compared on {devices:?}");
     }
 }
+
+#[test]
+fn export_systemd_writes_unit_udev_rule_and_profile_under_root() {
+    let dir = TempDir::new("nicexport");
+    let prof = dir.file(
+        "srv.toml",
+        "[sysctl]\n\"net.core.somaxconn\" = 4096\n[nic.eth9]\nchannels = { combined = \"cpus\" }\nfeatures = { gro = true }\n[rps]\n\"*\" = \"all\"\n",
+    );
+    let root = dir.join_str("root");
+    let out = xtune(&["export", &prof, "--systemd", "--root", &root]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not enabled"), "{}", stderr(&out));
+    let read = |p: &str| std::fs::read_to_string(format!("{root}{p}")).unwrap();
+    let unit = read("/etc/systemd/system/xtune-srv.service");
+    assert!(unit.contains("After=network-online.target"), "{unit}");
+    assert!(
+        unit.contains(&format!(
+            "ExecStart={} apply /etc/xtune/srv.toml",
+            util::xtune_bin()
+        )),
+        "{unit}"
+    );
+    assert!(unit.contains("verify /etc/xtune/srv.toml"), "{unit}");
+    let rule = read("/etc/udev/rules.d/90-xtune-srv.rules");
+    assert!(rule.contains("KERNEL==\"eth9\""), "{rule}");
+    assert!(rule.contains("restart xtune-srv.service"), "{rule}");
+    // The profile beside the unit plans like the original.
+    let copy = format!("{root}/etc/xtune/srv.toml");
+    let a = xtune(&["diff", &prof, "--json"]);
+    let b = xtune(&["diff", &copy, "--json"]);
+    assert_eq!(code(&a), code(&b));
+    assert_eq!(stderr(&a), stderr(&b));
+    // Nothing enabled without --enable.
+    assert!(!std::path::Path::new(&format!(
+        "{root}/etc/systemd/system/multi-user.target.wants"
+    ))
+    .exists());
+    match Command::new("systemd-analyze")
+        .args([
+            "verify",
+            &format!("{root}/etc/systemd/system/xtune-srv.service"),
+        ])
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "systemd-analyze verify: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => eprintln!("SKIPPED systemd-analyze verify: systemd is not installed"),
+    }
+    // Bad combinations are argument errors that write nothing.
+    let other = dir.join_str("other");
+    for args in [
+        vec!["export", &prof, "--systemd", "--sysctl-d", "--root", &other],
+        vec!["export", &prof, "--systemd", "-o", "x", "--root", &other],
+        vec!["export", &prof, "--enable", "--root", &other],
+    ] {
+        assert_eq!(code(&xtune(&args)), 2, "{args:?}");
+    }
+    assert!(!std::path::Path::new(&other).exists());
+}
