@@ -529,3 +529,28 @@ fn export_systemd_writes_unit_udev_rule_and_profile_under_root() {
     }
     assert!(!std::path::Path::new(&other).exists());
 }
+
+/// The NIC sections the shipped profiles carry commented out are valid
+/// profile text once uncommented.
+#[test]
+fn shipped_nic_examples_parse_when_uncommented() {
+    for name in ["server", "loadgen"] {
+        let path = format!("{}/../../tuning/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let block = text.split("# [nic.\"*\"]").nth(1).expect("a NIC example");
+        let mut toml = String::from("[nic.\"*\"]\n");
+        for line in block.lines() {
+            let l = line.trim_start_matches("# ");
+            if ["channels", "ring", "coalesce", "features"]
+                .iter()
+                .any(|k| l.starts_with(k))
+            {
+                toml.push_str(l);
+                toml.push('\n');
+            }
+        }
+        let p = xtune::profile::Profile::from_text(&toml, name, std::path::Path::new("/"))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{toml}"));
+        assert_eq!(p.nic[0].1.ethtool.len(), 9, "{name}: {toml}");
+    }
+}
