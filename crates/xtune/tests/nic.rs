@@ -554,3 +554,38 @@ fn shipped_nic_examples_parse_when_uncommented() {
         assert_eq!(p.nic[0].1.ethtool.len(), 9, "{name}: {toml}");
     }
 }
+
+#[test]
+fn channels_2_to_4_steer_the_queues_they_create_and_roll_back() {
+    skip_unless_root_and_ethtool!();
+    let ns = Netns::new("nicgrow");
+    ns.exec(&["ethtool", "-L", "xa", "rx", "2", "tx", "2"]);
+    let dir = TempDir::new("nicgrow");
+    let state = dir.join_str("s");
+    let prof = dir.file(
+        "grow.toml",
+        "[nic.xa]\nchannels = { rx = 4, tx = 4 }\n[rps]\nxa = \"all\"\n",
+    );
+    let before = nic_state(&ns);
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(verdict(&json_report(&out), "rps:xa:rx-3"), Verdict::Written);
+    let all = CpuSet::from_cpus(util::online_cpus());
+    for q in 0..4 {
+        let rps = ns.read(&format!("/sys/class/net/xa/queues/rx-{q}/rps_cpus"));
+        assert_eq!(CpuSet::parse_hex_mask(&rps).unwrap(), all, "rx-{q}");
+    }
+    let out = xtune(&["verify", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(nic_state(&ns), before);
+}
