@@ -216,9 +216,16 @@ fn save_snapshot(
     changes: &[&Item],
     meta: &ApplyMeta,
 ) -> Result<Snapshot, ApplyError> {
+    // Devices whose channel count this apply changes: their queue files
+    // that do not exist yet are created by it.
+    let regrouped: Vec<&str> = changes
+        .iter()
+        .filter(|i| i.desired.knob.contains(":channels."))
+        .filter_map(|i| i.desired.knob.split(':').nth(1))
+        .collect();
     let mut entries = Vec::with_capacity(changes.len());
     for item in changes {
-        entries.push(entry_for(fs, item, original_of(item)?));
+        entries.push(entry_for(fs, item, original_of(item, &regrouped)?));
     }
     let created = now_ms();
     let snap = Snapshot {
@@ -433,7 +440,8 @@ impl<'a> Applier<'a> {
         let first_new = self.snap.entries.len();
         for &i in &reset {
             let item = &plan.items[i];
-            let original = original_of(item).map_err(|e| format!("{}: {e}", item.desired.knob))?;
+            let original =
+                original_of(item, &[]).map_err(|e| format!("{}: {e}", item.desired.knob))?;
             self.snap.entries.push(entry_for(fs, item, original));
         }
         self.store
@@ -672,13 +680,25 @@ fn verdict_unwritten(item: &Item) -> Verdict {
     item.verdict(Verdict::Change)
 }
 
-fn original_of(item: &Item) -> Result<Original, ApplyError> {
+fn original_of(item: &Item, regrouped: &[&str]) -> Result<Original, ApplyError> {
     match (&item.desired.target, &item.current) {
         (Target::File { path, .. }, Current::File { raw, .. }) => match raw {
             Ok(raw) => Ok(Original::File {
                 path: path.clone(),
                 raw: raw.clone(),
             }),
+            Err(e)
+                if e.errno == libc::ENOENT
+                    && item.desired.stage == Stage::Steering
+                    && item
+                        .desired
+                        .knob
+                        .split(':')
+                        .nth(1)
+                        .is_some_and(|dev| regrouped.contains(&dev)) =>
+            {
+                Ok(Original::Created { path: path.clone() })
+            }
             Err(e) => Err(ApplyError::Unreadable {
                 knob: item.desired.knob.clone(),
                 error: e.clone(),
@@ -799,6 +819,8 @@ fn write_knob(
 /// Writes an entry's original value back.
 fn restore_entry(fs: &dyn Fs, services: &dyn Services, entry: &Entry) -> Result<(), String> {
     match &entry.original {
+        // Goes away with the channel change, undone after it.
+        Original::Created { .. } => Ok(()),
         Original::File { path, raw } => fs.write(path, trim_value(raw)).map_err(|e| e.to_string()),
         Original::Config { path, content, .. } => {
             match content {
@@ -862,6 +884,17 @@ pub fn rollback(
                 let fixed = snap.fixed_by_kernel.contains(&entry.knob);
                 restore_file(fs, entry, path, raw, rebooted, fixed)
             }
+            Original::Created { path } => Restore {
+                verdict: Verdict::NotApplicable,
+                reason:
+                    "a queue the channel change created: it goes when the channels are restored"
+                        .into(),
+                path: Some(path.clone()),
+                before: fs
+                    .read(path)
+                    .map(|b| display_value(&b))
+                    .unwrap_or_else(|_| "(gone)".into()),
+            },
             _ => restore_irqbalance(fs, services, entry, rebooted),
         };
         lines.push(KnobLine {
@@ -912,6 +945,7 @@ struct Restore {
 fn original_text(original: &Original) -> String {
     match original {
         Original::File { raw, .. } => display_value(raw),
+        Original::Created { .. } => "(none: created by the apply)".into(),
         Original::Config {
             content: Some(_), ..
         } => "(file content)".into(),

@@ -51,8 +51,8 @@ struct Cli {
     /// Print the report as JSON on stdout.
     #[arg(long, global = true)]
     json: bool,
-    /// Read and write below DIR instead of / (tests).
-    #[arg(long, global = true, hide = true, value_name = "DIR")]
+    /// Read and write below DIR instead of / (tests; export --systemd: an image tree).
+    #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Name to report for a profile read from stdin.
     #[arg(long, global = true, hide = true, value_name = "NAME")]
@@ -104,13 +104,23 @@ enum Cmd {
         #[arg(long, value_name = "PID|NAME", value_parser = xload_probe::watch::ProcessSel::parse)]
         process: Option<xload_probe::watch::ProcessSel>,
     },
-    /// Write the profile's sysctls as a sysctl.d file.
+    /// Make the profile survive a reboot: its sysctls as a sysctl.d file, or
+    /// the whole profile (NIC settings too) as a systemd unit and udev rule.
     Export {
         /// Profile file.
         profile: String,
-        /// sysctl.d format (the only format).
+        /// The sysctls as a sysctl.d file (stdout or -o).
         #[arg(long)]
         sysctl_d: bool,
+        /// Write /etc/xtune/NAME.toml, /etc/systemd/system/xtune-NAME.service
+        /// (apply, then verify, after network-online.target) and a udev rule
+        /// re-applying when a named device comes back; below --root DIR if given.
+        #[arg(long, conflicts_with = "sysctl_d")]
+        systemd: bool,
+        /// With --systemd: also `systemctl enable` the unit (nothing is
+        /// enabled without it).
+        #[arg(long, requires = "systemd")]
+        enable: bool,
         /// Write to FILE instead of stdout.
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -235,9 +245,14 @@ fn run(cli: Cli) -> i32 {
     if let Cmd::Export {
         profile,
         sysctl_d,
+        systemd,
+        enable,
         output,
     } = &cli.cmd
     {
+        if *systemd {
+            return export_systemd(&cli, profile, *enable, output.is_some());
+        }
         return export(&cli, profile, *sysctl_d, output.as_deref());
     }
     if cli.ssh.is_some() && !cli.on.is_empty() {
@@ -631,7 +646,7 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
         );
     }
     if !sysctl_d {
-        return usage_error(cli, "export needs a format: --sysctl-d");
+        return usage_error(cli, "export needs a format: --sysctl-d or --systemd");
     }
     if cli.json {
         // It writes a sysctl.d file, not a report: --json was ignored.
@@ -660,6 +675,88 @@ fn export(cli: &Cli, profile: &str, sysctl_d: bool, output: Option<&Path>) -> i3
                 1
             }
         },
+    }
+}
+
+/// `export --systemd`: the profile, unit and udev rule under `--root` (or /).
+fn export_systemd(cli: &Cli, profile: &str, enable: bool, output: bool) -> i32 {
+    if cli.ssh.is_some() || !cli.on.is_empty() || cli.netns.is_some() {
+        return usage_error(
+            cli,
+            "export runs locally and writes files; --ssh, --on and --netns do not apply",
+        );
+    }
+    if output || cli.json {
+        return usage_error(
+            cli,
+            "export --systemd writes its files below / (or --root DIR): leave out -o and --json",
+        );
+    }
+    let p = match load_profile(profile, cli.profile_label.as_deref()) {
+        Ok(p) => p,
+        Err(e) => return usage_error(cli, &e),
+    };
+    if profile == "-" && cli.profile_label.is_none() {
+        return usage_error(
+            cli,
+            "export --systemd names its files after the profile: give a file, not stdin",
+        );
+    }
+    let exe = match std::env::current_exe() {
+        Ok(e) => e.to_string_lossy().into_owned(),
+        Err(e) => {
+            eprintln!("xtune: cannot find its own path for the unit: {e}");
+            return 1;
+        }
+    };
+    let files = xtune::export::systemd(&p, &exe);
+    let root = cli.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let fs = RootFs::new(&root);
+    let mut all = vec![&files.profile, &files.unit];
+    all.extend(files.udev.as_ref());
+    for (path, text) in all {
+        let target = fs.resolve(path);
+        if let Some(dir) = target.parent() {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                eprintln!("xtune: creating {}: {e}", dir.display());
+                return 1;
+            }
+        }
+        if let Err(e) = xtune::fs::write_atomic(&target, text.as_bytes(), 0o644) {
+            eprintln!("xtune: writing {}: {e}", target.display());
+            return 1;
+        }
+        eprintln!("xtune: wrote {}", target.display());
+    }
+    let unit = files.unit_name().to_string();
+    if !enable {
+        eprintln!(
+            "xtune: not enabled; to apply at every boot: systemctl daemon-reload && systemctl enable {unit}{}",
+            if files.udev.is_some() {
+                " (and udevadm control --reload for the rule)"
+            } else {
+                ""
+            }
+        );
+        return 0;
+    }
+    let mut cmd = std::process::Command::new("systemctl");
+    if cli.root.is_some() {
+        cmd.arg(format!("--root={}", root.display()));
+    }
+    match cmd.args(["enable", &unit]).status() {
+        Ok(s) if s.success() => {
+            eprintln!("xtune: enabled {unit}");
+            0
+        }
+        Ok(s) => {
+            eprintln!("xtune: systemctl enable {unit} failed ({s})");
+            1
+        }
+        Err(e) => {
+            eprintln!("xtune: running systemctl: {e}");
+            1
+        }
     }
 }
 

@@ -41,6 +41,13 @@ pub enum Original {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         written: Option<String>,
     },
+    /// A queue file that did not exist before the apply: a queue the
+    /// apply's channel change adds, which goes away when the channels are
+    /// restored (nothing to write back).
+    Created {
+        /// Host path.
+        path: String,
+    },
     /// irqbalance processes that were running.
     Service {
         /// Processes to start again.
@@ -467,7 +474,8 @@ impl Entry {
             (Place::File(own), Original::File { path, .. }) if path != own => {
                 Err(edited(path, own))
             }
-            (Place::File(_), Original::File { .. }) => Ok(()),
+            (Place::File(own), Original::Created { path }) if path != own => Err(edited(path, own)),
+            (Place::File(_), Original::File { .. } | Original::Created { .. }) => Ok(()),
             (Place::IrqbalanceConfig, Original::Config { path, .. })
                 if !is_irqbalance_config(path) =>
             {
@@ -479,7 +487,7 @@ impl Entry {
                 "entry {} saves a {} value, which that knob does not have (edited?)",
                 self.knob,
                 match self.original {
-                    Original::File { .. } => "kernel file",
+                    Original::File { .. } | Original::Created { .. } => "kernel file",
                     Original::Config { .. } => "config file",
                     Original::Service { .. } => "service",
                 }

@@ -467,3 +467,125 @@ fn what_xtune_reads_from_this_machines_nics_matches_ethtool() {
         assert!(compared > 0, "nothing compared on {devices:?}");
     }
 }
+
+#[test]
+fn export_systemd_writes_unit_udev_rule_and_profile_under_root() {
+    let dir = TempDir::new("nicexport");
+    let prof = dir.file(
+        "srv.toml",
+        "[sysctl]\n\"net.core.somaxconn\" = 4096\n[nic.eth9]\nchannels = { combined = \"cpus\" }\nfeatures = { gro = true }\n[rps]\n\"*\" = \"all\"\n",
+    );
+    let root = dir.join_str("root");
+    let out = xtune(&["export", &prof, "--systemd", "--root", &root]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("not enabled"), "{}", stderr(&out));
+    let read = |p: &str| std::fs::read_to_string(format!("{root}{p}")).unwrap();
+    let unit = read("/etc/systemd/system/xtune-srv.service");
+    assert!(unit.contains("After=network-online.target"), "{unit}");
+    assert!(
+        unit.contains(&format!(
+            "ExecStart={} apply /etc/xtune/srv.toml",
+            util::xtune_bin()
+        )),
+        "{unit}"
+    );
+    assert!(unit.contains("verify /etc/xtune/srv.toml"), "{unit}");
+    let rule = read("/etc/udev/rules.d/90-xtune-srv.rules");
+    assert!(rule.contains("KERNEL==\"eth9\""), "{rule}");
+    assert!(rule.contains("restart xtune-srv.service"), "{rule}");
+    // The profile beside the unit plans like the original.
+    let copy = format!("{root}/etc/xtune/srv.toml");
+    let a = xtune(&["diff", &prof, "--json"]);
+    let b = xtune(&["diff", &copy, "--json"]);
+    assert_eq!(code(&a), code(&b));
+    assert_eq!(stderr(&a), stderr(&b));
+    // Nothing enabled without --enable.
+    assert!(!std::path::Path::new(&format!(
+        "{root}/etc/systemd/system/multi-user.target.wants"
+    ))
+    .exists());
+    match Command::new("systemd-analyze")
+        .args([
+            "verify",
+            &format!("{root}/etc/systemd/system/xtune-srv.service"),
+        ])
+        .output()
+    {
+        Ok(o) => assert!(
+            o.status.success(),
+            "systemd-analyze verify: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => eprintln!("SKIPPED systemd-analyze verify: systemd is not installed"),
+    }
+    // Bad combinations are argument errors that write nothing.
+    let other = dir.join_str("other");
+    for args in [
+        vec!["export", &prof, "--systemd", "--sysctl-d", "--root", &other],
+        vec!["export", &prof, "--systemd", "-o", "x", "--root", &other],
+        vec!["export", &prof, "--enable", "--root", &other],
+    ] {
+        assert_eq!(code(&xtune(&args)), 2, "{args:?}");
+    }
+    assert!(!std::path::Path::new(&other).exists());
+}
+
+/// The NIC sections the shipped profiles carry commented out are valid
+/// profile text once uncommented.
+#[test]
+fn shipped_nic_examples_parse_when_uncommented() {
+    for name in ["server", "loadgen"] {
+        let path = format!("{}/../../tuning/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let block = text.split("# [nic.\"*\"]").nth(1).expect("a NIC example");
+        let mut toml = String::from("[nic.\"*\"]\n");
+        for line in block.lines() {
+            let l = line.trim_start_matches("# ");
+            if ["channels", "ring", "coalesce", "features"]
+                .iter()
+                .any(|k| l.starts_with(k))
+            {
+                toml.push_str(l);
+                toml.push('\n');
+            }
+        }
+        let p = xtune::profile::Profile::from_text(&toml, name, std::path::Path::new("/"))
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{toml}"));
+        assert_eq!(p.nic[0].1.ethtool.len(), 9, "{name}: {toml}");
+    }
+}
+
+#[test]
+fn channels_2_to_4_steer_the_queues_they_create_and_roll_back() {
+    skip_unless_root_and_ethtool!();
+    let ns = Netns::new("nicgrow");
+    ns.exec(&["ethtool", "-L", "xa", "rx", "2", "tx", "2"]);
+    let dir = TempDir::new("nicgrow");
+    let state = dir.join_str("s");
+    let prof = dir.file(
+        "grow.toml",
+        "[nic.xa]\nchannels = { rx = 4, tx = 4 }\n[rps]\nxa = \"all\"\n",
+    );
+    let before = nic_state(&ns);
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(verdict(&json_report(&out), "rps:xa:rx-3"), Verdict::Written);
+    let all = CpuSet::from_cpus(util::online_cpus());
+    for q in 0..4 {
+        let rps = ns.read(&format!("/sys/class/net/xa/queues/rx-{q}/rps_cpus"));
+        assert_eq!(CpuSet::parse_hex_mask(&rps).unwrap(), all, "rx-{q}");
+    }
+    let out = xtune(&["verify", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(nic_state(&ns), before);
+}
