@@ -797,103 +797,25 @@ impl<T: Copy> Connection<T> {
         match h.kind {
             FrameKind::HEADERS => {
                 on_stream(h.kind)?;
-                if self.idle(h.stream) {
-                    return Err(H2Error::IdleStream(h.kind));
-                }
-                let mut p = p;
-                let mut pad = 0;
-                if h.flags & flags::PADDED != 0 {
-                    let (&n, rest) = p.split_first().ok_or(H2Error::BadPadding(h.kind))?;
-                    pad = usize::from(n);
-                    p = rest;
-                }
-                if h.flags & flags::PRIORITY != 0 {
-                    if p.len() < 5 {
-                        return Err(H2Error::BadFrameSize(h.kind));
-                    }
-                    p = &p[5..];
-                }
-                if pad > p.len() {
-                    return Err(H2Error::BadPadding(h.kind));
-                }
-                let fragment = &p[..p.len() - pad];
-                let end_stream = h.flags & flags::END_STREAM != 0;
-                if h.flags & flags::END_HEADERS != 0 {
-                    self.header_block(h.stream, end_stream, fragment, reqs, out, events)?;
-                } else {
-                    self.append_block(fragment)?;
-                    self.open_block = Some(OpenBlock {
-                        stream: h.stream,
-                        end_stream,
-                    });
-                }
+                self.headers_frame(h, p, reqs, out, events)
             }
-            FrameKind::CONTINUATION => {
-                let Some(b) = self.open_block else {
-                    return Err(H2Error::UnexpectedContinuation);
-                };
-                self.append_block(p)?;
-                if h.flags & flags::END_HEADERS != 0 {
-                    self.open_block = None;
-                    let block = std::mem::take(&mut self.block);
-                    let r = self.header_block(b.stream, b.end_stream, &block, reqs, out, events);
-                    self.block = block;
-                    self.block.clear();
-                    r?;
-                }
-            }
+            FrameKind::CONTINUATION => self.continuation_frame(h, p, reqs, out, events),
             FrameKind::PRIORITY => {
                 on_stream(h.kind)?;
                 if p.len() != 5 {
                     return Err(H2Error::BadFrameSize(h.kind));
                 }
+                Ok(())
             }
             FrameKind::RST_STREAM => {
                 on_stream(h.kind)?;
-                if p.len() != 4 {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                if self.idle(h.stream) {
-                    return Err(H2Error::IdleStream(h.kind));
-                }
-                let code = ErrorCode(u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
-                if let Some(k) = self.find(h.stream) {
-                    let s = self.streams.swap_remove(k);
-                    events(Event::Reset {
-                        tag: s.tag,
-                        stream: s.id,
-                        code,
-                    });
-                }
+                self.rst_stream_frame(h, p, events)
             }
             FrameKind::SETTINGS => {
                 on_connection(h.kind)?;
-                if h.flags & flags::ACK != 0 {
-                    if !p.is_empty() {
-                        return Err(H2Error::BadFrameSize(h.kind));
-                    }
-                    if !self.settings_acked {
-                        self.settings_acked = true;
-                        self.hpack
-                            .set_allowed(self.config.header_table_size as usize);
-                    }
-                    events(Event::SettingsAcked);
-                    return Ok(());
-                }
-                if !p.len().is_multiple_of(6) {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                for s in p.chunks_exact(6) {
-                    let id = u16::from_be_bytes([s[0], s[1]]);
-                    let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    self.apply_setting(id, v)?;
-                }
-                write_settings_ack(out);
-                self.peer_settings_seen = true;
-                events(Event::Settings);
-                self.send_bodies(reqs, out);
+                self.settings_frame(h, p, reqs, out, events)
             }
-            FrameKind::PUSH_PROMISE => return Err(H2Error::PushPromise),
+            FrameKind::PUSH_PROMISE => Err(H2Error::PushPromise),
             FrameKind::PING => {
                 on_connection(h.kind)?;
                 let data: [u8; 8] = p.try_into().map_err(|_| H2Error::BadFrameSize(h.kind))?;
@@ -902,60 +824,208 @@ impl<T: Copy> Connection<T> {
                 } else {
                     write_ping(out, true, data);
                 }
+                Ok(())
             }
             FrameKind::GOAWAY => {
                 on_connection(h.kind)?;
-                if p.len() < 8 {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
-                let code = ErrorCode(u32::from_be_bytes([p[4], p[5], p[6], p[7]]));
-                // A second GOAWAY may only lower last-stream-id.
-                let last = self.goaway.map_or(last, |(prev, _)| prev.min(last));
-                self.goaway = Some((last, code));
-                events(Event::GoAway {
-                    last_stream: last,
-                    code,
-                });
-                let mut k = 0;
-                while k < self.streams.len() {
-                    if self.streams[k].id > last {
-                        let s = self.streams.remove(k);
-                        events(Event::Refused {
-                            tag: s.tag,
-                            stream: s.id,
-                        });
-                    } else {
-                        k += 1;
-                    }
-                }
+                self.goaway_frame(h, p, events)
             }
-            FrameKind::WINDOW_UPDATE => {
-                if p.len() != 4 {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
-                if h.stream != 0 && self.idle(h.stream) {
-                    return Err(H2Error::IdleStream(h.kind));
-                }
-                if inc == 0 {
-                    return Err(H2Error::ZeroWindowIncrement);
-                }
-                let window = if h.stream == 0 {
-                    &mut self.send_window
-                } else if let Some(k) = self.find(h.stream) {
-                    &mut self.streams[k].send_window
-                } else {
-                    return Ok(()); // a closed stream
-                };
-                *window += i64::from(inc);
-                if *window > i64::from(MAX_WINDOW) {
-                    return Err(H2Error::WindowOverflow);
-                }
-                self.send_bodies(reqs, out);
-            }
-            _ => {} // unknown types are ignored (RFC 9113 §4.1)
+            FrameKind::WINDOW_UPDATE => self.window_update_frame(h, p, reqs, out),
+            _ => Ok(()), // unknown types are ignored (RFC 9113 §4.1)
         }
+    }
+
+    /// HEADERS on a stream.
+    fn headers_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        reqs: &[H2Request],
+        out: &mut Vec<u8>,
+        events: &mut impl FnMut(Event<'_, T>),
+    ) -> Result<(), H2Error> {
+        if self.idle(h.stream) {
+            return Err(H2Error::IdleStream(h.kind));
+        }
+        let mut p = p;
+        let mut pad = 0;
+        if h.flags & flags::PADDED != 0 {
+            let (&n, rest) = p.split_first().ok_or(H2Error::BadPadding(h.kind))?;
+            pad = usize::from(n);
+            p = rest;
+        }
+        if h.flags & flags::PRIORITY != 0 {
+            if p.len() < 5 {
+                return Err(H2Error::BadFrameSize(h.kind));
+            }
+            p = &p[5..];
+        }
+        if pad > p.len() {
+            return Err(H2Error::BadPadding(h.kind));
+        }
+        let fragment = &p[..p.len() - pad];
+        let end_stream = h.flags & flags::END_STREAM != 0;
+        if h.flags & flags::END_HEADERS != 0 {
+            self.header_block(h.stream, end_stream, fragment, reqs, out, events)?;
+        } else {
+            self.append_block(fragment)?;
+            self.open_block = Some(OpenBlock {
+                stream: h.stream,
+                end_stream,
+            });
+        }
+        Ok(())
+    }
+
+    /// CONTINUATION of an open header block.
+    fn continuation_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        reqs: &[H2Request],
+        out: &mut Vec<u8>,
+        events: &mut impl FnMut(Event<'_, T>),
+    ) -> Result<(), H2Error> {
+        let Some(b) = self.open_block else {
+            return Err(H2Error::UnexpectedContinuation);
+        };
+        self.append_block(p)?;
+        if h.flags & flags::END_HEADERS != 0 {
+            self.open_block = None;
+            let block = std::mem::take(&mut self.block);
+            let r = self.header_block(b.stream, b.end_stream, &block, reqs, out, events);
+            self.block = block;
+            self.block.clear();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// RST_STREAM: the stream ends with the peer's code.
+    fn rst_stream_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        events: &mut impl FnMut(Event<'_, T>),
+    ) -> Result<(), H2Error> {
+        if p.len() != 4 {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        if self.idle(h.stream) {
+            return Err(H2Error::IdleStream(h.kind));
+        }
+        let code = ErrorCode(u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
+        if let Some(k) = self.find(h.stream) {
+            let s = self.streams.swap_remove(k);
+            events(Event::Reset {
+                tag: s.tag,
+                stream: s.id,
+                code,
+            });
+        }
+        Ok(())
+    }
+
+    /// SETTINGS or its ACK.
+    fn settings_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        reqs: &[H2Request],
+        out: &mut Vec<u8>,
+        events: &mut impl FnMut(Event<'_, T>),
+    ) -> Result<(), H2Error> {
+        if h.flags & flags::ACK != 0 {
+            if !p.is_empty() {
+                return Err(H2Error::BadFrameSize(h.kind));
+            }
+            if !self.settings_acked {
+                self.settings_acked = true;
+                self.hpack
+                    .set_allowed(self.config.header_table_size as usize);
+            }
+            events(Event::SettingsAcked);
+            return Ok(());
+        }
+        if !p.len().is_multiple_of(6) {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        for s in p.chunks_exact(6) {
+            let id = u16::from_be_bytes([s[0], s[1]]);
+            let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            self.apply_setting(id, v)?;
+        }
+        write_settings_ack(out);
+        self.peer_settings_seen = true;
+        events(Event::Settings);
+        self.send_bodies(reqs, out);
+        Ok(())
+    }
+
+    /// GOAWAY: streams above last-stream-id are refused for a retry.
+    fn goaway_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        events: &mut impl FnMut(Event<'_, T>),
+    ) -> Result<(), H2Error> {
+        if p.len() < 8 {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        let last = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
+        let code = ErrorCode(u32::from_be_bytes([p[4], p[5], p[6], p[7]]));
+        // A second GOAWAY may only lower last-stream-id.
+        let last = self.goaway.map_or(last, |(prev, _)| prev.min(last));
+        self.goaway = Some((last, code));
+        events(Event::GoAway {
+            last_stream: last,
+            code,
+        });
+        let mut k = 0;
+        while k < self.streams.len() {
+            if self.streams[k].id > last {
+                let s = self.streams.remove(k);
+                events(Event::Refused {
+                    tag: s.tag,
+                    stream: s.id,
+                });
+            } else {
+                k += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// WINDOW_UPDATE for the connection or a stream.
+    fn window_update_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        reqs: &[H2Request],
+        out: &mut Vec<u8>,
+    ) -> Result<(), H2Error> {
+        if p.len() != 4 {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
+        if h.stream != 0 && self.idle(h.stream) {
+            return Err(H2Error::IdleStream(h.kind));
+        }
+        if inc == 0 {
+            return Err(H2Error::ZeroWindowIncrement);
+        }
+        let window = if h.stream == 0 {
+            &mut self.send_window
+        } else if let Some(k) = self.find(h.stream) {
+            &mut self.streams[k].send_window
+        } else {
+            return Ok(()); // a closed stream
+        };
+        *window += i64::from(inc);
+        if *window > i64::from(MAX_WINDOW) {
+            return Err(H2Error::WindowOverflow);
+        }
+        self.send_bodies(reqs, out);
         Ok(())
     }
 
