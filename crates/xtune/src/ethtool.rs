@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::fs::FsError;
+use crate::fs_error::FsError;
 
 /// Prefix of the pseudo-paths the ethtool door answers.
 pub const PREFIX: &str = "ethtool:";

@@ -23,6 +23,7 @@ pub mod cpuset;
 pub mod ethtool;
 pub mod export;
 pub mod fs;
+pub mod fs_error;
 pub mod host;
 pub mod knob;
 pub mod lock;

@@ -160,16 +160,7 @@ impl Builder<'_> {
     /// profile does not mark it `required`).
     fn ethtool_setting(&mut self, dev: &DeviceInfo, e: &EthSetting) {
         let group = e.group;
-        let state = dev.ethtool.get(&group);
-        let advice = |b: &mut Build, knob: String, wanted: String, reason: String| {
-            b.desired.push(Desired {
-                knob,
-                stage: Stage::Advice,
-                target: Target::Advice,
-                wanted: Wanted::NicAdvice { wanted, reason },
-            });
-        };
-        let state: &GroupState = match state {
+        let state: &GroupState = match dev.ethtool.get(&group) {
             Some(Ok(g)) => g,
             other => {
                 let why = match other {
@@ -186,65 +177,66 @@ impl Builder<'_> {
                 if e.required {
                     // Planned as any knob: it reads as unreadable, so the
                     // apply fails before writing and verify reports it.
-                    let value = value_word(group, &e.value);
-                    self.b.desired.push(Desired {
-                        knob,
-                        stage: Stage::Nic,
-                        target: Target::File {
-                            path: ethtool::path(&dev.name, group, &e.key),
-                            value: value.clone(),
-                        },
-                        wanted: Wanted::Meant {
-                            value,
-                            meaning: format!("required: {why}"),
-                        },
-                    });
+                    push_required(&mut self.b, knob, dev, e, why);
                 } else {
-                    advice(&mut self.b, knob, value_word(group, &e.value), why);
+                    push_advice(&mut self.b, knob, value_word(group, &e.value), why);
                 }
                 return;
             }
         };
         if group == Group::Features {
-            let EthValue::Switch(on) = e.value else {
-                return;
-            };
-            let word = if on { "on" } else { "off" };
-            let names = ethtool::kernel_features(&e.key);
-            let alias = names.len() > 1;
-            for kf in names {
-                let knob = format!("nic:{}:features.{kf}", dev.name);
-                let f = state.features.get(&kf);
-                if f.is_none() && alias {
-                    continue; // a member of the group this device does not have
-                }
-                let blocked = match f {
-                    None => Some(format!(
-                        "{}: {kf} is not a feature this kernel knows (ethtool -k)",
-                        dev.name
-                    )),
-                    Some(f) if f.fixed && f.active != on => Some(format!(
-                        "{} {kf} is [fixed] {} (the driver does not let it change)",
-                        dev.name,
-                        if f.active { "on" } else { "off" }
-                    )),
-                    Some(_) => None,
-                };
-                match blocked {
-                    Some(why) if !e.required => advice(&mut self.b, knob, word.into(), why),
-                    _ => self.b.desired.push(Desired {
-                        knob,
-                        stage: Stage::Nic,
-                        target: Target::File {
-                            path: ethtool::path(&dev.name, group, &kf),
-                            value: word.into(),
-                        },
-                        wanted: Wanted::Exact(word.into()),
-                    }),
-                }
-            }
-            return;
+            self.ethtool_features(dev, e, state);
+        } else {
+            self.ethtool_value(dev, e, state);
         }
+    }
+
+    /// A feature switch, for each kernel feature its name stands for.
+    fn ethtool_features(&mut self, dev: &DeviceInfo, e: &EthSetting, state: &GroupState) {
+        let group = e.group;
+        let EthValue::Switch(on) = e.value else {
+            return;
+        };
+        let word = if on { "on" } else { "off" };
+        let names = ethtool::kernel_features(&e.key);
+        let alias = names.len() > 1;
+        for kf in names {
+            let knob = format!("nic:{}:features.{kf}", dev.name);
+            let f = state.features.get(&kf);
+            if f.is_none() && alias {
+                continue; // a member of the group this device does not have
+            }
+            let blocked = match f {
+                None => Some(format!(
+                    "{}: {kf} is not a feature this kernel knows (ethtool -k)",
+                    dev.name
+                )),
+                Some(f) if f.fixed && f.active != on => Some(format!(
+                    "{} {kf} is [fixed] {} (the driver does not let it change)",
+                    dev.name,
+                    if f.active { "on" } else { "off" }
+                )),
+                Some(_) => None,
+            };
+            match blocked {
+                Some(why) if !e.required => push_advice(&mut self.b, knob, word.into(), why),
+                _ => self.b.desired.push(Desired {
+                    knob,
+                    stage: Stage::Nic,
+                    target: Target::File {
+                        path: ethtool::path(&dev.name, group, &kf),
+                        value: word.into(),
+                    },
+                    wanted: Wanted::Exact(word.into()),
+                }),
+            }
+        }
+    }
+
+    /// A count or switch of channels, rings or coalescing, resolved
+    /// against the device's maximum and the usable CPUs.
+    fn ethtool_value(&mut self, dev: &DeviceInfo, e: &EthSetting, state: &GroupState) {
+        let group = e.group;
         let knob = format!("nic:{}:{}.{}", dev.name, group.name(), e.key);
         let current = state.values.get(&e.key);
         let max = state.values.get(&format!("max_{}", e.key)).copied();
@@ -291,22 +283,10 @@ impl Builder<'_> {
             }
         };
         match resolved {
-            Err(why) if !e.required => advice(&mut self.b, knob, value_word(group, &e.value), why),
-            Err(why) => {
-                let value = value_word(group, &e.value);
-                self.b.desired.push(Desired {
-                    knob,
-                    stage: Stage::Nic,
-                    target: Target::File {
-                        path: ethtool::path(&dev.name, group, &e.key),
-                        value: value.clone(),
-                    },
-                    wanted: Wanted::Meant {
-                        value,
-                        meaning: format!("required: {why}"),
-                    },
-                });
+            Err(why) if !e.required => {
+                push_advice(&mut self.b, knob, value_word(group, &e.value), why)
             }
+            Err(why) => push_required(&mut self.b, knob, dev, e, why),
             Ok((n, meaning)) => self.b.desired.push(Desired {
                 knob,
                 stage: Stage::Nic,
@@ -836,6 +816,34 @@ fn expand<'t, T: Clone>(
         }
     }
     Ok(out)
+}
+
+/// Advice in place of a knob the device cannot take.
+fn push_advice(b: &mut Build, knob: String, wanted: String, reason: String) {
+    b.desired.push(Desired {
+        knob,
+        stage: Stage::Advice,
+        target: Target::Advice,
+        wanted: Wanted::NicAdvice { wanted, reason },
+    });
+}
+
+/// A `required` setting the device cannot take: planned as any knob, so
+/// that the apply fails before writing and verify reports `why`.
+fn push_required(b: &mut Build, knob: String, dev: &DeviceInfo, e: &EthSetting, why: String) {
+    let value = value_word(e.group, &e.value);
+    b.desired.push(Desired {
+        knob,
+        stage: Stage::Nic,
+        target: Target::File {
+            path: ethtool::path(&dev.name, e.group, &e.key),
+            value: value.clone(),
+        },
+        wanted: Wanted::Meant {
+            value,
+            meaning: format!("required: {why}"),
+        },
+    });
 }
 
 #[cfg(test)]
