@@ -63,7 +63,7 @@ pub(crate) fn execute(
     // warm-up ends (the workers reset their recorders at the same moment).
     let end_sample = std::sync::Mutex::new(None);
     let first_sample = std::sync::Mutex::new(None);
-    let (outcome, start) = std::thread::scope(|s| {
+    let (outcome, start, placement) = std::thread::scope(|s| {
         let engine = s.spawn(|| {
             // Without a warm-up the start sample is taken as soon as the
             // worker threads exist (before, their CPU times would be missing);
@@ -100,7 +100,40 @@ pub(crate) fn execute(
         } else {
             sampler.sample().ok()
         };
-        (engine.join(), start)
+        // Where the workers run over the window: unpinned, they are judged
+        // on the CPUs they used (a reading at the end names only the last).
+        let mut placement = xload_probe::Placement::default();
+        let mut started = false;
+        loop {
+            let ended = end_sample
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+                || engine.is_finished();
+            if !started {
+                let first = first_sample.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(s) = start.as_ref().or(first.as_ref()) {
+                    placement.observe(&s.threads);
+                    started = true;
+                }
+            } else if !ended {
+                if let Ok(t) = sampler.threads() {
+                    placement.observe(&t);
+                }
+            }
+            if ended {
+                break;
+            }
+            std::thread::sleep(PLACEMENT_EVERY);
+        }
+        if let Some(end) = end_sample
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            placement.observe(&end.threads);
+        }
+        (engine.join(), start, started.then_some(placement))
     });
     let start = start.or_else(|| first_sample.into_inner().unwrap_or_else(|e| e.into_inner()));
     let outcome = outcome
@@ -115,7 +148,10 @@ pub(crate) fn execute(
     }
     let mut report = build_report(p, &outcome, rows);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
-        let input = verdict_input(p, &outcome, &report);
+        let mut input = verdict_input(p, &outcome, &report);
+        if !input.workers_pinned {
+            input.worker_cpu_ticks = placement.map(|pl| pl.cpu_ticks(&input.worker_tids));
+        }
         let summary = xload_probe::summarize(&start, &end, &input, &budget);
         report.client = serde_json::to_value(&summary).ok();
     }
@@ -127,6 +163,9 @@ pub(crate) fn execute(
         second_histograms,
     })
 }
+
+/// How often the workers' threads are read for where they ran.
+const PLACEMENT_EVERY: Duration = Duration::from_millis(50);
 
 /// The probe's budget of this host, after warning about what it says of
 /// the plan (fds, ephemeral ports per source); `None` if /proc is unreadable.
@@ -218,6 +257,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
             .as_ref()
             .map_or(0, |t| t.handshakes_full + t.handshakes_resumed),
         tls_handshake_cpu_s: r.tls.as_ref().map_or(0.0, |t| t.handshake_cpu_s),
+        worker_cpu_ticks: None,
     }
 }
 
