@@ -327,6 +327,51 @@ pub struct CpuShare {
     pub busy_pct: f64,
 }
 
+/// The CPUs the verdict judges, and for unpinned workers the CPUs they ran
+/// on. Unpinned workers are judged on the CPUs they ran on: a server busy on
+/// another CPU they were allowed on is not the client's saturation. When
+/// they used too little CPU to place, the CPUs they last ran on.
+fn generator_cpus(
+    input: &VerdictInput,
+    workers: &[WorkerCpu],
+    cpus: &[CpuUsage],
+    window_s: f64,
+    ticks_per_s: f64,
+) -> (Vec<CpuShare>, Vec<usize>) {
+    let placed = input
+        .worker_cpu_ticks
+        .as_ref()
+        .filter(|_| !input.workers_pinned);
+    let workers_ran_on = placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
+    let generator_cpus: Vec<usize> = if !workers_ran_on.is_empty() {
+        let mut v: Vec<usize> = workers_ran_on.iter().map(|c| c.cpu).collect();
+        v.sort_unstable();
+        v
+    } else if placed.is_some() && !workers.is_empty() {
+        let mut v: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    } else if input.generator_cpus.is_empty() {
+        cpus.iter().map(|c| c.cpu).collect()
+    } else {
+        input.generator_cpus.clone()
+    };
+    (workers_ran_on, generator_cpus)
+}
+
+/// The verdict line, ending with where unpinned workers ran.
+fn with_placement(line: String, workers_ran_on: &[CpuShare]) -> String {
+    if workers_ran_on.is_empty() {
+        return line;
+    }
+    let on: Vec<String> = workers_ran_on
+        .iter()
+        .map(|c| format!("cpu{} {}%", c.cpu, floor(c.busy_pct)))
+        .collect();
+    format!("{line} [unpinned workers ran on {}]", on.join(", "))
+}
+
 /// A CPU counts as one the unpinned workers ran on when it had at least
 /// this share of their CPU time.
 const RAN_ON_MIN_SHARE: f64 = 0.10;
@@ -372,28 +417,8 @@ pub fn summarize(
             raise_busy_to(c, &on_it);
         }
     }
-    // Unpinned workers are judged on the CPUs they ran on: a server busy on
-    // another CPU they were allowed on is not the client's saturation. When
-    // they used too little CPU to place, the CPUs they last ran on.
-    let placed = input
-        .worker_cpu_ticks
-        .as_ref()
-        .filter(|_| !input.workers_pinned);
-    let workers_ran_on = placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
-    let generator_cpus: Vec<usize> = if !workers_ran_on.is_empty() {
-        let mut v: Vec<usize> = workers_ran_on.iter().map(|c| c.cpu).collect();
-        v.sort_unstable();
-        v
-    } else if placed.is_some() && !workers.is_empty() {
-        let mut v: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    } else if input.generator_cpus.is_empty() {
-        cpus.iter().map(|c| c.cpu).collect()
-    } else {
-        input.generator_cpus.clone()
-    };
+    let (workers_ran_on, generator_cpus) =
+        generator_cpus(input, &workers, &cpus, window_s, ticks_per_s);
     let judged: Vec<&CpuUsage> = cpus
         .iter()
         .filter(|c| generator_cpus.contains(&c.cpu))
@@ -462,17 +487,10 @@ pub fn summarize(
             window_s * 1000.0
         )
     } else {
-        let line = verdict_line("client", &findings, judged_max);
-        if workers_ran_on.is_empty() {
-            line
-        } else {
-            // Unpinned: say where the workers ran, the CPUs judged.
-            let on: Vec<String> = workers_ran_on
-                .iter()
-                .map(|c| format!("cpu{} {}%", c.cpu, floor(c.busy_pct)))
-                .collect();
-            format!("{line} [unpinned workers ran on {}]", on.join(", "))
-        }
+        with_placement(
+            verdict_line("client", &findings, judged_max),
+            &workers_ran_on,
+        )
     };
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
     let irqs = top_device_irqs(start, end);

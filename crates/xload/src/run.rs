@@ -100,40 +100,14 @@ pub(crate) fn execute(
         } else {
             sampler.sample().ok()
         };
-        // Where the workers run over the window: unpinned, they are judged
-        // on the CPUs they used (a reading at the end names only the last).
-        let mut placement = xload_probe::Placement::default();
-        let mut started = false;
-        loop {
-            let ended = end_sample
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
-                || engine.is_finished();
-            if !started {
-                let first = first_sample.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(s) = start.as_ref().or(first.as_ref()) {
-                    placement.observe(&s.threads);
-                    started = true;
-                }
-            } else if !ended {
-                if let Ok(t) = sampler.threads() {
-                    placement.observe(&t);
-                }
-            }
-            if ended {
-                break;
-            }
-            std::thread::sleep(PLACEMENT_EVERY);
-        }
-        if let Some(end) = end_sample
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            placement.observe(&end.threads);
-        }
-        (engine.join(), start, started.then_some(placement))
+        let placement = follow_placement(
+            &mut sampler,
+            start.as_ref(),
+            &first_sample,
+            &end_sample,
+            || engine.is_finished(),
+        );
+        (engine.join(), start, placement)
     });
     let start = start.or_else(|| first_sample.into_inner().unwrap_or_else(|e| e.into_inner()));
     let outcome = outcome
@@ -162,6 +136,51 @@ pub(crate) fn execute(
         window_start_ns: outcome.window_start_ns,
         second_histograms,
     })
+}
+
+/// Where the workers run over the window, read every [`PLACEMENT_EVERY`]
+/// until the end sample is taken (or the engine ended): unpinned, they are
+/// judged on the CPUs they used (a reading at the end names only the last).
+/// `None` when the window never started.
+fn follow_placement(
+    sampler: &mut xload_probe::Sampler,
+    start: Option<&xload_probe::Sample>,
+    first_sample: &std::sync::Mutex<Option<xload_probe::Sample>>,
+    end_sample: &std::sync::Mutex<Option<xload_probe::Sample>>,
+    finished: impl Fn() -> bool,
+) -> Option<xload_probe::Placement> {
+    let mut placement = xload_probe::Placement::default();
+    let mut started = false;
+    loop {
+        let ended = end_sample
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+            || finished();
+        if !started {
+            let first = first_sample.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = start.or(first.as_ref()) {
+                placement.observe(&s.threads);
+                started = true;
+            }
+        } else if !ended {
+            if let Ok(t) = sampler.threads() {
+                placement.observe(&t);
+            }
+        }
+        if ended {
+            break;
+        }
+        std::thread::sleep(PLACEMENT_EVERY);
+    }
+    if let Some(end) = end_sample
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        placement.observe(&end.threads);
+    }
+    started.then_some(placement)
 }
 
 /// How often the workers' threads are read for where they ran.
