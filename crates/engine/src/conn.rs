@@ -13,6 +13,12 @@ use crate::mix::ConnMix;
 pub(crate) struct Sent {
     pub intended_ns: u64,
     pub sent_ns: u64,
+    /// Open loop: the send was counted in the measured window's `sends`
+    /// (it left once the window had opened). Only the answers to those
+    /// count as the window's requests, and only those unanswered as its
+    /// `in_flight`: requests + in_flight = sends, exactly. A closed loop
+    /// credits every answer of the window: always true there.
+    pub counted: bool,
 }
 
 /// A fixed-capacity FIFO of the requests in flight on one connection.
@@ -262,7 +268,7 @@ impl Exchange {
             response.wire_bytes,
             timing,
         );
-        if let Some(m) = &mut self.mix {
+        if let (Some(m), Some(latency_us)) = (&mut self.mix, latency_us) {
             m.finish(rec, latency_us, &response);
         }
     }
@@ -286,7 +292,7 @@ impl Exchange {
                         response.wire_bytes,
                         timing,
                     );
-                    if let Some(m) = &mut self.mix {
+                    if let (Some(m), Some(latency_us)) = (&mut self.mix, latency_us) {
                         m.finish(rec, latency_us, &response);
                     }
                     (true, None)
@@ -300,7 +306,8 @@ impl Exchange {
     }
 }
 
-/// Records a response; returns its latency (corrected in open loop), µs.
+/// Records a response; returns its latency (corrected in open loop), µs,
+/// or None for an answer that is not the window's ([`Sent::counted`]).
 #[inline]
 fn record(
     rec: &mut Recorder,
@@ -309,15 +316,19 @@ fn record(
     status: u16,
     wire_bytes: u64,
     timing: Timing,
-) -> u64 {
+) -> Option<u64> {
     let since_sent_us = ns_to_us(now_ns.saturating_sub(sent.sent_ns));
+    if timing == Timing::Open && !sent.counted {
+        // The answer to a send of the warm-up: not the window's.
+        return None;
+    }
     if timing == Timing::Open {
         let corrected_us = ns_to_us(now_ns.saturating_sub(sent.intended_ns));
         rec.record_response_open_loop(corrected_us, since_sent_us, status, wire_bytes);
-        corrected_us
+        Some(corrected_us)
     } else {
         rec.record_response(since_sent_us, status, wire_bytes);
-        since_sent_us
+        Some(since_sent_us)
     }
 }
 
@@ -394,10 +405,12 @@ mod tests {
             p.push(Sent {
                 intended_ns: round,
                 sent_ns: round * 10,
+                counted: true,
             });
             p.push(Sent {
                 intended_ns: round + 100,
                 sent_ns: 0,
+                counted: true,
             });
             assert_eq!(p.oldest_sent_ns(), Some(round * 10));
             assert_eq!(p.pop().unwrap().intended_ns, round);
@@ -415,6 +428,7 @@ mod tests {
             ex.pending.push(Sent {
                 intended_ns: 1_000,
                 sent_ns: 1_000,
+                counted: true,
             });
         }
         let two = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
@@ -433,6 +447,7 @@ mod tests {
         let sent = Sent {
             intended_ns: 1_000,
             sent_ns: 1_000,
+            counted: true,
         };
         let mut rec = Recorder::new();
         let mut ex = Exchange::new(false, 2);

@@ -537,7 +537,8 @@ impl<'a> Ctx<'a> {
         if let Some(rec) = self.window_rec.take() {
             self.rec = rec;
         }
-        self.left.extend(sent);
+        // Those whose answers would have counted (`Sent::counted`).
+        self.left.extend(sent.filter(|s| s.counted));
         self.answered_at_close = self
             .in_flight_at_close
             .saturating_sub(self.left.len() as u64);

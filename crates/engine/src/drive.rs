@@ -131,9 +131,14 @@ impl Timeouts {
     }
 }
 
-/// Requests sent on `conns` and not answered yet.
+/// Requests sent on `conns` and not answered yet, of those whose answers
+/// count ([`Sent::counted`]).
 pub(crate) fn in_flight<S>(conns: &[Conn<S>]) -> u64 {
-    conns.iter().map(|c| c.ex.pending.len() as u64).sum()
+    conns
+        .iter()
+        .flat_map(|c| c.ex.pending.iter())
+        .filter(|s| s.counted)
+        .count() as u64
 }
 
 /// When a driver's main loop sweeps for timeouts: every tenth of the
@@ -368,9 +373,16 @@ pub(crate) trait Transport<'p> {
     #[inline]
     fn open_window_quota(&mut self) {
         if self.ctx().window_opening() {
+            // Of the warm-up's requests in flight, those whose answers
+            // will count in the window (none in open loop).
             let mut in_flight = 0u64;
             for i in 0..self.core().conns.len() {
-                in_flight += self.exchange(i).pending.len() as u64;
+                in_flight += self
+                    .exchange(i)
+                    .pending
+                    .iter()
+                    .filter(|s| s.counted)
+                    .count() as u64;
             }
             self.ctx().open_window_quota(in_flight);
             if self.ctx().held_until_now() {
@@ -504,6 +516,7 @@ pub(crate) trait Transport<'p> {
                 Sent {
                     intended_ns: now,
                     sent_ns: now,
+                    counted: true,
                 },
                 now,
             );
@@ -541,6 +554,8 @@ pub(crate) trait Transport<'p> {
                 break;
             };
             let lag_ns = now.saturating_sub(intended);
+            // Counted in this recorder: the window's once it has opened.
+            let measuring = ctx.measuring;
             // Why it is late, only for a send that is.
             let late = (lag_ns > LATE_NS).then(|| ctx.late_cause(intended, LATE_NS));
             let rec = &mut ctx.rec;
@@ -558,6 +573,7 @@ pub(crate) trait Transport<'p> {
                 Sent {
                     intended_ns: intended,
                     sent_ns: now.max(intended),
+                    counted: measuring,
                 },
                 now,
             );

@@ -22,6 +22,7 @@ mod figures;
 mod finding;
 pub mod observe;
 pub mod parse;
+mod placement;
 mod sampler;
 mod verdict;
 pub mod watch;
@@ -36,8 +37,9 @@ pub use figures::{
     SCHEDULE_LAG_P99_LIMIT_US, SOFTIRQ_DOMINANT_MIN_BUSY_PCT, STEAL_PCT, TIME_WAIT_S, TOP_IRQS,
 };
 pub use parse::{CpuTimes, IrqLine, NetDevDrops, SockStat, Softirqs, TcpCounters, ThreadTimes};
+pub use placement::Placement;
 pub use sampler::{ticks_per_s, Sample, Sampler};
 pub use verdict::{
     cpu_usage, cpu_usage_over, irq_deltas, net_softirq_deltas, sample_cpu_usage, summarize,
-    summarize_host, tcp_deltas, ClientSummary, HostSummary, IrqDelta, VerdictInput,
+    summarize_host, tcp_deltas, ClientSummary, CpuShare, HostSummary, IrqDelta, VerdictInput,
 };

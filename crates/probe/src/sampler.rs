@@ -129,6 +129,11 @@ impl Sampler {
         Ok(out)
     }
 
+    /// Reads every live thread of this process, sorted by tid.
+    pub fn threads(&mut self) -> Result<Vec<ThreadTimes>, ProbeError> {
+        self.all_threads()
+    }
+
     fn all_threads(&mut self) -> Result<Vec<ThreadTimes>, ProbeError> {
         let dir = self.root.join("self/task");
         let entries = fs::read_dir(&dir).map_err(|source| ProbeError::Io {

@@ -224,6 +224,10 @@ pub struct VerdictInput {
     pub generator_cpus: Vec<usize>,
     /// Thread ids of the workers.
     pub worker_tids: Vec<i32>,
+    /// Unpinned workers: the clock ticks they used on each CPU, sampled over
+    /// the window ([`crate::Placement`]). Their CPUs are then the ones
+    /// judged, not every CPU they were allowed on. None: not sampled.
+    pub worker_cpu_ticks: Option<BTreeMap<usize, u64>>,
     /// Each worker was pinned to one CPU: its CPU time was spent on that CPU,
     /// whose busy share is then at least what the workers on it used.
     pub workers_pinned: bool,
@@ -272,6 +276,10 @@ pub struct ClientSummary {
     pub workers: Vec<WorkerCpu>,
     /// The CPUs the verdict judged.
     pub generator_cpus: Vec<usize>,
+    /// Unpinned workers: the CPUs they ran on over the window and the share
+    /// of one CPU they used on each (%), busiest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers_ran_on: Vec<CpuShare>,
     /// Every CPU over the window.
     pub cpus: Vec<CpuUsage>,
     /// NET_RX softirqs per CPU number in the window.
@@ -311,6 +319,83 @@ pub struct ClientSummary {
     pub verdict: String,
 }
 
+/// A share of one CPU's time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuShare {
+    pub cpu: usize,
+    /// % of one CPU over the window.
+    pub busy_pct: f64,
+}
+
+/// The CPUs the verdict judges, and for unpinned workers the CPUs they ran
+/// on. Unpinned workers are judged on the CPUs they ran on: a server busy on
+/// another CPU they were allowed on is not the client's saturation. When
+/// they used too little CPU to place, the CPUs they last ran on.
+fn generator_cpus(
+    input: &VerdictInput,
+    workers: &[WorkerCpu],
+    cpus: &[CpuUsage],
+    window_s: f64,
+    ticks_per_s: f64,
+) -> (Vec<CpuShare>, Vec<usize>) {
+    let placed = input
+        .worker_cpu_ticks
+        .as_ref()
+        .filter(|_| !input.workers_pinned);
+    let workers_ran_on = placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
+    let generator_cpus: Vec<usize> = if !workers_ran_on.is_empty() {
+        let mut v: Vec<usize> = workers_ran_on.iter().map(|c| c.cpu).collect();
+        v.sort_unstable();
+        v
+    } else if placed.is_some() && !workers.is_empty() {
+        let mut v: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    } else if input.generator_cpus.is_empty() {
+        cpus.iter().map(|c| c.cpu).collect()
+    } else {
+        input.generator_cpus.clone()
+    };
+    (workers_ran_on, generator_cpus)
+}
+
+/// The verdict line, ending with where unpinned workers ran.
+fn with_placement(line: String, workers_ran_on: &[CpuShare]) -> String {
+    if workers_ran_on.is_empty() {
+        return line;
+    }
+    let on: Vec<String> = workers_ran_on
+        .iter()
+        .map(|c| format!("cpu{} {}%", c.cpu, floor(c.busy_pct)))
+        .collect();
+    format!("{line} [unpinned workers ran on {}]", on.join(", "))
+}
+
+/// A CPU counts as one the unpinned workers ran on when it had at least
+/// this share of their CPU time.
+const RAN_ON_MIN_SHARE: f64 = 0.10;
+
+/// The CPUs unpinned workers ran on (each with at least
+/// [`RAN_ON_MIN_SHARE`] of their time), busiest first.
+fn ran_on(ticks: &BTreeMap<usize, u64>, window_s: f64, ticks_per_s: f64) -> Vec<CpuShare> {
+    let total: u64 = ticks.values().sum();
+    let mut out: Vec<CpuShare> = ticks
+        .iter()
+        .filter(|(_, &n)| total > 0 && n as f64 >= RAN_ON_MIN_SHARE * total as f64)
+        .map(|(&cpu, &n)| CpuShare {
+            cpu,
+            busy_pct: if window_s > 0.0 {
+                round1(n as f64 / ticks_per_s / window_s * 100.0)
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    out.sort_by(|a, b| b.busy_pct.total_cmp(&a.busy_pct).then(a.cpu.cmp(&b.cpu)));
+    out
+}
+
 fn yes() -> bool {
     true
 }
@@ -332,11 +417,8 @@ pub fn summarize(
             raise_busy_to(c, &on_it);
         }
     }
-    let generator_cpus: Vec<usize> = if input.generator_cpus.is_empty() {
-        cpus.iter().map(|c| c.cpu).collect()
-    } else {
-        input.generator_cpus.clone()
-    };
+    let (workers_ran_on, generator_cpus) =
+        generator_cpus(input, &workers, &cpus, window_s, ticks_per_s);
     let judged: Vec<&CpuUsage> = cpus
         .iter()
         .filter(|c| generator_cpus.contains(&c.cpu))
@@ -405,7 +487,10 @@ pub fn summarize(
             window_s * 1000.0
         )
     } else {
-        verdict_line("client", &findings, judged_max)
+        with_placement(
+            verdict_line("client", &findings, judged_max),
+            &workers_ran_on,
+        )
     };
     let (net_rx, net_tx) = net_softirq_deltas(&start.softirqs, &end.softirqs);
     let irqs = top_device_irqs(start, end);
@@ -414,6 +499,7 @@ pub fn summarize(
         cpu_s,
         workers,
         generator_cpus,
+        workers_ran_on,
         cpus,
         net_rx,
         net_tx,

@@ -65,7 +65,7 @@ pub(crate) fn execute(
     // warm-up ends (the workers reset their recorders at the same moment).
     let end_sample = std::sync::Mutex::new(None);
     let first_sample = std::sync::Mutex::new(None);
-    let (outcome, start) = std::thread::scope(|s| {
+    let (outcome, start, placement) = std::thread::scope(|s| {
         let engine = s.spawn(|| {
             // Without a warm-up the start sample is taken as soon as the
             // worker threads exist (before, their CPU times would be missing);
@@ -102,7 +102,14 @@ pub(crate) fn execute(
         } else {
             sampler.sample().ok()
         };
-        (engine.join(), start)
+        let placement = follow_placement(
+            &mut sampler,
+            start.as_ref(),
+            &first_sample,
+            &end_sample,
+            || engine.is_finished(),
+        );
+        (engine.join(), start, placement)
     });
     let start = start.or_else(|| first_sample.into_inner().unwrap_or_else(|e| e.into_inner()));
     let outcome = outcome
@@ -117,7 +124,10 @@ pub(crate) fn execute(
     }
     let mut report = build_report(p, &outcome, series.rows);
     if let (Some(start), Some(end), Some(budget)) = (start, end, budget) {
-        let input = verdict_input(p, &outcome, &report);
+        let mut input = verdict_input(p, &outcome, &report);
+        if !input.workers_pinned {
+            input.worker_cpu_ticks = placement.map(|pl| pl.cpu_ticks(&input.worker_tids));
+        }
         let summary = xload_probe::summarize(&start, &end, &input, &budget);
         report.client = serde_json::to_value(&summary).ok();
     }
@@ -130,6 +140,54 @@ pub(crate) fn execute(
         spans: series.spans,
     })
 }
+
+/// Where the workers run over the window, read every [`PLACEMENT_EVERY`]
+/// until the end sample is taken (or the engine ended): unpinned, they are
+/// judged on the CPUs they used (a reading at the end names only the last).
+/// `None` when the window never started.
+fn follow_placement(
+    sampler: &mut xload_probe::Sampler,
+    start: Option<&xload_probe::Sample>,
+    first_sample: &std::sync::Mutex<Option<xload_probe::Sample>>,
+    end_sample: &std::sync::Mutex<Option<xload_probe::Sample>>,
+    finished: impl Fn() -> bool,
+) -> Option<xload_probe::Placement> {
+    let mut placement = xload_probe::Placement::default();
+    let mut started = false;
+    loop {
+        let ended = end_sample
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+            || finished();
+        if !started {
+            let first = first_sample.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = start.or(first.as_ref()) {
+                placement.observe(&s.threads);
+                started = true;
+            }
+        } else if !ended {
+            if let Ok(t) = sampler.threads() {
+                placement.observe(&t);
+            }
+        }
+        if ended {
+            break;
+        }
+        std::thread::sleep(PLACEMENT_EVERY);
+    }
+    if let Some(end) = end_sample
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        placement.observe(&end.threads);
+    }
+    started.then_some(placement)
+}
+
+/// How often the workers' threads are read for where they ran.
+const PLACEMENT_EVERY: Duration = Duration::from_millis(50);
 
 /// The probe's budget of this host, after warning about what it says of
 /// the plan (fds, ephemeral ports per source); `None` if /proc is unreadable.
@@ -221,6 +279,7 @@ fn verdict_input(p: &Prepared, o: &xload_engine::Outcome, r: &Report) -> xload_p
             .as_ref()
             .map_or(0, |t| t.handshakes_full + t.handshakes_resumed),
         tls_handshake_cpu_s: r.tls.as_ref().map_or(0.0, |t| t.handshake_cpu_s),
+        worker_cpu_ticks: None,
     }
 }
 

@@ -318,10 +318,13 @@ fn rate_sweep_past_capacity_puts_the_knee_at_the_first_overloaded_step() {
         within(st[0].1, 100.0, 0.02) && within(st[1].1, 300.0, 0.02),
         "{shown}"
     );
-    // Past capacity the achieved rate is the pool's, not the target.
+    // Past capacity the achieved rate is the pool's, not the target: of
+    // the pool's 1 s of answers, those to the warm-up's requests still in
+    // flight when the window opened (at most one per connection, 32) are
+    // not the window's requests (requests + in_flight = its sends).
     for s in &st[2..] {
         assert!(
-            within(s.1, POOL_CAPACITY_PER_S, 0.10),
+            s.1 >= 0.9 * (POOL_CAPACITY_PER_S - 32.0) && s.1 <= 1.1 * POOL_CAPACITY_PER_S,
             "rate {}: {shown}",
             s.0
         );
@@ -360,6 +363,10 @@ fn find_max_brackets_the_pool_capacity_under_a_p99_slo() {
                 "--slo",
                 "p99<60ms",
                 "--find-max",
+                // The server is the limit here; a client that other load
+                // on a shared machine saturates would exit 3
+                // (tests/find_max_client.rs).
+                "--allow-client-limited",
                 "--max-trials",
                 "4",
                 "--tolerance",
