@@ -70,6 +70,7 @@ fn examples(command: Option<&str>) -> &'static [(&'static str, &'static str)] {
             ("xload -c 100 -d 30s http://127.0.0.1:8080/", "100 connections for 30 seconds, closed loop."),
             ("xload --rate 50k -d 1m --latency http://127.0.0.1:8080/", "Open loop at 50,000 requests/s, latency corrected for coordinated omission, full percentile table."),
             ("xload -c 64 --json run.json --csv series.csv --hlog run.hlog URL", "Write the JSON report, the per-second CSV and an HdrHistogram interval log."),
+            ("xload -d 10m --metrics-listen 127.0.0.1:9464 URL", "Serve Prometheus metrics on http://127.0.0.1:9464/metrics while the run lasts."),
             ("xload --fail-if 'p99>50ms' --fail-if 'errors>0' URL", "Exit 3 when the p99 is above 50 ms or any request failed (CI)."),
             ("xload sweep -c 1,4,16,64,256 URL", "Load in steps of concurrency: table, knee, operating range."),
             ("xload demo", "The embedded responder and a short sweep on loopback, no setup."),
