@@ -81,7 +81,7 @@ fn examples(command: Option<&str>) -> &'static [(&'static str, &'static str)] {
         ],
         Some("serve") => &[
             ("xload serve --listen 127.0.0.1:8080 --cpus 2-3", "Answer on two pinned CPUs."),
-            ("xload serve --files DIR", "Answer with the files under DIR."),
+            ("xload serve --files DIR --metrics-listen 127.0.0.1:9465", "Answer with the files under DIR; Prometheus metrics on port 9465."),
         ],
         Some("run") => &[(
             "xload run workloads/static.toml http://127.0.0.1:8080/",

@@ -82,7 +82,7 @@ impl Board {
     }
 
     /// The text exposition (Prometheus 0.0.4 format).
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.1 {
             self.final_read.store(true, Ordering::SeqCst);
@@ -146,7 +146,10 @@ impl Board {
     }
 }
 
-/// The endpoint's thread, until [`Endpoint::close`].
+/// What an endpoint answers GET /metrics with.
+pub(crate) type Page = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The endpoint's thread, until [`Endpoint::close`] or [`Endpoint::stop`].
 pub(crate) struct Endpoint {
     pub board: Arc<Board>,
     stop: Arc<AtomicBool>,
@@ -157,6 +160,17 @@ impl Endpoint {
     /// Binds `addr` (before the run: a taken port is a usage error) and
     /// starts serving.
     pub(crate) fn start(addr: SocketAddr) -> Result<Endpoint, String> {
+        let board = Arc::new(Board::default());
+        let b = Arc::clone(&board);
+        Endpoint::serving(addr, board, Arc::new(move || b.render()))
+    }
+
+    /// Binds `addr` and answers with `page` (`board` unused but by `close`).
+    pub(crate) fn serving(
+        addr: SocketAddr,
+        board: Arc<Board>,
+        page: Page,
+    ) -> Result<Endpoint, String> {
         let listener =
             TcpListener::bind(addr).map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
         listener
@@ -164,12 +178,11 @@ impl Endpoint {
             .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
         let bound = listener.local_addr().unwrap_or(addr);
         eprintln!("xload: metrics on http://{bound}/metrics");
-        let board = Arc::new(Board::default());
         let stop = Arc::new(AtomicBool::new(false));
-        let (b, s) = (Arc::clone(&board), Arc::clone(&stop));
+        let s = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("xload-metrics".into())
-            .spawn(move || accept_loop(&listener, &b, &s))
+            .spawn(move || accept_loop(&listener, &*page, &s))
             .map_err(|e| format!("--metrics-listen: cannot start its thread: {e}"))?;
         Ok(Endpoint {
             board,
@@ -189,6 +202,11 @@ impl Endpoint {
         {
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.stop();
+    }
+
+    /// Stops serving now.
+    pub(crate) fn stop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -196,11 +214,15 @@ impl Endpoint {
     }
 }
 
-fn accept_loop(listener: &TcpListener, board: &Board, stop: &AtomicBool) {
+fn accept_loop(
+    listener: &TcpListener,
+    page: &(dyn Fn() -> String + Send + Sync),
+    stop: &AtomicBool,
+) {
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((conn, _)) => {
-                let _ = answer(conn, board);
+                let _ = answer(conn, page);
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
         }
@@ -208,7 +230,7 @@ fn accept_loop(listener: &TcpListener, board: &Board, stop: &AtomicBool) {
 }
 
 /// Reads one request head (up to 8 KiB, 2 s) and answers it, then closes.
-fn answer(mut conn: TcpStream, board: &Board) -> std::io::Result<()> {
+fn answer(mut conn: TcpStream, page: &(dyn Fn() -> String + Send + Sync)) -> std::io::Result<()> {
     conn.set_nonblocking(false)?;
     conn.set_read_timeout(Some(Duration::from_secs(2)))?;
     let mut buf = vec![0u8; 8192];
@@ -224,7 +246,7 @@ fn answer(mut conn: TcpStream, board: &Board) -> std::io::Result<()> {
     let path = head.split_whitespace().nth(1).unwrap_or("");
     let get = head.starts_with("GET ");
     let (status, body) = if get && (path == "/metrics" || path.starts_with("/metrics?")) {
-        ("200 OK", board.render())
+        ("200 OK", page())
     } else {
         ("404 Not Found", "GET /metrics\n".to_string())
     };
@@ -233,4 +255,83 @@ fn answer(mut conn: TcpStream, board: &Board) -> std::io::Result<()> {
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
+}
+
+/// `xload serve --metrics-listen`: the responder's counters, per worker
+/// and all, read from the atomics each worker already keeps on its own
+/// cache line (the ones `/stats` reads).
+pub(crate) fn serve_page(stats: Arc<xload_engine::serve::ServeStats>) -> Page {
+    use xload_engine::serve::WorkerCounters;
+    type Get = fn(&WorkerCounters) -> &std::sync::atomic::AtomicU64;
+    const METRICS: &[(&str, &str, &str, Get)] = &[
+        (
+            "xload_serve_requests_total",
+            "counter",
+            "Requests answered (404s included).",
+            |w| &w.requests,
+        ),
+        (
+            "xload_serve_connections_total",
+            "counter",
+            "Connections accepted.",
+            |w| &w.connections,
+        ),
+        (
+            "xload_serve_bad_requests_total",
+            "counter",
+            "Requests answered 400 and closed.",
+            |w| &w.bad_requests,
+        ),
+        (
+            "xload_serve_not_found_total",
+            "counter",
+            "--files: requests answered 404.",
+            |w| &w.not_found,
+        ),
+        (
+            "xload_serve_abandoned_total",
+            "counter",
+            "Held answers whose client closed first.",
+            |w| &w.abandoned,
+        ),
+        (
+            "xload_serve_idle_closed_total",
+            "counter",
+            "Connections closed by --idle-timeout.",
+            |w| &w.idle_closed,
+        ),
+        (
+            "xload_serve_header_timeouts_total",
+            "counter",
+            "Connections closed by --header-timeout.",
+            |w| &w.header_timeouts,
+        ),
+        (
+            "xload_serve_send_timeouts_total",
+            "counter",
+            "Connections closed by --send-timeout.",
+            |w| &w.send_timeouts,
+        ),
+        (
+            "xload_serve_in_flight",
+            "gauge",
+            "Answers held by --delay/--pool now.",
+            |w| &w.in_flight,
+        ),
+    ];
+    Arc::new(move || {
+        let mut out = String::new();
+        for (name, kind, help, get) in METRICS {
+            let family = name.strip_suffix("_total").unwrap_or(name);
+            out.push_str(&format!("# HELP {family} {help}\n# TYPE {family} {kind}\n"));
+            let mut all = 0;
+            for (i, w) in stats.workers.iter().enumerate() {
+                let v = get(w).load(Ordering::Relaxed);
+                all += v;
+                out.push_str(&format!("{name}{{worker=\"{i}\"}} {v}\n"));
+            }
+            out.push_str(&format!("{name}{{worker=\"all\"}} {all}\n"));
+        }
+        out
+    })
 }

@@ -292,3 +292,52 @@ fn metrics_parse_with_prometheus_client_and_end_equal_to_the_report() {
         report["errors_total"].as_u64().unwrap() as f64
     );
 }
+
+#[test]
+fn serve_metrics_parse_with_prometheus_client_and_equal_its_stats() {
+    let port = support::free_port();
+    let srv = Serve::start(&[
+        "--cpus",
+        "0",
+        "--metrics-listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    let dir = TempDir::new("serve-metrics");
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let (status, _, stderr, _) = support::run_xload_with_timeout(
+        ["-c", "3", "-t", "1", "-n", "500", "-q", &url],
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "{stderr}");
+    let stats = {
+        use std::io::{Read, Write};
+        let mut c = srv.connect();
+        c.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut t = String::new();
+        c.read_to_string(&mut t).unwrap();
+        let json = t.split_once("\r\n\r\n").unwrap().1.to_string();
+        serde_json::from_str::<serde_json::Value>(&json).unwrap()
+    };
+    // Read after /stats: every counter has reached what /stats saw.
+    let body = scrape(port).expect("serve's metrics endpoint");
+    let Some(s) = parse_metrics(&dir, &body) else {
+        return;
+    };
+    let all = r#"{"worker": "all"}"#;
+    // /stats does not count itself as a request.
+    let requests = stats["requests"].as_u64().unwrap() as f64;
+    assert!(requests >= 500.0, "{stats}");
+    assert_eq!(sample(&s, "xload_serve_requests_total", all), requests);
+    assert_eq!(
+        sample(&s, "xload_serve_requests_total", r#"{"worker": "0"}"#),
+        requests
+    );
+    let conns = sample(&s, "xload_serve_connections_total", all);
+    let stats_conns = stats["connections"].as_u64().unwrap() as f64;
+    assert!(
+        conns >= 3.0 && (conns == stats_conns || conns == stats_conns - 1.0),
+        "{conns} vs {stats}"
+    );
+    assert_eq!(sample(&s, "xload_serve_in_flight", all), 0.0);
+}
