@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use xload_stats::Interval;
+use xload_stats::{ErrorKind, Interval};
 
 /// Upper bounds of the latency buckets, µs (then +Inf).
 const BUCKETS_US: &[u64] = &[
@@ -24,6 +24,8 @@ const BUCKETS_US: &[u64] = &[
 struct Totals {
     responses: u64,
     errors: u64,
+    /// By kind (`ErrorKind as usize`).
+    by_kind: [u64; ErrorKind::COUNT],
     bytes: u64,
     /// Per bucket of BUCKETS_US, then +Inf (not cumulative).
     buckets: Vec<u64>,
@@ -34,6 +36,9 @@ impl Totals {
     fn add(&mut self, iv: &Interval) {
         self.responses += iv.requests;
         self.errors += iv.errors;
+        for (a, b) in self.by_kind.iter_mut().zip(iv.errors_by_kind) {
+            *a += b;
+        }
         self.bytes += iv.bytes;
         self.buckets.resize(BUCKETS_US.len() + 1, 0);
         for v in iv.latency.iter_recorded() {
@@ -48,6 +53,9 @@ impl Totals {
     fn merge(&mut self, o: &Totals) {
         self.responses += o.responses;
         self.errors += o.errors;
+        for (a, b) in self.by_kind.iter_mut().zip(o.by_kind) {
+            *a += b;
+        }
         self.bytes += o.bytes;
         self.buckets.resize(BUCKETS_US.len() + 1, 0);
         for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
@@ -113,6 +121,16 @@ impl Board {
             "Failed requests and connection attempts in the measured window.",
             &|t| t.errors,
         );
+        out.push_str("# HELP xload_errors_by_category Errors by category (the report's `errors` keys).\n# TYPE xload_errors_by_category counter\n");
+        for (l, t) in &rows {
+            for k in ErrorKind::ALL {
+                out.push_str(&format!(
+                    "xload_errors_by_category_total{{{l},category=\"{}\"}} {}\n",
+                    k.name(),
+                    t.by_kind[k as usize]
+                ));
+            }
+        }
         counter(
             &mut out,
             "xload_response_bytes",

@@ -291,6 +291,19 @@ fn metrics_parse_with_prometheus_client_and_end_equal_to_the_report() {
         sample(&s, "xload_errors_total", all),
         report["errors_total"].as_u64().unwrap() as f64
     );
+    // Every category is there, equal to the report's (absent there: 0).
+    let errors = &report["errors"];
+    for (name, labels, value) in &s {
+        if name != "xload_errors_by_category_total" || !labels.contains("\"all\"") {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(labels).unwrap();
+        let cat = v["category"].as_str().unwrap();
+        assert_eq!(*value, errors[cat].as_u64().unwrap_or(0) as f64, "{cat}");
+    }
+    assert!(s.iter().any(
+        |(n, l, _)| n == "xload_errors_by_category_total" && l.contains("\"request_timeout\"")
+    ));
 }
 
 #[test]
