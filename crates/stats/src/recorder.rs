@@ -143,6 +143,7 @@ struct IntervalMark {
     requests: u64,
     errors: u64,
     bytes_received: u64,
+    by_kind: [u64; ErrorKind::COUNT],
 }
 
 /// What happened between two [`Recorder::take_interval`] calls.
@@ -154,6 +155,8 @@ pub struct Interval {
     pub errors: u64,
     /// Response bytes received (on the wire: status line, headers, body).
     pub bytes: u64,
+    /// Errors by kind (indexed by `ErrorKind as usize`).
+    pub errors_by_kind: [u64; ErrorKind::COUNT],
     /// Latency of those responses, µs (corrected latency in open loop).
     pub latency: Histogram<u64>,
 }
@@ -165,6 +168,7 @@ impl Interval {
             requests: 0,
             errors: 0,
             bytes: 0,
+            errors_by_kind: [0; ErrorKind::COUNT],
             latency: new_latency_histogram(),
         }
     }
@@ -174,6 +178,9 @@ impl Interval {
         self.requests += other.requests;
         self.errors += other.errors;
         self.bytes += other.bytes;
+        for (mine, theirs) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
+            *mine += theirs;
+        }
         add_into(&mut self.latency, &other.latency);
     }
 }
@@ -657,6 +664,9 @@ impl Recorder {
         self.mark.requests += other.mark.requests;
         self.mark.errors += other.mark.errors;
         self.mark.bytes_received += other.mark.bytes_received;
+        for (mine, theirs) in self.mark.by_kind.iter_mut().zip(other.mark.by_kind) {
+            *mine += theirs;
+        }
     }
 
     /// The counts and latency histogram since the previous call (or since
@@ -665,16 +675,22 @@ impl Recorder {
         let latency = std::mem::replace(&mut self.latency_tick_us, new_latency_histogram());
         add_into(&mut self.latency_folded_us, &latency);
         let errors = self.errors_total();
+        let mut errors_by_kind = self.errors;
+        for (e, m) in errors_by_kind.iter_mut().zip(self.mark.by_kind) {
+            *e -= m;
+        }
         let interval = Interval {
             requests: self.requests - self.mark.requests,
             errors: errors - self.mark.errors,
             bytes: self.bytes_received - self.mark.bytes_received,
+            errors_by_kind,
             latency,
         };
         self.mark = IntervalMark {
             requests: self.requests,
             errors,
             bytes_received: self.bytes_received,
+            by_kind: self.errors,
         };
         interval
     }

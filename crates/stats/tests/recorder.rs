@@ -292,10 +292,16 @@ fn take_interval_reports_only_what_happened_since_the_previous_take() {
     let first = r.take_interval();
     assert_eq!((first.requests, first.errors, first.bytes), (2, 1, 20));
     assert_eq!(first.latency.len(), 2);
+    assert_eq!(first.errors_by_kind[ErrorKind::Reset as usize], 1);
+    assert_eq!(first.errors_by_kind.iter().sum::<u64>(), 1);
 
     r.record_response(900, 500, 7);
+    r.record_error(ErrorKind::RequestTimeout);
+    r.record_error(ErrorKind::RequestTimeout);
     let second = r.take_interval();
-    assert_eq!((second.requests, second.errors, second.bytes), (1, 0, 7));
+    assert_eq!((second.requests, second.errors, second.bytes), (1, 2, 7));
+    assert_eq!(second.errors_by_kind[ErrorKind::RequestTimeout as usize], 2);
+    assert_eq!(second.errors_by_kind[ErrorKind::Reset as usize], 0);
     assert_eq!(counts(&second.latency), vec![(900, 1)]);
 
     let empty = r.take_interval();
@@ -305,7 +311,7 @@ fn take_interval_reports_only_what_happened_since_the_previous_take() {
     // Totals keep everything.
     assert_eq!(r.requests(), 3);
     assert_eq!(r.latency_histogram().len(), 3);
-    assert_eq!(r.errors_total(), 1);
+    assert_eq!(r.errors_total(), 3);
 }
 
 #[test]

@@ -16,6 +16,7 @@
 //! - [`fmt`]: latencies, counts, rates and byte sizes for people.
 //! - [`remote`]: a command on other hosts through ssh or another transport.
 //! - [`input`]: input files read whole, regular files only, up to a limit.
+//! - [`roff`]: man page sections clap does not generate.
 
 pub mod calendar;
 pub mod clock;
@@ -26,5 +27,6 @@ pub mod fmt;
 pub mod input;
 pub mod netns;
 pub mod remote;
+pub mod roff;
 pub mod signal;
 pub mod stdout;

@@ -13,6 +13,7 @@ mod hoist;
 mod hosts;
 mod lab;
 mod merge;
+mod metrics;
 mod output;
 mod plot;
 mod pps;
@@ -104,9 +105,9 @@ pub(crate) struct RunWorkloadArgs {
 /// Runs a load (plain or workload): the URL given, else the workload's.
 fn main_load(url: Option<&str>, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let url = workload::target(url, &ra.common)?;
-    if !ra.hosts.on.is_empty() && ra.export.hlog.is_some() {
+    if !ra.hosts.on.is_empty() && (ra.export.hlog.is_some() || ra.export.metrics_listen.is_some()) {
         return Err(Failure::Usage(
-            "--hlog is for a run on this host; with --on, keep each host's report (--keep-reports) and merge".into(),
+            "--hlog and --metrics-listen are for a run on this host; with --on, keep each host's report (--keep-reports)".into(),
         ));
     }
     if ra.hosts.on.is_empty() {

@@ -5,10 +5,13 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use xload_engine::Tick;
 use xload_stats::{Interval, IntervalRow, SecondHistogram};
+
+use crate::metrics::Board;
 
 /// The per-second rows of a run, each with its latency histogram and when
 /// it began and how long it lasted.
@@ -46,8 +49,15 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// Starts aggregating ticks from `workers` workers, showing them as `live` says.
-    pub(crate) fn spawn(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Progress {
-        let handle = std::thread::spawn(move || aggregate(rx, workers, tick_s, live));
+    /// Each worker's interval is also added to `board` (`--metrics-listen`).
+    pub(crate) fn spawn(
+        rx: Receiver<Tick>,
+        workers: usize,
+        tick_s: f64,
+        live: Live,
+        board: Option<Arc<Board>>,
+    ) -> Progress {
+        let handle = std::thread::spawn(move || aggregate(rx, workers, tick_s, live, board));
         Progress { handle }
     }
 
@@ -132,7 +142,13 @@ fn temp_file() -> Option<File> {
 /// the longest of their lengths (a last, partial tick may differ by worker).
 type Open = (usize, Interval, u64);
 
-fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Series {
+fn aggregate(
+    rx: Receiver<Tick>,
+    workers: usize,
+    tick_s: f64,
+    live: Live,
+    board: Option<Arc<Board>>,
+) -> Series {
     let mut open: BTreeMap<u64, Open> = BTreeMap::new();
     let mut series = Series::default();
     let mut spool = Spool::new();
@@ -140,6 +156,9 @@ fn aggregate(rx: Receiver<Tick>, workers: usize, tick_s: f64, live: Live) -> Ser
     let mut total_errors = 0u64;
     let mut printed = false;
     for t in rx {
+        if let Some(b) = &board {
+            b.add(t.worker, &t.interval);
+        }
         let entry = open.entry(t.seq);
         let e = entry.or_insert_with(|| (0, Interval::new(), 0));
         e.0 += 1;

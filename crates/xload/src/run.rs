@@ -31,10 +31,12 @@ pub(crate) struct Measured {
 }
 
 /// Executes a prepared run and builds its report (with the probe's verdict).
+/// `board`: where `--metrics-listen` reads each tick.
 pub(crate) fn execute(
     p: &Prepared,
     stop: Arc<AtomicBool>,
     live: Live,
+    board: Option<Arc<crate::metrics::Board>>,
 ) -> Result<Measured, Failure> {
     let budget = preflight(p);
     let mut sampler = xload_probe::Sampler::new();
@@ -60,7 +62,7 @@ pub(crate) fn execute(
     let (tx, rx) = mpsc::channel();
     let workers = p.plan.worker_cpus.len();
     let tick_s = p.plan.tick.as_secs_f64();
-    let progress = Progress::spawn(rx, workers, tick_s, live);
+    let progress = Progress::spawn(rx, workers, tick_s, live, board);
     // The client's evidence covers the measured window: sample when the
     // warm-up ends (the workers reset their recorders at the same moment).
     let end_sample = std::sync::Mutex::new(None);
@@ -307,7 +309,12 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     } else {
         Live::Off
     };
-    let mut m = execute(&p, stop, live)?;
+    let endpoint = match ra.export.metrics_listen {
+        Some(addr) => Some(crate::metrics::Endpoint::start(addr).map_err(Failure::Usage)?),
+        None => None,
+    };
+    let board = endpoint.as_ref().map(|e| Arc::clone(&e.board));
+    let mut m = execute(&p, Arc::clone(&stop), live, board)?;
     crate::hosts::stamp(&mut m.report, &ra.hosts, a, &p, &run_id, m.window_start_ns);
     m.report.timeseries_histograms = std::mem::take(&mut m.second_histograms);
     let report = &m.report;
@@ -332,6 +339,9 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     if let Some(path) = &a.class_csv {
         let csv = xload_stats::classes_csv(&report.classes);
         write_out(&path.to_string_lossy(), csv.trim_end())?;
+    }
+    if let Some(e) = endpoint {
+        e.close(ra.export.metrics_linger.unwrap_or_default(), &stop);
     }
     if report.requests == 0 && m.interrupted {
         // Stopped by the user before any answer was measured: nothing failed.

@@ -80,6 +80,11 @@ pub(crate) struct ServeArgs {
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
+
+    /// Serve Prometheus metrics on http://ADDR/metrics: requests, connections, bad requests,
+    /// timeouts, per worker and all (the counters of /stats).
+    #[arg(long = "metrics-listen")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 pub(crate) fn config(
@@ -175,9 +180,23 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
             t.fingerprint
         );
     }
+    let mut metrics = match a.metrics_listen {
+        Some(addr) => Some(
+            crate::metrics::Endpoint::serving(
+                addr,
+                Arc::default(),
+                crate::metrics::serve_page(Arc::clone(&server.stats)),
+            )
+            .map_err(Failure::Usage)?,
+        ),
+        None => None,
+    };
     let started = Instant::now();
     while !stop.load(Ordering::Relaxed) && a.run_for.is_none_or(|d| started.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(m) = metrics.as_mut() {
+        m.stop();
     }
     let stats = Arc::clone(&server.stats);
     server.stop().map_err(Failure::Run)?;

@@ -91,6 +91,30 @@ fn man_page_of_a_subcommand_has_its_own_options() {
 }
 
 #[test]
+fn man_pages_have_examples_and_exit_status_before_the_version() {
+    let page = stdout_of(&["man"]);
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("no {s} in\n{page}"));
+    assert!(at(".SH \"EXAMPLES\"") < at(".SH \"EXIT STATUS\""));
+    assert!(at(".SH \"EXIT STATUS\"") < at(".SH VERSION"));
+    assert!(page.contains(r"\fBxload \-c 100 \-d 30s http://127.0.0.1:8080/\fR"));
+    for status in ["0", "1", "2", "3", "130, 143"] {
+        assert!(
+            page.contains(&format!("\\fB{status}\\fR\n")),
+            "no exit status {status}"
+        );
+    }
+    let sweep = stdout_of(&["man", "sweep"]);
+    assert!(
+        sweep.contains(r"\fBxload sweep \-c 1,4,16,64,256"),
+        "{sweep}"
+    );
+    assert!(sweep.contains(".SH \"EXIT STATUS\""));
+    // A page without examples of its own still says how it exits.
+    let files = stdout_of(&["man", "files"]);
+    assert!(!files.contains("EXAMPLES") && files.contains(".SH \"EXIT STATUS\""));
+}
+
+#[test]
 fn man_page_of_an_unknown_subcommand_is_a_usage_error() {
     let out = xload(&["man", "sweeep"]);
     assert_eq!(out.status.code(), Some(2));

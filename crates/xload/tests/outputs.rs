@@ -167,3 +167,190 @@ fn hlog_to_a_missing_directory_is_refused_before_the_run() {
     assert!(stderr.contains("--hlog"), "{stderr}");
     assert!(elapsed < Duration::from_secs(5), "refused before the run");
 }
+
+/// GET /metrics from 127.0.0.1:`port`: the body of a 200 answer, None if
+/// nothing answers yet.
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    Some(body.to_string())
+}
+
+/// Parses an exposition with prometheus_client's text parser and prints
+/// each sample: name, labels (JSON) and value.
+const PARSE_METRICS: &str = r#"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+for family in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in family.samples:
+        print(s.name, json.dumps(s.labels, sort_keys=True), s.value)
+"#;
+
+/// The samples of `text` as prometheus_client reads them (None: skipped).
+fn parse_metrics(dir: &TempDir, text: &str) -> Option<Vec<(String, String, f64)>> {
+    let path = dir.join("metrics.txt");
+    std::fs::write(&path, text).unwrap();
+    let out = python(
+        "prometheus_client",
+        PARSE_METRICS,
+        &[path.to_str().unwrap()],
+    )?;
+    Some(
+        out.lines()
+            .map(|l| {
+                let (name, rest) = l.split_once(' ').unwrap();
+                let (labels, value) = rest.rsplit_once(' ').unwrap();
+                (name.to_string(), labels.to_string(), value.parse().unwrap())
+            })
+            .collect(),
+    )
+}
+
+fn sample(samples: &[(String, String, f64)], name: &str, labels: &str) -> f64 {
+    samples
+        .iter()
+        .find(|(n, l, _)| n == name && l == labels)
+        .unwrap_or_else(|| panic!("no {name} {labels} in {samples:?}"))
+        .2
+}
+
+#[test]
+fn metrics_parse_with_prometheus_client_and_end_equal_to_the_report() {
+    let srv = Serve::start(&["--cpus", "0"]);
+    let dir = TempDir::new("metrics");
+    let json = dir.join("run.json");
+    let port = support::free_port();
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let child = support::spawn_xload([
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-d",
+        "2s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--metrics-listen",
+        &format!("127.0.0.1:{port}"),
+        "--metrics-linger",
+        "60s",
+        &url,
+    ]);
+    // During the run: the endpoint answers and parses.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let during = loop {
+        if let Some(body) = scrape(port) {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "no endpoint");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // After the report: the final values (xload_final 1), then the run ends
+    // on its own (the linger stops at the first scrape of final values).
+    let last = loop {
+        let body = scrape(port).expect("the endpoint stays up until the final values are read");
+        if body.contains("\nxload_final 1\n") {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no final values:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_timeout(Duration::from_secs(30));
+    assert!(!out.timed_out && out.status.success(), "{}", out.stderr);
+    let report = support::read_json(&json);
+    let Some(first) = parse_metrics(&dir, &during) else {
+        return;
+    };
+    assert!(first.iter().any(|(n, _, _)| n == "xload_responses_total"));
+    let s = parse_metrics(&dir, &last).unwrap();
+    let requests = report["requests"].as_u64().unwrap() as f64;
+    let all = r#"{"worker": "all"}"#;
+    assert_eq!(sample(&s, "xload_responses_total", all), requests);
+    let per_worker = sample(&s, "xload_responses_total", r#"{"worker": "0"}"#)
+        + sample(&s, "xload_responses_total", r#"{"worker": "1"}"#);
+    assert_eq!(per_worker, requests);
+    assert_eq!(sample(&s, "xload_latency_seconds_count", all), requests);
+    let inf = sample(
+        &s,
+        "xload_latency_seconds_bucket",
+        r#"{"le": "+Inf", "worker": "all"}"#,
+    );
+    assert_eq!(inf, requests, "cumulative buckets end at the count");
+    assert_eq!(
+        sample(&s, "xload_errors_total", all),
+        report["errors_total"].as_u64().unwrap() as f64
+    );
+    // Every category is there, equal to the report's (absent there: 0).
+    let errors = &report["errors"];
+    for (name, labels, value) in &s {
+        if name != "xload_errors_by_category_total" || !labels.contains("\"all\"") {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(labels).unwrap();
+        let cat = v["category"].as_str().unwrap();
+        assert_eq!(*value, errors[cat].as_u64().unwrap_or(0) as f64, "{cat}");
+    }
+    assert!(s.iter().any(
+        |(n, l, _)| n == "xload_errors_by_category_total" && l.contains("\"request_timeout\"")
+    ));
+}
+
+#[test]
+fn serve_metrics_parse_with_prometheus_client_and_equal_its_stats() {
+    let port = support::free_port();
+    let srv = Serve::start(&[
+        "--cpus",
+        "0",
+        "--metrics-listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    let dir = TempDir::new("serve-metrics");
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let (status, _, stderr, _) = support::run_xload_with_timeout(
+        ["-c", "3", "-t", "1", "-n", "500", "-q", &url],
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "{stderr}");
+    let stats = {
+        use std::io::{Read, Write};
+        let mut c = srv.connect();
+        c.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut t = String::new();
+        c.read_to_string(&mut t).unwrap();
+        let json = t.split_once("\r\n\r\n").unwrap().1.to_string();
+        serde_json::from_str::<serde_json::Value>(&json).unwrap()
+    };
+    // Read after /stats: every counter has reached what /stats saw.
+    let body = scrape(port).expect("serve's metrics endpoint");
+    let Some(s) = parse_metrics(&dir, &body) else {
+        return;
+    };
+    let all = r#"{"worker": "all"}"#;
+    // /stats does not count itself as a request.
+    let requests = stats["requests"].as_u64().unwrap() as f64;
+    assert!(requests >= 500.0, "{stats}");
+    assert_eq!(sample(&s, "xload_serve_requests_total", all), requests);
+    assert_eq!(
+        sample(&s, "xload_serve_requests_total", r#"{"worker": "0"}"#),
+        requests
+    );
+    let conns = sample(&s, "xload_serve_connections_total", all);
+    let stats_conns = stats["connections"].as_u64().unwrap() as f64;
+    assert!(
+        conns >= 3.0 && (conns == stats_conns || conns == stats_conns - 1.0),
+        "{conns} vs {stats}"
+    );
+    assert_eq!(sample(&s, "xload_serve_in_flight", all), 0.0);
+}

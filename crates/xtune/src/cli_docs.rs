@@ -64,7 +64,12 @@ pub(crate) fn answer(cmd: Command) -> Option<i32> {
                     }
                 },
             };
-            if let Err(e) = clap_mangen::Man::new(page).render(&mut buf) {
+            let examples = if m.get_one::<String>("command").is_none() {
+                EXAMPLES
+            } else {
+                &[]
+            };
+            if let Err(e) = render(page, examples, &mut buf) {
                 eprintln!("xtune: man: {e}");
                 return Some(1);
             }
@@ -75,4 +80,68 @@ pub(crate) fn answer(cmd: Command) -> Option<i32> {
         eprintln!("xtune: writing to stdout: {e}");
     }
     Some(0)
+}
+
+/// The main page's EXAMPLES: (command line, what it does).
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "xtune apply tuning/loadgen.toml --dry-run",
+        "Show current -> wanted for every knob; nothing is written.",
+    ),
+    (
+        "xtune apply tuning/loadgen.toml",
+        "Snapshot, then write the profile; a failed write undoes the others (exit 1).",
+    ),
+    (
+        "xtune verify tuning/loadgen.toml --settle 10s",
+        "Compare every knob by meaning; exit 3 on drift.",
+    ),
+    ("xtune rollback", "Restore the last snapshot byte for byte."),
+    (
+        "xtune apply tuning/loopback-lab.toml --netns lab1 --skip-global",
+        "Tune inside a network namespace, host-wide knobs left out.",
+    ),
+    (
+        "xtune observe --for 30s",
+        "Per-second CPU, softirq, IRQ and TCP table of this host and the saturated resource.",
+    ),
+];
+
+/// Exit statuses of every xtune command.
+const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "Success."),
+    (
+        "1",
+        "The command could not be done (nothing is left half-applied).",
+    ),
+    ("2", "Bad arguments or profile."),
+    ("3", "xtune verify found drift."),
+];
+
+/// The man page of `cmd` as clap_mangen renders it, with EXAMPLES (when
+/// given) and EXIT STATUS before its VERSION.
+fn render(
+    cmd: Command,
+    examples: &[(&str, &str)],
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
+    let has_subcommands = cmd.get_subcommands().any(|c| !c.is_hide_set());
+    let extra = cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some();
+    let man = clap_mangen::Man::new(cmd);
+    man.render_title(w)?;
+    man.render_name_section(w)?;
+    man.render_synopsis_section(w)?;
+    man.render_description_section(w)?;
+    if has_args {
+        man.render_options_section(w)?;
+    }
+    if has_subcommands {
+        man.render_subcommands_section(w)?;
+    }
+    if extra {
+        man.render_extra_section(w)?;
+    }
+    w.write_all(xload_sys::roff::sections(examples, EXIT_STATUS).as_bytes())?;
+    man.render_version_section(w)
 }

@@ -52,6 +52,18 @@ fn man_pages_list_subcommands_and_options() {
 }
 
 #[test]
+fn man_pages_have_examples_and_exit_status_before_the_version() {
+    let page = stdout_of(&["man"]);
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("no {s} in\n{page}"));
+    assert!(at(".SH \"EXAMPLES\"") < at(".SH \"EXIT STATUS\""));
+    assert!(at(".SH \"EXIT STATUS\"") < at(".SH VERSION"));
+    assert!(page.contains(r"\fBxtune verify tuning/loadgen.toml \-\-settle 10s\fR"));
+    assert!(page.contains("\\fB3\\fR\nxtune verify found drift."));
+    let apply = stdout_of(&["man", "apply"]);
+    assert!(apply.contains(".SH \"EXIT STATUS\""), "{apply}");
+}
+
+#[test]
 fn a_missing_shell_or_an_unknown_page_is_a_usage_error() {
     assert_eq!(xtune(&["completions"]).status.code(), Some(2));
     assert_eq!(xtune(&["completions", "tcsh"]).status.code(), Some(2));

@@ -430,7 +430,7 @@ pub(crate) fn run_steps(
             // Let the server drain what the previous step left queued.
             std::thread::sleep(cooldown);
         }
-        let m = execute(&p, Arc::clone(stop), crate::progress::Live::Off)?;
+        let m = execute(&p, Arc::clone(stop), crate::progress::Live::Off, None)?;
         if m.interrupted && m.report.requests == 0 {
             // Stopped before this step measured anything (in its warm-up):
             // no row, no point at zero on the plot, no step in the analysis.
