@@ -141,9 +141,9 @@ impl Exchange {
     /// Workload runs: the next request sent on this connection is `pick`
     /// (one request in flight per connection).
     #[inline]
-    pub(crate) fn start(&mut self, pick: xload_workload::Pick) {
+    pub(crate) fn start(&mut self, pick: xload_workload::Pick, now_ns: u64) {
         if let Some(mix) = &mut self.mix {
-            let head = mix.start(pick);
+            let head = mix.start(pick, now_ns);
             self.parser.set_head(head);
         }
     }
@@ -158,8 +158,9 @@ impl Exchange {
         &mut self,
         requests: Option<std::sync::Arc<xload_workload::RequestPlan>>,
         session: Option<(&xload_workload::Session, u64)>,
+        cookies: bool,
     ) {
-        self.mix = requests.map(|r| Box::new(ConnMix::new(r, session)));
+        self.mix = requests.map(|r| Box::new(ConnMix::new(r, session, cookies)));
     }
 
     /// Workload runs: the connection's workload state, if any.
@@ -207,6 +208,9 @@ impl Exchange {
         // those bytes turn out not to be its body (then the exchange counts
         // as that error alone, not as a response and an error).
         let mut held: Option<Response> = None;
+        if let Some(m) = &mut self.mix {
+            m.received(data);
+        }
         loop {
             let parsed = match &mut self.mix {
                 // (A workload has one request in flight: what follows a held
@@ -268,8 +272,8 @@ impl Exchange {
             response.wire_bytes,
             timing,
         );
-        if let (Some(m), Some(latency_us)) = (&mut self.mix, latency_us) {
-            m.finish(rec, latency_us, &response);
+        if let Some(m) = &mut self.mix {
+            m.finish(rec, latency_us, &response, now_ns);
         }
     }
 
@@ -292,8 +296,8 @@ impl Exchange {
                         response.wire_bytes,
                         timing,
                     );
-                    if let (Some(m), Some(latency_us)) = (&mut self.mix, latency_us) {
-                        m.finish(rec, latency_us, &response);
+                    if let Some(m) = &mut self.mix {
+                        m.finish(rec, latency_us, &response, now_ns);
                     }
                     (true, None)
                 }
@@ -546,13 +550,13 @@ mod tests {
         let mut rec = Recorder::new();
         rec.set_classes(&["a", "h"]);
         let mut ex = Exchange::new(false, 1);
-        ex.attach_mix(Some(plan), None);
+        ex.attach_mix(Some(plan), None, false);
         let a = xload_workload::Pick {
             class: 0,
             variant: 0,
         };
         for body in [&b"hello"[..], b"hellO"] {
-            ex.start(a);
+            ex.start(a, 0);
             assert!(ex.outgoing(b"unused").starts_with(b"GET / HTTP/1.1\r\n"));
             ex.pending.push(Sent::default());
             let wire = [&b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"[..], body].concat();
@@ -561,10 +565,13 @@ mod tests {
             }
         }
         // HEAD: the parser expects no body whatever Content-Length says.
-        ex.start(xload_workload::Pick {
-            class: 1,
-            variant: 0,
-        });
+        ex.start(
+            xload_workload::Pick {
+                class: 1,
+                variant: 0,
+            },
+            0,
+        );
         ex.pending.push(Sent::default());
         let (done, _) = ex.feed(
             b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",

@@ -223,6 +223,11 @@ impl<'a> Ctx<'a> {
             .is_some_and(|w| w.session.is_some())
     }
 
+    /// Workload runs: each connection keeps a cookie jar.
+    pub(crate) fn cookies(&self) -> bool {
+        self.plan.workload.as_ref().is_some_and(|w| w.cookies)
+    }
+
     /// Sessions: connection `i`'s session and seed.
     pub(crate) fn session_of(&self, i: usize) -> Option<(Session, u64)> {
         let w = self.plan.workload.as_ref()?;

@@ -15,7 +15,6 @@ use xload_stats::{ErrorKind, Recorder};
 use crate::clock::now_ns;
 use crate::conn::{record_errno, record_fed_error, Backoff, Exchange, Fed, Phase, Sent};
 use crate::ctx::{Ctx, Late};
-use crate::mix::ConnMix;
 use crate::ramp::Ramp;
 use crate::tls::{record_failure, Opened, Session};
 
@@ -408,7 +407,7 @@ pub(crate) trait Transport<'p> {
                 self.replace(i, now, false);
                 return;
             };
-            self.exchange(i).start(pick);
+            self.exchange(i).start(pick, now);
         }
         let ex = self.exchange(i);
         for _ in 0..n {
@@ -422,7 +421,8 @@ pub(crate) trait Transport<'p> {
     fn workload_pick(&mut self, i: usize) -> Option<xload_workload::Pick> {
         self.attach_mix(i);
         if self.ctx().sessions() {
-            self.exchange(i).mix_mut().and_then(ConnMix::session_pick)
+            let (conns, rec) = self.conns_mut();
+            conns[i].ex.mix_mut().and_then(|m| m.session_pick(rec))
         } else {
             self.ctx().next_pick()
         }
@@ -435,7 +435,8 @@ pub(crate) trait Transport<'p> {
             let requests = self.ctx().mix_requests().cloned();
             let session = self.ctx().session_of(i);
             let session = session.as_ref().map(|(s, seed)| (s, *seed));
-            self.exchange(i).attach_mix(requests, session);
+            let cookies = self.ctx().cookies();
+            self.exchange(i).attach_mix(requests, session, cookies);
         }
     }
 

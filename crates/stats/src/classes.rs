@@ -36,6 +36,8 @@ pub struct ClassStats {
     latency_us: Histogram<u64>,
     requests: u64,
     consistency: u64,
+    capture_failures: u64,
+    session_restarts: u64,
     offenders: Vec<Offender>,
 }
 
@@ -53,6 +55,8 @@ impl ClassStats {
             latency_us: new_latency_histogram(),
             requests: 0,
             consistency: 0,
+            capture_failures: 0,
+            session_restarts: 0,
             offenders: Vec::new(),
         }
     }
@@ -69,10 +73,20 @@ impl ClassStats {
         add_offender(&mut self.offenders, path, || reason.to_string());
     }
 
+    pub(crate) fn record_capture_failure(&mut self) {
+        self.capture_failures += 1;
+    }
+
+    pub(crate) fn record_session_restart(&mut self) {
+        self.session_restarts += 1;
+    }
+
     pub(crate) fn reset(&mut self) {
         self.latency_us.reset();
         self.requests = 0;
         self.consistency = 0;
+        self.capture_failures = 0;
+        self.session_restarts = 0;
         self.offenders.clear();
     }
 
@@ -80,6 +94,8 @@ impl ClassStats {
         add_into(&mut self.latency_us, &o.latency_us);
         self.requests += o.requests;
         self.consistency += o.consistency;
+        self.capture_failures += o.capture_failures;
+        self.session_restarts += o.session_restarts;
         for off in &o.offenders {
             add_offender(&mut self.offenders, &off.path, || off.reason.clone());
         }
@@ -93,6 +109,18 @@ impl ClassStats {
     /// Responses of this class that failed a check.
     pub fn consistency_errors(&self) -> u64 {
         self.consistency
+    }
+
+    /// Responses of this class in which a capture found nothing (each is
+    /// also a consistency error).
+    pub fn capture_failures(&self) -> u64 {
+        self.capture_failures
+    }
+
+    /// Sessions that started over after a failed response of this class
+    /// (or because this class needed a value no earlier response gave).
+    pub fn session_restarts(&self) -> u64 {
+        self.session_restarts
     }
 
     pub fn offenders(&self) -> &[Offender] {
@@ -131,6 +159,12 @@ pub struct ClassReport {
     pub rps: f64,
     /// Responses that failed a check.
     pub consistency_errors: u64,
+    /// Of those, responses in which a capture found nothing.
+    #[serde(default)]
+    pub capture_failures: u64,
+    /// Sessions that started over after a failed response of this class.
+    #[serde(default)]
+    pub session_restarts: u64,
     /// The first offending paths, with the reason.
     #[serde(default)]
     pub offending: Vec<Offender>,
@@ -187,6 +221,8 @@ impl ClassReport {
             requests: c.requests,
             rps: per_second(c.requests, duration_s),
             consistency_errors: c.consistency,
+            capture_failures: c.capture_failures,
+            session_restarts: c.session_restarts,
             offending: c.offenders.clone(),
             latency_us: LatencySummary::from_histogram(&c.latency_us),
             histogram: histogram_string(&c.latency_us),
@@ -236,6 +272,16 @@ pub(crate) fn merge_reports<'a>(
                         &mut m.consistency_errors,
                         c.consistency_errors,
                         &field("consistency_errors"),
+                    )?;
+                    add_to(
+                        &mut m.capture_failures,
+                        c.capture_failures,
+                        &field("capture_failures"),
+                    )?;
+                    add_to(
+                        &mut m.session_restarts,
+                        c.session_restarts,
+                        &field("session_restarts"),
                     )?;
                     for o in &c.offending {
                         add_offender(&mut m.offending, &o.path, || o.reason.clone());
@@ -306,6 +352,18 @@ pub(crate) fn render_text(classes: &[ClassReport], out: &mut String) {
             })
             .collect();
         let _ = writeln!(out, "  Limits      {}: {}", c.name, verdicts.join(", "));
+    }
+    for c in classes
+        .iter()
+        .filter(|c| c.capture_failures > 0 || c.session_restarts > 0)
+    {
+        let _ = writeln!(
+            out,
+            "  Sessions    {}: {} capture failures, {} session restarts",
+            c.name,
+            fmt_count(c.capture_failures),
+            fmt_count(c.session_restarts),
+        );
     }
     for c in classes.iter().filter(|c| c.consistency_errors > 0) {
         let paths: Vec<String> = c

@@ -333,6 +333,28 @@ impl Recorder {
         }
     }
 
+    /// A response of class `class` for `path` gave no value to capture
+    /// `name`: a consistency error of the class, counted as a capture failure.
+    pub fn record_capture_failure(
+        &mut self,
+        class: usize,
+        path: &str,
+        reason: &dyn std::fmt::Display,
+    ) {
+        self.record_consistency(class, path, reason);
+        if let Some(c) = self.classes.get_mut(class) {
+            c.record_capture_failure();
+        }
+    }
+
+    /// A session started over because of a response (or a missing value)
+    /// of class `class`.
+    pub fn record_session_restart(&mut self, class: usize) {
+        if let Some(c) = self.classes.get_mut(class) {
+            c.record_session_restart();
+        }
+    }
+
     /// Per-class figures (empty unless [`Recorder::set_classes`] was called).
     pub fn classes(&self) -> &[ClassStats] {
         &self.classes

@@ -110,18 +110,30 @@ impl Capture {
     /// Finds the value in a response (`head`: status line and fields;
     /// `body`: the payload) and writes it to `out` (cleared first).
     pub fn extract(&self, head: &[u8], body: &[u8], out: &mut Vec<u8>) -> Result<(), Miss> {
+        self.extract_with(head, body, out, &mut None)
+    }
+
+    /// [`Capture::extract`] with the regex's match positions kept in `locs`
+    /// (made at the first use): a warm session allocates nothing.
+    fn extract_with(
+        &self,
+        head: &[u8],
+        body: &[u8],
+        out: &mut Vec<u8>,
+        locs: &mut Option<regex::bytes::CaptureLocations>,
+    ) -> Result<(), Miss> {
         out.clear();
         let found = match &self.from {
             CaptureFrom::Header(name) => header_values(head, name.as_bytes())
                 .next()
                 .map(|v| out.extend_from_slice(v)),
-            CaptureFrom::BodyRegex(re) => re.captures(body).map(|c| {
-                let m = c
-                    .get(1)
-                    .or_else(|| c.get(0))
-                    .expect("group 0 always matches");
-                out.extend_from_slice(m.as_bytes());
-            }),
+            CaptureFrom::BodyRegex(re) => {
+                let locs = locs.get_or_insert_with(|| re.capture_locations());
+                re.captures_read(locs, body).map(|whole| {
+                    let (a, b) = locs.get(1).unwrap_or((whole.start(), whole.end()));
+                    out.extend_from_slice(&body[a..b]);
+                })
+            }
             CaptureFrom::Json(steps) => json_value(body, steps, out),
         };
         match found {
@@ -149,6 +161,8 @@ pub fn header_values<'a>(head: &'a [u8], name: &'a [u8]) -> impl Iterator<Item =
 #[derive(Clone, Debug, Default)]
 pub struct Captured {
     values: Vec<Vec<u8>>,
+    /// Per slot: a body regex's match positions, reused.
+    locs: Vec<Option<regex::bytes::CaptureLocations>>,
     /// Bit i: slot i holds a value of this session.
     have: u64,
 }
@@ -157,6 +171,7 @@ impl Captured {
     pub fn new(slots: usize) -> Captured {
         Captured {
             values: vec![Vec::new(); slots],
+            locs: vec![None; slots],
             have: 0,
         }
     }
@@ -183,7 +198,8 @@ impl Captured {
 
     /// Runs `capture` on a response; on success its slot holds the value.
     pub fn take(&mut self, capture: &Capture, head: &[u8], body: &[u8]) -> Result<(), Miss> {
-        let r = capture.extract(head, body, &mut self.values[capture.slot]);
+        let (out, locs) = (&mut self.values[capture.slot], &mut self.locs[capture.slot]);
+        let r = capture.extract_with(head, body, out, locs);
         if r.is_ok() {
             self.have |= 1 << capture.slot;
         } else {

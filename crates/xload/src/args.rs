@@ -183,6 +183,11 @@ pub(crate) struct CommonArgs {
     #[arg(short = 'w', long = "workload")]
     pub workload: Option<std::path::PathBuf>,
 
+    /// Workload runs without --sessions: each connection keeps a cookie jar
+    /// (sessions have one unless their [session] says `cookies = false`).
+    #[arg(long = "cookies", requires = "workload")]
+    pub cookies: bool,
+
     /// Write the per-class summary of a workload run as CSV ('-' = stdout).
     #[arg(long = "class-csv")]
     pub class_csv: Option<std::path::PathBuf>,

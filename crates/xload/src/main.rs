@@ -1,6 +1,7 @@
 //! xload: a thread-per-core HTTP/1.1 load generator that measures honestly and
 //! says whether the client itself was the bottleneck.
 
+mod app;
 mod args;
 mod capacity;
 mod cli_docs;

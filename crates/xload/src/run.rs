@@ -291,6 +291,8 @@ pub(crate) fn main_run(url: &str, ra: &RunArgs, stop: Arc<AtomicBool>) -> Result
     let mut p = prepare(url, a, ra.sessions.unwrap_or(ra.connections), ra.rate)?;
     if ra.sessions.is_some() {
         crate::workload::enable_sessions(&mut p.plan, a)?;
+    } else {
+        crate::workload::without_sessions(&p.plan, a)?;
     }
     p.start_at = ra.hosts.start_at;
     let run_id = ra

@@ -77,6 +77,17 @@ pub(crate) struct ServeArgs {
     #[arg(long = "key", requires = "tls")]
     pub key: Option<std::path::PathBuf>,
 
+    /// Be a minimal stateful application instead (docs/workload.md): login
+    /// with a session cookie, ids in pages, and a 403 (counted in /stats)
+    /// for a request without its session or with another session's ids.
+    #[arg(long = "app", value_enum, conflicts_with_all = ["files", "body_size", "pool", "cpus"])]
+    pub app: Option<crate::app::App>,
+
+    /// With --app: every Nth login is answered without its session cookie
+    /// (to see clients' sessions restart).
+    #[arg(long = "drop-cookie", requires = "app", value_name = "N")]
+    pub drop_cookie: Option<u64>,
+
     /// Stop after this long (default: until Ctrl-C).
     #[arg(long = "for", value_parser = parse_duration)]
     pub run_for: Option<Duration>,
@@ -153,6 +164,9 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         true => Some(crate::tls::server(a.cert.as_deref(), a.key.as_deref())?),
         false => None,
     };
+    if let Some(app) = a.app {
+        return serve_app(a, app, tls, stop);
+    }
     let files = match &a.files {
         Some(dir) => Some(Arc::new(read_files(dir)?)),
         None => None,
@@ -216,5 +230,48 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         stats.send_timeouts(),
         started.elapsed().as_secs_f64()
     );
+    Ok(0)
+}
+
+/// `xload serve --app NAME`: the stateful responder of [`crate::app`].
+fn serve_app(
+    a: &ServeArgs,
+    app: crate::app::App,
+    tls: Option<crate::tls::ServerTls>,
+    stop: Arc<AtomicBool>,
+) -> Result<i32, Failure> {
+    let listener = std::net::TcpListener::bind(a.listen)
+        .map_err(|e| Failure::Run(format!("serve: cannot listen on {}: {e}", a.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure::Run(format!("serve: {e}")))?;
+    crate::fd_limit::raise_fd_soft_limit();
+    let server = Arc::new(crate::app::AppServer::new(
+        app,
+        a.drop_cookie.unwrap_or(0),
+        a.delay,
+    ));
+    crate::outln!(
+        "xload serve: --app {app:?} listening on {}://{addr}/; /stats has the counters; Ctrl-C stops",
+        if tls.is_some() { "https" } else { "http" },
+    );
+    let started = Instant::now();
+    let done = Arc::new(AtomicBool::new(false));
+    let runner = {
+        let (server, done, config) = (
+            Arc::clone(&server),
+            Arc::clone(&done),
+            tls.map(|t| t.config),
+        );
+        std::thread::spawn(move || crate::app::run(server, listener, config, done))
+    };
+    while !stop.load(Ordering::Relaxed) && a.run_for.is_none_or(|d| started.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done.store(true, Ordering::Relaxed);
+    runner
+        .join()
+        .map_err(|_| Failure::Run("serve --app: the acceptor panicked".into()))??;
+    crate::outln!("xload serve: {}", server.stats_json().trim_end());
     Ok(0)
 }

@@ -88,6 +88,7 @@ pub(crate) fn resolve(a: &CommonArgs, url: &Url) -> Result<Option<Resolved>, Fai
             requests: Arc::new(requests),
             seed: w.seed,
             session: None,
+            cookies: a.cookies,
         },
         limits,
     }))
@@ -113,8 +114,21 @@ pub(crate) fn enable_sessions(
             path.display()
         ))
     })?;
+    w.cookies = session.cookies;
     w.session = Some(session);
     Ok(())
+}
+
+/// Without `--sessions`: a workload whose classes capture values needs
+/// sessions (a value belongs to the session whose response gave it).
+pub(crate) fn without_sessions(plan: &xload_engine::Plan, a: &CommonArgs) -> Result<(), Failure> {
+    match (&plan.workload, &a.workload) {
+        (Some(w), Some(path)) if w.requests.stateful() => Err(Failure::Usage(format!(
+            "{}: its classes capture values for later requests of a session: run it with --sessions N",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Judges each class's limits in the report.

@@ -403,6 +403,8 @@ pub(crate) fn run_steps(
         let mut p = prepare_with(url, a, conns.max(1), rate, d, w)?;
         if mode == Mode::Sessions {
             crate::workload::enable_sessions(&mut p.plan, a)?;
+        } else {
+            crate::workload::without_sessions(&p.plan, a)?;
         }
         if i == 0 {
             // Under a valid first step only: a bad URL or workload prints no table.
