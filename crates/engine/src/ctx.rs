@@ -684,6 +684,7 @@ mod tests {
             workload: None,
             tls: None,
             xdp: None,
+            unix: None,
         }
     }
 
