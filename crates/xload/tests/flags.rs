@@ -279,3 +279,46 @@ fn a_missing_unix_socket_is_named_and_tcp_options_are_refused() {
     let (code, _, stderr) = xload(&["https://localhost/", "--unix-socket", &sock, "-n", "1"]);
     assert_eq!(code, 2, "{stderr}");
 }
+
+/// nginx with `listen unix:PATH`: a run through the socket with `engine`
+/// reconciles exactly with nginx's stub_status request counter.
+fn unix_socket_run_reconciles_with_nginx(engine: &str) {
+    use support::nginx::{Nginx, NginxOptions};
+    let dir = TempDir::new("unix-nginx");
+    let sock = dir.join("nginx.sock");
+    let Some(nginx) = Nginx::start(NginxOptions {
+        unix: Some(sock.clone()),
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let before = nginx.status();
+    let json = dir.join_str("run.json");
+    let sock_s = sock.display().to_string();
+    let (code, _, stderr) = xload(&[
+        "http://localhost/small",
+        "--unix-socket",
+        &sock_s,
+        "--engine",
+        engine,
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-q",
+        "--json",
+        &json,
+    ]);
+    assert_eq!(code, 0, "{stderr}\n{}", nginx.logs());
+    let r = read_report(Path::new(&json));
+    assert_eq!((r.requests, r.errors_total), (300, 0), "{stderr}");
+    let after = nginx.status();
+    assert_eq!(after.requests - before.requests, r.requests);
+    // The connections nginx accepted are the run's 4 and the reachability
+    // check's one: none was lost or went elsewhere.
+    assert_eq!(after.accepts - before.accepts, 4 + 1);
+}
+
+xload_testkit::both_engines!(unix_socket_run_reconciles_with_nginx);
