@@ -690,6 +690,7 @@ mod tests {
             workload: None,
             tls: None,
             xdp: None,
+            unix: None,
         }
     }
 

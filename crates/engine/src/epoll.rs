@@ -18,7 +18,7 @@ use crate::ctx::Ctx;
 use crate::drive::{Core, DriverStats, State, Sweeper, Timeouts, Transport};
 use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::next_gen;
-use crate::sock::{sockaddr, Addr, Sources};
+use crate::sock::{target_addr, Addr, Sources};
 
 /// The epoll driver's part of a connection.
 struct Sock {
@@ -71,7 +71,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     let core = Core::new(ctx, index, sock);
     let mut d = Driver {
         ep,
-        addr: sockaddr(plan.addr),
+        addr: target_addr(plan),
         sources: Sources::new(plan, index),
         timeouts: Timeouts::of(plan),
         buf: vec![0u8; 64 * 1024].into_boxed_slice(),

@@ -129,6 +129,9 @@ pub struct Plan {
     pub tls: Option<TlsClient>,
     /// `--engine xdp`: where its stack runs.
     pub xdp: Option<XdpTarget>,
+    /// `--unix-socket`: connect to this Unix socket instead of `addr` (the
+    /// request still names the URL's host and path).
+    pub unix: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -199,6 +202,7 @@ pub(crate) mod tests {
             workload: None,
             tls: None,
             xdp: None,
+            unix: None,
         }
     }
 

@@ -18,6 +18,40 @@ pub(crate) fn sockaddr(addr: SocketAddr) -> Box<Addr> {
     Box::new(addr_of(addr))
 }
 
+/// Where a plan's connections go: its Unix socket (`--unix-socket`), else
+/// its address.
+pub(crate) fn target_addr(plan: &Plan) -> Box<Addr> {
+    match &plan.unix {
+        Some(path) => Box::new(unix_addr_of(path)),
+        None => sockaddr(plan.addr),
+    }
+}
+
+/// The longest Unix socket path (`sun_path` less its terminating NUL).
+pub const UNIX_PATH_MAX: usize = 107;
+
+/// The C form of a Unix socket path; one longer than [`UNIX_PATH_MAX`] is
+/// cut there (callers check it first).
+pub(crate) fn unix_addr_of(path: &std::path::Path) -> Addr {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: sockaddr_storage is plain data; zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { MaybeUninit::zeroed().assume_init() };
+    // SAFETY: sockaddr_un fits in sockaddr_storage; both are plain data.
+    let sun = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_un) };
+    sun.sun_family = libc::AF_UNIX as _;
+    let bytes = path.as_os_str().as_bytes();
+    let n = bytes.len().min(UNIX_PATH_MAX);
+    for (d, &b) in sun.sun_path.iter_mut().zip(&bytes[..n]) {
+        *d = b as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + n + 1;
+    Addr {
+        storage,
+        len: len as libc::socklen_t,
+        family: libc::AF_UNIX,
+    }
+}
+
 /// The C form of a socket address.
 pub(crate) fn addr_of(addr: SocketAddr) -> Addr {
     // SAFETY: sockaddr_storage is plain data; zero is a valid value.
@@ -147,7 +181,9 @@ pub(crate) fn tcp_socket(family: i32, nonblocking: bool) -> Result<RawFd, i32> {
             .raw_os_error()
             .unwrap_or(libc::EIO));
     }
-    let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    if family != libc::AF_UNIX {
+        let _ = set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    }
     Ok(fd)
 }
 

@@ -162,6 +162,9 @@ fn attach(t: &XdpTarget) -> Result<(Attached, [u8; 6], String), String> {
 /// Checks what the xdp engine can carry before anything is attached.
 fn check(plan: &Plan, nconns: usize) -> Result<(&XdpTarget, Ipv4Addr), String> {
     let t = plan.xdp.as_ref().ok_or("--engine xdp needs --dev")?;
+    if plan.unix.is_some() {
+        return Err("--engine xdp speaks TCP over its own stack, not a Unix socket".into());
+    }
     let IpAddr::V4(server) = plan.addr.ip() else {
         return Err(format!("--engine xdp speaks IPv4 only, not {}", plan.addr));
     };

@@ -69,7 +69,10 @@ pub(crate) fn prepare_with(
         ));
     }
     let url = parse_url(url).map_err(|e| Failure::Usage(format!("invalid URL {url:?}: {e}")))?;
-    let mut addrs = resolve(&url, &a.tls.resolve)?;
+    let mut addrs = match &a.unix_socket {
+        Some(path) => unix_target(a, &url, path)?,
+        None => resolve(&url, &a.tls.resolve)?,
+    };
     let tls = (url.tls)
         .then(|| crate::tls::client(&a.tls, &url.host, connections))
         .transpose()?;
@@ -144,6 +147,7 @@ pub(crate) fn prepare_with(
         workload: None,
         tls,
         xdp,
+        unix: a.unix_socket.clone(),
     };
     let scheme = if url.tls { "https" } else { "http" };
     let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
@@ -366,6 +370,9 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         timeout = timeout.min(run);
         handshake_timeout = handshake_timeout.min(run);
     }
+    if let Some(path) = p.plan.unix.clone() {
+        return connect_unix(&path, timeout, stop, &p.target);
+    }
     let mut last = None;
     for &addr in &p.addrs {
         // The connect (https: and the TLS pre-check) blocks in a thread of
@@ -411,6 +418,81 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         "cannot connect to {} ({addr}): {e}",
         p.target
     )))
+}
+
+/// `--unix-socket PATH`, checked: plain http with the options that mean
+/// something over a Unix socket. The URL's host is not resolved (it gives
+/// the Host header only); the address stands for this host.
+fn unix_target(
+    a: &CommonArgs,
+    url: &Url,
+    path: &std::path::Path,
+) -> Result<Vec<SocketAddr>, Failure> {
+    let usage = |m: String| Err(Failure::Usage(m));
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        return usage("--unix-socket needs a path".into());
+    }
+    if path.as_os_str().len() > xload_engine::UNIX_PATH_MAX {
+        return usage(format!(
+            "--unix-socket {shown}: longer than the {} bytes a Unix socket path may have",
+            xload_engine::UNIX_PATH_MAX
+        ));
+    }
+    let tcp_only = [
+        (url.tls, "https:// (TLS)"),
+        (a.source.is_some(), "--source"),
+        (!a.tls.resolve.is_empty(), "--resolve"),
+        (a.engine == EngineArg::Xdp, "--engine xdp"),
+    ];
+    if let Some((_, what)) = tcp_only.iter().find(|(given, _)| *given) {
+        return usage(format!(
+            "{what} is for TCP connections; --unix-socket {shown} connects to a Unix socket (the URL gives only Host and path)"
+        ));
+    }
+    Ok(vec![SocketAddr::from(([127, 0, 0, 1], url.port))])
+}
+
+/// The reachability check through `--unix-socket`: one connect, in a thread
+/// of its own so that Ctrl-C is seen while a full accept queue holds it.
+fn connect_unix(
+    path: &std::path::Path,
+    timeout: Duration,
+    stop: &AtomicBool,
+    target: &str,
+) -> Result<(), Failure> {
+    let (tx, rx) = mpsc::channel();
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::os::unix::net::UnixStream::connect(p).map(drop));
+    });
+    let start = std::time::Instant::now();
+    let failed = |e: &dyn std::fmt::Display| {
+        Err(Failure::Run(format!(
+            "cannot connect to {target} through the Unix socket {}: {e}",
+            path.display()
+        )))
+    };
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => return failed(&e),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Failure::Run(format!(
+                        "interrupted while connecting to {target} ({}): nothing was measured",
+                        path.display()
+                    )));
+                }
+                if start.elapsed() >= timeout {
+                    return failed(&"connect timed out (the accept queue is full?)");
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return failed(&"the connect thread ended")
+            }
+        }
+    }
 }
 
 /// The request's extra headers: each `-H`, and `-a`'s Authorization.

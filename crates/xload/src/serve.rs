@@ -19,6 +19,10 @@ pub(crate) struct ServeArgs {
     #[arg(long = "listen", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// Listen on this Unix socket instead of --listen (all workers accept from it; removed on exit).
+    #[arg(long = "unix-socket", value_name = "PATH", conflicts_with_all = ["listen", "tls"])]
+    pub unix_socket: Option<std::path::PathBuf>,
+
     /// Response body size in bytes.
     #[arg(long = "body-size", default_value_t = 0)]
     pub body_size: usize,
@@ -174,11 +178,19 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
     let cfg = config(a, tls.as_ref(), files)?;
     crate::fd_limit::raise_fd_soft_limit();
     let workers = cfg.cpus.len();
-    let server = Server::start(cfg).map_err(|e| Failure::Run(format!("serve: {e}")))?;
+    let server = match &a.unix_socket {
+        Some(path) => Server::start_unix(cfg, path),
+        None => Server::start(cfg),
+    }
+    .map_err(|e| Failure::Run(format!("serve: {e}")))?;
+    let at = match &server.unix {
+        Some(path) => format!("unix:{}", path.display()),
+        None => server.addr.to_string(),
+    };
     crate::outln!(
         "xload serve: listening on {}://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
         if tls.is_some() { "https" } else { "http" },
-        server.addr,
+        at,
         if workers == 1 { "" } else { "s" },
         server.mode,
         if server.registered_sockets { ", registered sockets" } else { "" }

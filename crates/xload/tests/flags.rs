@@ -196,3 +196,129 @@ fn a_bad_threshold_is_a_usage_error_naming_the_flag() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--threshold \"p99<50\""), "{stderr}");
 }
+
+/// `GET /stats` of an `xload serve` through its Unix socket: its request count.
+fn serve_requests(sock: &Path) -> u64 {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(sock).expect("connect to serve");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    s.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut page = String::new();
+    let _ = s.read_to_string(&mut page);
+    let body = &page[page.find("\r\n\r\n").expect("a response") + 4..];
+    let v: serde_json::Value = serde_json::from_str(body).expect("stats JSON");
+    v["requests"].as_u64().expect("requests")
+}
+
+/// `xload serve --unix-socket` and a run through it with `engine`: every
+/// response the client counted is one the server answered, exactly.
+fn unix_socket_run_reconciles_with_serve(engine: &str) {
+    let dir = TempDir::new("unix");
+    let sock = dir.join("serve.sock");
+    let sock_s = sock.display().to_string();
+    let serve = support::spawn_xload(["serve", "--unix-socket", &sock_s, "--for", "20s"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(std::time::Instant::now() < deadline, "serve never listened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = serve_requests(&sock);
+    let json = dir.join_str("run.json");
+    let (code, _, stderr) = xload(&[
+        "http://localhost/",
+        "--unix-socket",
+        &sock_s,
+        "--engine",
+        engine,
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-q",
+        "--json",
+        &json,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let r = read_report(Path::new(&json));
+    assert_eq!((r.requests, r.errors_total), (300, 0), "{stderr}");
+    // Both /stats reads count (or not) the same way: the difference is the run's.
+    assert_eq!(serve_requests(&sock) - before, r.requests);
+    serve.interrupt();
+    let out = serve.wait_timeout(std::time::Duration::from_secs(30));
+    assert!(!out.timed_out);
+    assert!(!sock.exists(), "the socket file outlived serve");
+}
+
+xload_testkit::both_engines!(unix_socket_run_reconciles_with_serve);
+
+#[test]
+fn a_missing_unix_socket_is_named_and_tcp_options_are_refused() {
+    let dir = TempDir::new("unix");
+    let sock = dir.join_str("none.sock");
+    let (code, _, stderr) = xload(&["http://localhost/", "--unix-socket", &sock, "-n", "1"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("through the Unix socket {sock}: No such file")),
+        "{stderr}"
+    );
+    for extra in [
+        &["--source", "127.0.0.2"][..],
+        &["--resolve", "localhost:80:127.0.0.1"],
+        &["--engine", "xdp", "--dev", "lo", "--src-ip", "10.0.0.1"],
+    ] {
+        let mut args = vec!["http://localhost/", "--unix-socket", &sock, "-n", "1"];
+        args.extend_from_slice(extra);
+        let (code, _, stderr) = xload(&args);
+        assert_eq!(code, 2, "{extra:?}: {stderr}");
+        assert!(stderr.contains("is for TCP connections"), "{stderr}");
+    }
+    let (code, _, stderr) = xload(&["https://localhost/", "--unix-socket", &sock, "-n", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+/// nginx with `listen unix:PATH`: a run through the socket with `engine`
+/// reconciles exactly with nginx's stub_status request counter.
+fn unix_socket_run_reconciles_with_nginx(engine: &str) {
+    use support::nginx::{Nginx, NginxOptions};
+    let dir = TempDir::new("unix-nginx");
+    let sock = dir.join("nginx.sock");
+    let Some(nginx) = Nginx::start(NginxOptions {
+        unix: Some(sock.clone()),
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let before = nginx.status();
+    let json = dir.join_str("run.json");
+    let sock_s = sock.display().to_string();
+    let (code, _, stderr) = xload(&[
+        "http://localhost/small",
+        "--unix-socket",
+        &sock_s,
+        "--engine",
+        engine,
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "-q",
+        "--json",
+        &json,
+    ]);
+    assert_eq!(code, 0, "{stderr}\n{}", nginx.logs());
+    let r = read_report(Path::new(&json));
+    assert_eq!((r.requests, r.errors_total), (300, 0), "{stderr}");
+    let after = nginx.status();
+    assert_eq!(after.requests - before.requests, r.requests);
+    // The connections nginx accepted are the run's 4 and the reachability
+    // check's one: none was lost or went elsewhere.
+    assert_eq!(after.accepts - before.accepts, 4 + 1);
+}
+
+xload_testkit::both_engines!(unix_socket_run_reconciles_with_nginx);

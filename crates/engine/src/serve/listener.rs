@@ -1,9 +1,13 @@
 //! Each worker's listening socket: bound with SO_REUSEPORT on one port so
-//! that the kernel spreads connections over the workers.
+//! that the kernel spreads connections over the workers; or one Unix socket
+//! (`--unix-socket`), whose listener every worker accepts from.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
 
 use crate::sock::{set_int_opt, sockaddr};
 
@@ -57,6 +61,50 @@ pub(super) fn reuseport_listener(addr: SocketAddr) -> io::Result<TcpListener> {
         return Err(io::Error::last_os_error());
     }
     Ok(l)
+}
+
+/// `n` handles of one listening Unix socket at `path` (one per worker,
+/// sharing its accept queue). A socket file left by a server gone (nobody
+/// accepts on it) is replaced; a live one, or a file that is no socket, is
+/// refused.
+pub(super) fn unix_listeners(path: &Path, n: usize) -> io::Result<Vec<OwnedFd>> {
+    let named = |e: io::Error, what: &str| {
+        io::Error::new(e.kind(), format!("{}: {what}{e}", path.display()))
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(named(e, "")),
+        Ok(m) if !m.file_type().is_socket() => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{}: exists and is not a socket", path.display()),
+            ))
+        }
+        Ok(_) => match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    format!("{}: another process listens there", path.display()),
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).map_err(|e| named(e, "remove a stale socket: "))?;
+            }
+            Err(e) => return Err(named(e, "")),
+        },
+    }
+    let l = UnixListener::bind(path).map_err(|e| named(e, "bind: "))?;
+    // std listens with a backlog of 128; ask for as much as for TCP.
+    // SAFETY: a valid listening socket of ours.
+    if unsafe { libc::listen(l.as_raw_fd(), LISTEN_BACKLOG) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::with_capacity(n);
+    for _ in 1..n.max(1) {
+        fds.push(OwnedFd::from(l.try_clone()?));
+    }
+    fds.push(OwnedFd::from(l));
+    Ok(fds)
 }
 
 #[cfg(test)]

@@ -27,16 +27,21 @@ pub use counters::{ServeStats, WorkerCounters};
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::pin;
-use listener::{port_is_free, reuseport_listener};
+use listener::{port_is_free, reuseport_listener, unix_listeners};
 use responder::Responder;
 
 /// A running responder.
 pub struct Server {
     pub addr: SocketAddr,
+    /// Where it listens instead of `addr` (`--unix-socket`); removed when
+    /// it stops.
+    pub unix: Option<PathBuf>,
     pub stats: Arc<ServeStats>,
     /// How each worker's ring was set up.
     pub mode: &'static str,
@@ -49,17 +54,32 @@ pub struct Server {
 impl Server {
     /// Binds every worker's listener and starts the workers.
     pub fn start(cfg: ServeConfig) -> io::Result<Server> {
+        Self::start_on(cfg, None)
+    }
+
+    /// Binds a Unix socket at `path` instead of `cfg.listen` (its workers
+    /// share it) and starts the workers.
+    pub fn start_unix(cfg: ServeConfig, path: &Path) -> io::Result<Server> {
+        Self::start_on(cfg, Some(path))
+    }
+
+    fn start_on(cfg: ServeConfig, unix: Option<&Path>) -> io::Result<Server> {
         let n = cfg.workers();
-        let mut listeners = Vec::with_capacity(n);
+        let mut listeners: Vec<OwnedFd> = Vec::with_capacity(n);
         let mut addr = cfg.listen;
-        if addr.port() != 0 {
-            port_is_free(addr)?;
+        if let Some(path) = unix {
+            listeners = unix_listeners(path, n)?;
+        } else {
+            if addr.port() != 0 {
+                port_is_free(addr)?;
+            }
+            for _ in 0..n {
+                let l = reuseport_listener(addr)?;
+                addr = l.local_addr()?; // the first bind picks the port for all
+                listeners.push(l.into());
+            }
         }
-        for _ in 0..n {
-            let l = reuseport_listener(addr)?;
-            addr = l.local_addr()?; // the first bind picks the port for all
-            listeners.push(l);
-        }
+        let unix = unix.map(Path::to_path_buf);
         let stats = Arc::new(ServeStats {
             workers: (0..n).map(|_| WorkerCounters::default()).collect(),
         });
@@ -96,10 +116,14 @@ impl Server {
                     why = e;
                 }
             }
+            if let Some(path) = &unix {
+                let _ = std::fs::remove_file(path);
+            }
             return Err(io::Error::other(why));
         }
         Ok(Server {
             addr,
+            unix,
             stats,
             mode,
             registered_sockets,
@@ -128,6 +152,9 @@ impl Server {
                 Ok(Err(e)) => first_err = first_err.and(Err(e)),
                 Err(_) => first_err = first_err.and(Err("responder worker panicked".to_string())),
             }
+        }
+        if let Some(path) = &self.unix {
+            let _ = std::fs::remove_file(path);
         }
         first_err
     }

@@ -1,8 +1,7 @@
 //! One responder worker: its ring, its listener's multishot accept, its
 //! connections' multishot receives and sends, and the loop that drives them.
 
-use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +47,7 @@ pub(super) struct Responder {
     ring: IoUring,
     bufs: BufRing,
     pub mode: &'static str,
-    listener: TcpListener,
+    listener: OwnedFd,
     accept_armed: bool,
     /// Out of descriptors: no accept before this time (the other
     /// connections go on being served meanwhile).
@@ -89,7 +88,7 @@ const NOT_FOUND_BODY: &[u8] = b"not found\n";
 
 impl Responder {
     pub(super) fn new(
-        listener: TcpListener,
+        listener: OwnedFd,
         worker: usize,
         stats: Arc<ServeStats>,
         cfg: WorkerConfig,

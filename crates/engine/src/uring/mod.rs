@@ -31,7 +31,7 @@ use crate::lowat::{Lowat, RoundTrip};
 use crate::ring::{
     build_ring, next_gen, on_socket, setup_hint, slot_update, BufRing, Token, NO_FD,
 };
-use crate::sock::{sockaddr, Addr, Sources};
+use crate::sock::{target_addr, Addr, Sources};
 
 mod batch;
 mod probe;
@@ -179,7 +179,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     let mut d = Driver {
         ring,
         bufs,
-        addr: sockaddr(plan.addr),
+        addr: target_addr(plan),
         sources: Sources::new(plan, _index),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         timeouts: Timeouts::of(plan),

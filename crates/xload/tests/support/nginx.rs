@@ -40,6 +40,8 @@ pub(crate) struct NginxOptions {
     pub root: Option<PathBuf>,
     /// Serve HTTPS on the port (stub_status then moves to a plain port of its own).
     pub tls: Option<NginxTls>,
+    /// Listen on this Unix socket too (`listen unix:PATH`), beside the port.
+    pub unix: Option<PathBuf>,
 }
 
 /// `ssl_certificate`, `ssl_certificate_key` (PEM text) and `ssl_protocols`.
@@ -59,6 +61,7 @@ impl Default for NginxOptions {
             keepalive_requests: 1_000_000_000,
             root: None,
             tls: None,
+            unix: None,
         }
     }
 }
@@ -138,6 +141,10 @@ pub(crate) fn render_config(
                  location /stub {{ stub_status; }}\n    }}\n"
             ),
         ),
+    };
+    let listen = match &options.unix {
+        Some(path) => format!("{listen}\n        listen unix:{};", path.display()),
+        None => listen,
     };
     let dir = dir.display();
     format!(
