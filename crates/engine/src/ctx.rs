@@ -27,6 +27,9 @@ pub struct Tick {
     /// How long the interval lasted, ns: the tick, or less for the last one
     /// of a window that ended between ticks (`-d 2500ms`, `-n`, Ctrl-C).
     pub len_ns: u64,
+    /// Requests sent and unanswered when the tick was published (the
+    /// window's own, as `unanswered_at_end.in_flight` counts them).
+    pub in_flight: u64,
 }
 
 /// Why an open-loop send left late (see [`Ctx::late_cause`]).
@@ -122,6 +125,8 @@ pub(crate) struct Ctx<'a> {
     left: Vec<Sent>,
     /// Requests in flight when the loop ended, before its last look.
     in_flight_at_close: u64,
+    /// The driver's count of requests in flight, taken when a tick is due.
+    in_flight_now: u64,
     /// Of those, the ones the last look found answered.
     answered_at_close: u64,
     /// The ages of what the window closed on, µs: (from the intended send
@@ -190,6 +195,7 @@ impl<'a> Ctx<'a> {
             open_loop,
             left: Vec::new(),
             in_flight_at_close: 0,
+            in_flight_now: 0,
             answered_at_close: 0,
             unanswered: Vec::new(),
             stopped_ns: None,
@@ -279,6 +285,19 @@ impl<'a> Ctx<'a> {
         self.mix.as_ref().map(Mix::requests)
     }
 
+    /// Whether [`Ctx::on_time`] at `now` publishes a tick: the driver then
+    /// counts its requests in flight for it ([`Ctx::note_in_flight`]),
+    /// once a tick rather than per request.
+    #[inline]
+    pub(crate) fn tick_due(&self, now: u64) -> bool {
+        self.measuring && now >= self.next_tick_ns && self.ticks.is_some()
+    }
+
+    /// The requests in flight for the next tick published.
+    pub(crate) fn note_in_flight(&mut self, n: u64) {
+        self.in_flight_now = n;
+    }
+
     /// Whether the loop goes on at `now`: handles stop, end, the start of the
     /// measured window and progress ticks.
     pub(crate) fn on_time(&mut self, now: u64) -> bool {
@@ -341,6 +360,7 @@ impl<'a> Ctx<'a> {
                 seq: self.tick_seq,
                 interval,
                 len_ns,
+                in_flight: self.in_flight_now,
             });
         }
         self.tick_seq += 1;
@@ -527,6 +547,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn close(&mut self, now: u64, in_flight: u64) {
         self.stopped_ns = Some(now);
         self.in_flight_at_close = in_flight;
+        self.in_flight_now = in_flight;
         self.window_rec = Some(std::mem::take(&mut self.rec));
     }
 

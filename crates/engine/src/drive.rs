@@ -218,6 +218,10 @@ pub(crate) trait Transport<'p> {
     /// the timeout sweep when `sweeper` says it is due. False: the loop ends.
     #[inline]
     fn tick_common(&mut self, now: u64, sweeper: &mut Sweeper) -> bool {
+        if self.ctx().tick_due(now) {
+            let n = in_flight(&self.core().conns);
+            self.ctx().note_in_flight(n);
+        }
         if !self.ctx().on_time(now) {
             return false;
         }

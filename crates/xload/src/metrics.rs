@@ -30,10 +30,14 @@ struct Totals {
     /// Per bucket of BUCKETS_US, then +Inf (not cumulative).
     buckets: Vec<u64>,
     sum_us: u64,
+    /// Requests in flight at the last tick (a gauge: replaced, and summed
+    /// over workers).
+    in_flight: u64,
 }
 
 impl Totals {
-    fn add(&mut self, iv: &Interval) {
+    fn add(&mut self, iv: &Interval, in_flight: u64) {
+        self.in_flight = in_flight;
         self.responses += iv.requests;
         self.errors += iv.errors;
         for (a, b) in self.by_kind.iter_mut().zip(iv.errors_by_kind) {
@@ -51,6 +55,7 @@ impl Totals {
     }
 
     fn merge(&mut self, o: &Totals) {
+        self.in_flight += o.in_flight;
         self.responses += o.responses;
         self.errors += o.errors;
         for (a, b) in self.by_kind.iter_mut().zip(o.by_kind) {
@@ -75,13 +80,13 @@ pub(crate) struct Board {
 }
 
 impl Board {
-    /// Adds worker `worker`'s interval (once per tick).
-    pub(crate) fn add(&self, worker: usize, iv: &Interval) {
+    /// Adds worker `worker`'s interval and its requests in flight (once per tick).
+    pub(crate) fn add(&self, worker: usize, iv: &Interval, in_flight: u64) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.0.len() <= worker {
             s.0.resize(worker + 1, Totals::default());
         }
-        s.0[worker].add(iv);
+        s.0[worker].add(iv, in_flight);
     }
 
     /// The report is written: the values are final.
@@ -137,6 +142,10 @@ impl Board {
             "Response bytes received (status line, headers, body).",
             &|t| t.bytes,
         );
+        out.push_str("# HELP xload_in_flight Requests sent and not yet answered, at the last tick.\n# TYPE xload_in_flight gauge\n");
+        for (l, t) in &rows {
+            out.push_str(&format!("xload_in_flight{{{l}}} {}\n", t.in_flight));
+        }
         let name = "xload_latency_seconds";
         out.push_str(&format!(
             "# HELP {name} Response latency (from the intended send in open loop).\n# TYPE {name} histogram\n"

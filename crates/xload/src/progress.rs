@@ -157,7 +157,7 @@ fn aggregate(
     let mut printed = false;
     for t in rx {
         if let Some(b) = &board {
-            b.add(t.worker, &t.interval);
+            b.add(t.worker, &t.interval, t.in_flight);
         }
         let entry = open.entry(t.seq);
         let e = entry.or_insert_with(|| (0, Interval::new(), 0));

@@ -287,6 +287,17 @@ fn metrics_parse_with_prometheus_client_and_end_equal_to_the_report() {
         r#"{"le": "+Inf", "worker": "all"}"#,
     );
     assert_eq!(inf, requests, "cumulative buckets end at the count");
+    // The in-flight gauge's last value is the window's close: the report's
+    // unanswered_at_end.in_flight, at most one per connection here.
+    let in_flight = sample(&s, "xload_in_flight", all);
+    assert_eq!(
+        in_flight,
+        report["unanswered_at_end"]["in_flight"]
+            .as_u64()
+            .unwrap_or(0) as f64,
+        "{last}"
+    );
+    assert!(in_flight <= 4.0, "{last}");
     assert_eq!(
         sample(&s, "xload_errors_total", all),
         report["errors_total"].as_u64().unwrap() as f64
