@@ -334,7 +334,7 @@ fn rate_sweep_past_capacity_puts_the_knee_at_the_first_overloaded_step() {
     // The knee is one of those steps: the same bounds.
     let knee_rps = knee["rps"].as_f64().expect("knee.rps");
     assert!(
-        knee_rps >= 0.9 * (POOL_CAPACITY_PER_S - 32.0) && knee_rps <= 1.1 * POOL_CAPACITY_PER_S,
+        (0.9 * (POOL_CAPACITY_PER_S - 32.0)..=1.1 * POOL_CAPACITY_PER_S).contains(&knee_rps),
         "knee {knee}"
     );
 }
