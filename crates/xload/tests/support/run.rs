@@ -88,6 +88,18 @@ impl XloadChild {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        // A test run started in the background of a shell without job
+        // control inherits SIGINT ignored, and an ignored signal stays
+        // ignored across exec: the child gets the default back, so that
+        // what a test sends it means what it means in a terminal.
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let started = Instant::now();
         let mut child = command
             .spawn()
