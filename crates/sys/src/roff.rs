@@ -19,6 +19,35 @@ pub fn escape(text: &str) -> String {
     s
 }
 
+/// The man page of `cmd` as clap_mangen renders it, with EXAMPLES (when
+/// given) and EXIT STATUS ([`sections`]) before its VERSION.
+pub fn render_man(
+    cmd: clap::Command,
+    examples: &[(&str, &str)],
+    exit_status: &[(&str, &str)],
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
+    let has_subcommands = cmd.get_subcommands().any(|c| !c.is_hide_set());
+    let extra = cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some();
+    let man = clap_mangen::Man::new(cmd);
+    man.render_title(w)?;
+    man.render_name_section(w)?;
+    man.render_synopsis_section(w)?;
+    man.render_description_section(w)?;
+    if has_args {
+        man.render_options_section(w)?;
+    }
+    if has_subcommands {
+        man.render_subcommands_section(w)?;
+    }
+    if extra {
+        man.render_extra_section(w)?;
+    }
+    w.write_all(sections(examples, exit_status).as_bytes())?;
+    man.render_version_section(w)
+}
+
 /// An EXAMPLES section (command line in bold, then what it does; none
 /// when `examples` is empty) followed by an EXIT STATUS section (status,
 /// then its meaning).

@@ -95,30 +95,11 @@ fn examples(command: Option<&str>) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// The man page of `cmd` as clap_mangen renders it, with EXAMPLES (when
-/// given) and EXIT STATUS before its VERSION.
+/// The man page of `cmd`, with EXAMPLES (when given) and EXIT STATUS.
 fn render(
     cmd: clap::Command,
     examples: &[(&str, &str)],
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let has_args = cmd.get_arguments().any(|a| !a.is_hide_set());
-    let has_subcommands = cmd.get_subcommands().any(|c| !c.is_hide_set());
-    let extra = cmd.get_after_help().is_some() || cmd.get_after_long_help().is_some();
-    let man = clap_mangen::Man::new(cmd);
-    man.render_title(w)?;
-    man.render_name_section(w)?;
-    man.render_synopsis_section(w)?;
-    man.render_description_section(w)?;
-    if has_args {
-        man.render_options_section(w)?;
-    }
-    if has_subcommands {
-        man.render_subcommands_section(w)?;
-    }
-    if extra {
-        man.render_extra_section(w)?;
-    }
-    w.write_all(xload_sys::roff::sections(examples, EXIT_STATUS).as_bytes())?;
-    man.render_version_section(w)
+    xload_sys::roff::render_man(cmd, examples, EXIT_STATUS, w)
 }
