@@ -342,15 +342,22 @@ fn generator_cpus(
         .worker_cpu_ticks
         .as_ref()
         .filter(|_| !input.workers_pinned);
-    let workers_ran_on = placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
+    let mut workers_ran_on =
+        placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
+    if workers_ran_on.is_empty() && placed.is_some() {
+        // Too little CPU in the window to place them by ticks: where they
+        // last ran, at the 0% they measured.
+        let mut last: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
+        last.sort_unstable();
+        last.dedup();
+        workers_ran_on = last
+            .into_iter()
+            .map(|cpu| CpuShare { cpu, busy_pct: 0.0 })
+            .collect();
+    }
     let generator_cpus: Vec<usize> = if !workers_ran_on.is_empty() {
         let mut v: Vec<usize> = workers_ran_on.iter().map(|c| c.cpu).collect();
         v.sort_unstable();
-        v
-    } else if placed.is_some() && !workers.is_empty() {
-        let mut v: Vec<usize> = workers.iter().map(|w| w.cpu).collect();
-        v.sort_unstable();
-        v.dedup();
         v
     } else if input.generator_cpus.is_empty() {
         cpus.iter().map(|c| c.cpu).collect()

@@ -907,3 +907,31 @@ fn tls_handshakes_are_named_as_the_saturated_clients_cost() {
     assert_eq!(plain.cpu_us_per_handshake, None);
     assert!(!serde_json::to_string(&plain).unwrap().contains("handshake"));
 }
+
+#[test]
+fn idle_unpinned_workers_are_placed_where_they_last_ran() {
+    // Workers that used no tick in the window (a light open-loop rate) are
+    // still judged, and reported, on the CPU they last ran on — never on the
+    // busy cpu1 they never used.
+    let (mut start, mut end) = window(2, &[(0, 2, 1, 0, 0), (1, 100, 0, 0, 0)]);
+    start.threads = vec![worker_on_cpu0(50, 20)];
+    end.threads = vec![worker_on_cpu0(50, 20)];
+    let input = VerdictInput {
+        worker_tids: vec![7],
+        worker_cpu_ticks: Some(std::collections::BTreeMap::new()),
+        ..Default::default()
+    };
+    let s = summarize(&start, &end, &input, &budget());
+    assert_eq!(s.generator_cpus, vec![0]);
+    assert_eq!(s.workers_ran_on.len(), 1, "{:?}", s.workers_ran_on);
+    assert_eq!(
+        (s.workers_ran_on[0].cpu, s.workers_ran_on[0].busy_pct),
+        (0, 0.0)
+    );
+    assert!(!s.saturated, "{:?}", s.reasons);
+    assert_eq!(
+        s.verdict,
+        "client: not saturated (max CPU 3% on cpu0) [unpinned workers ran on cpu0 0%]"
+    );
+    assert!(s.notes.iter().any(|n| n.starts_with("cpu1 100% busy")), "{:?}", s.notes);
+}
