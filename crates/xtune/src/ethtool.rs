@@ -1,6 +1,6 @@
-//! The NIC's own settings (channels, rings, interrupt coalescing, offload
-//! features) through the kernel's ethtool generic-netlink family: the one
-//! module that owns the encoding.
+//! The NIC's own settings (channels, RSS, rings, interrupt coalescing,
+//! offload features) through the kernel's ethtool generic-netlink family:
+//! the one module that owns the encoding.
 //!
 //! The rest of xtune sees these settings as files behind the [`Fs`](crate::fs::Fs)
 //! door, so the snapshot, the transaction and rollback treat them as every
@@ -10,6 +10,15 @@
 //! others). A feature reads `on`, `off`, or `off (requested on)` when the
 //! kernel holds it off against the request (a dependency); writing that text
 //! back requests `on`, so a rollback restores the request exactly.
+//!
+//! RSS (`ETHTOOL_MSG_RSS_GET/SET`, the SET since Linux 6.17) has two kinds
+//! of field: `ethtool:DEV/rss/indir` is the indirection table, one queue
+//! number per entry (`0 1 0 1 …`), or `default` when it is the driver's
+//! even spread over the current rx channels (writing `default` resets it
+//! and clears the kernel's user-configured mark, so a later channel change
+//! re-spreads it as before); `ethtool:DEV/rss/hash_tcp4` (and the other flow
+//! types of `ethtool -N rx-flow-hash`) is the header fields hashed, in
+//! `ethtool`'s letters (`sdfn`, `none` for no field).
 //!
 //! [`wire`] is pure (message building and attribute parsing, unit-tested on
 //! captured kernel replies); [`Ethtool`] is the socket.
@@ -37,6 +46,8 @@ pub fn group_path(dev: &str, group: Group) -> String {
 pub enum Group {
     /// `ethtool -l/-L`.
     Channels,
+    /// `ethtool -x/-X` and `ethtool -n/-N rx-flow-hash`.
+    Rss,
     /// `ethtool -g/-G`.
     Ring,
     /// `ethtool -c/-C`.
@@ -46,9 +57,11 @@ pub enum Group {
 }
 
 impl Group {
-    /// Every group, in write order (channels first: they change the queues).
-    pub const ALL: [Group; 4] = [
+    /// Every group, in write order (channels first: they change the
+    /// queues RSS spreads over).
+    pub const ALL: [Group; 5] = [
         Group::Channels,
+        Group::Rss,
         Group::Ring,
         Group::Coalesce,
         Group::Features,
@@ -58,6 +71,7 @@ impl Group {
     pub fn name(self) -> &'static str {
         match self {
             Group::Channels => "channels",
+            Group::Rss => "rss",
             Group::Ring => "ring",
             Group::Coalesce => "coalesce",
             Group::Features => "features",
@@ -73,6 +87,7 @@ impl Group {
     pub fn cli(self) -> &'static str {
         match self {
             Group::Channels => "ethtool -l",
+            Group::Rss => "ethtool -x",
             Group::Ring => "ethtool -g",
             Group::Coalesce => "ethtool -c",
             Group::Features => "ethtool -k",
@@ -85,13 +100,14 @@ impl Group {
             Group::Channels => CHANNEL_FIELDS,
             Group::Ring => RING_FIELDS,
             Group::Coalesce => COALESCE_FIELDS,
-            Group::Features => &[],
+            Group::Rss | Group::Features => &[],
         }
     }
 
     fn get_cmd(self) -> u8 {
         match self {
             Group::Channels => wire::CHANNELS_GET,
+            Group::Rss => wire::RSS_GET,
             Group::Ring => wire::RINGS_GET,
             Group::Coalesce => wire::COALESCE_GET,
             Group::Features => wire::FEATURES_GET,
@@ -101,6 +117,7 @@ impl Group {
     fn set_cmd(self) -> u8 {
         match self {
             Group::Channels => wire::CHANNELS_SET,
+            Group::Rss => wire::RSS_SET,
             Group::Ring => wire::RINGS_SET,
             Group::Coalesce => wire::COALESCE_SET,
             Group::Features => wire::FEATURES_SET,
@@ -201,6 +218,8 @@ pub struct GroupState {
     pub values: BTreeMap<String, u64>,
     /// Features (the features group only).
     pub features: BTreeMap<String, Feature>,
+    /// Settings that are text (RSS: `indir`, `hash_tcp4`), shown `name: text`.
+    pub texts: BTreeMap<String, String>,
 }
 
 impl GroupState {
@@ -209,6 +228,9 @@ impl GroupState {
         let mut s = String::new();
         for (k, v) in &self.values {
             let _ = writeln!(s, "{k} {v}");
+        }
+        for (k, t) in &self.texts {
+            let _ = writeln!(s, "{k}: {t}");
         }
         for (k, f) in &self.features {
             let _ = writeln!(
@@ -228,6 +250,10 @@ impl GroupState {
             let Some((k, rest)) = line.split_once(' ') else {
                 continue;
             };
+            if let Some(k) = k.strip_suffix(':') {
+                g.texts.insert(k.to_string(), rest.trim().to_string());
+                continue;
+            }
             if let Ok(n) = rest.trim().parse() {
                 g.values.insert(k.to_string(), n);
                 continue;
@@ -306,6 +332,113 @@ pub fn kernel_features(name: &str) -> Vec<String> {
         .unwrap_or_else(|| vec![dashed])
 }
 
+/// Flow types of `ethtool -N DEV rx-flow-hash TYPE` and their
+/// `ETHTOOL_A_FLOW_*` attribute in `ETHTOOL_A_RSS_FLOW_HASH`; a profile and
+/// the pseudo-path name one `hash_TYPE`.
+pub const FLOW_TYPES: &[(&str, u16)] = &[
+    ("ether", 1),
+    ("ip4", 2),
+    ("ip6", 3),
+    ("tcp4", 4),
+    ("tcp6", 5),
+    ("udp4", 6),
+    ("udp6", 7),
+    ("sctp4", 8),
+    ("sctp6", 9),
+    ("ah4", 10),
+    ("ah6", 11),
+    ("esp4", 12),
+    ("esp6", 13),
+];
+
+/// The `ETHTOOL_A_FLOW_*` attribute of an RSS field `hash_TYPE`.
+pub fn flow_attr(field: &str) -> Option<u16> {
+    let ty = field.strip_prefix("hash_")?;
+    FLOW_TYPES.iter().find(|(n, _)| *n == ty).map(|(_, a)| *a)
+}
+
+/// `ethtool -N … rx-flow-hash` letters and the `RXH_*` bits they stand for,
+/// in bit order (the order [`hash_letters`] writes them).
+pub const HASH_LETTERS: &[(char, u32)] = &[
+    ('m', 1 << 1),  // L2 destination address
+    ('v', 1 << 2),  // VLAN tag
+    ('t', 1 << 3),  // L3 protocol
+    ('s', 1 << 4),  // IP source
+    ('d', 1 << 5),  // IP destination
+    ('f', 1 << 6),  // L4 bytes 0-1 (source port)
+    ('n', 1 << 7),  // L4 bytes 2-3 (destination port)
+    ('l', 1 << 8),  // IPv6 flow label
+    ('r', 1 << 31), // discard
+];
+
+/// The letters of a flow-hash field set: `sdfn`, `none` for no field, and
+/// bits without a letter as `+0x…` so the text still round-trips.
+pub fn hash_letters(bits: u64) -> String {
+    let mut s = String::new();
+    let mut rest = bits;
+    for (c, b) in HASH_LETTERS {
+        if bits & u64::from(*b) != 0 {
+            s.push(*c);
+            rest &= !u64::from(*b);
+        }
+    }
+    if rest != 0 {
+        let _ = write!(s, "+{rest:#x}");
+    }
+    if s.is_empty() {
+        s.push_str("none");
+    }
+    s
+}
+
+/// Parses [`hash_letters`] text (any letter order) into `RXH_*` bits.
+pub fn parse_hash_letters(s: &str) -> Result<u32, String> {
+    let s = s.trim();
+    if s == "none" {
+        return Ok(0);
+    }
+    let (letters, extra) = match s.split_once("+0x") {
+        Some((l, x)) => (
+            l,
+            u32::from_str_radix(x, 16).map_err(|_| format!("`{s}`: bad hex after +0x"))?,
+        ),
+        None => (s, 0),
+    };
+    if letters.is_empty() && extra == 0 {
+        return Err("no field letters (ethtool's m v t s d f n l r, or \"none\")".into());
+    }
+    let mut bits = extra;
+    for c in letters.chars() {
+        let b = HASH_LETTERS
+            .iter()
+            .find(|(l, _)| *l == c)
+            .map(|(_, b)| *b)
+            .ok_or_else(|| {
+                format!("`{c}` is not a flow-hash field letter (ethtool's m v t s d f n l r)")
+            })?;
+        bits |= b;
+    }
+    Ok(bits)
+}
+
+/// The driver's default indirection table over `rx` queues
+/// (`ethtool_rxfh_indir_default`): entry i is queue i mod rx.
+pub fn default_indir(size: usize, rx: u32) -> Vec<u32> {
+    (0..size as u32).map(|i| i % rx.max(1)).collect()
+}
+
+/// The text of an indirection table: queue numbers, space-separated.
+pub fn indir_text(table: &[u32]) -> String {
+    let mut s = String::with_capacity(table.len() * 3);
+    for (i, q) in table.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{q}");
+    }
+    s
+}
+
 /// A failed netlink request: errno and the kernel's extended-ack message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NlError {
@@ -350,6 +483,11 @@ pub mod wire {
     pub(super) const CHANNELS_SET: u8 = 18;
     pub(super) const COALESCE_GET: u8 = 19;
     pub(super) const COALESCE_SET: u8 = 20;
+    pub(super) const RSS_GET: u8 = 38;
+    pub(super) const RSS_SET: u8 = 48;
+    const A_RSS_HFUNC: u16 = 3;
+    const A_RSS_INDIR: u16 = 4;
+    const A_RSS_FLOW_HASH: u16 = 8;
 
     /// Every group's attribute 1 is the request header.
     const A_HEADER: u16 = 1;
@@ -414,6 +552,11 @@ pub mod wire {
         /// A u32 attribute.
         pub fn u32(&mut self, ty: u16, v: u32) {
             self.attr(ty, &v.to_ne_bytes());
+        }
+
+        /// A binary attribute.
+        pub fn bytes(&mut self, ty: u16, data: &[u8]) {
+            self.attr(ty, data);
         }
 
         /// A u8 attribute.
@@ -508,6 +651,69 @@ pub mod wire {
         m.end();
         m.end();
         m.finish()
+    }
+
+    /// An RSS_SET of the indirection table (`table` empty: back to the
+    /// driver's default, and the user-configured mark cleared).
+    pub fn set_rss_indir(family: u16, dev: &str, table: &[u32], seq: u32) -> Vec<u8> {
+        let mut m = Msg::new(family, RSS_SET, seq, true);
+        m.header(dev, true);
+        let bytes: Vec<u8> = table.iter().flat_map(|q| q.to_ne_bytes()).collect();
+        m.bytes(A_RSS_INDIR, &bytes);
+        m.finish()
+    }
+
+    /// An RSS_SET of the fields one flow type hashes: `FLOW_HASH { flow: bits }`.
+    pub fn set_rss_hash(family: u16, dev: &str, flow: u16, bits: u32, seq: u32) -> Vec<u8> {
+        let mut m = Msg::new(family, RSS_SET, seq, true);
+        m.header(dev, true);
+        m.begin(A_RSS_FLOW_HASH);
+        m.u32(flow, bits);
+        m.end();
+        m.finish()
+    }
+
+    /// An RSS_GET reply payload: `hfunc` and `indir_size` as values, the
+    /// table as text `indir` (absent when the driver has none), and each
+    /// flow type's hashed fields as `hash_TYPE` (`NLA_UINT`: 4 or 8 bytes).
+    pub fn parse_rss(attrs: &[u8]) -> GroupState {
+        let mut g = GroupState::default();
+        for (ty, d) in Attrs(attrs) {
+            match ty {
+                A_RSS_HFUNC => {
+                    if let Some(v) = u32_of(d) {
+                        g.values.insert("hfunc".into(), v);
+                    }
+                }
+                A_RSS_INDIR => {
+                    let table: Vec<u32> = d
+                        .chunks_exact(4)
+                        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    g.values.insert("indir_size".into(), table.len() as u64);
+                    if !table.is_empty() {
+                        g.texts.insert("indir".into(), super::indir_text(&table));
+                    }
+                }
+                A_RSS_FLOW_HASH => {
+                    for (flow, d) in Attrs(d) {
+                        let Some((name, _)) = super::FLOW_TYPES.iter().find(|(_, a)| *a == flow)
+                        else {
+                            continue;
+                        };
+                        let bits = match d.len() {
+                            4 => u64::from(u32::from_ne_bytes([d[0], d[1], d[2], d[3]])),
+                            8 => u64::from_ne_bytes(d.try_into().unwrap_or([0; 8])),
+                            _ => continue,
+                        };
+                        g.texts
+                            .insert(format!("hash_{name}"), super::hash_letters(bits));
+                    }
+                }
+                _ => {}
+            }
+        }
+        g
     }
 
     /// Iterator over the attributes of a payload: (type without flags, data).
@@ -816,6 +1022,7 @@ impl Ethtool {
         let payload = self.request(&wire::get(self.family, group.get_cmd(), dev, seq), seq)?;
         Ok(match group {
             Group::Features => wire::parse_features(&payload),
+            Group::Rss => wire::parse_rss(&payload),
             g => wire::parse_fields(&payload, g.fields()),
         })
     }
@@ -830,6 +1037,20 @@ impl Ethtool {
     ) -> Result<(), NlError> {
         let seq = self.next_seq();
         let msg = wire::set_field(self.family, group.set_cmd(), dev, field, v, seq);
+        self.request(&msg, seq).map(drop)
+    }
+
+    /// Sets the RSS indirection table (empty: the driver's default).
+    pub fn set_rss_indir(&mut self, dev: &str, table: &[u32]) -> Result<(), NlError> {
+        let seq = self.next_seq();
+        let msg = wire::set_rss_indir(self.family, dev, table, seq);
+        self.request(&msg, seq).map(drop)
+    }
+
+    /// Sets the header fields RSS hashes for one flow type.
+    pub fn set_rss_hash(&mut self, dev: &str, flow: u16, bits: u32) -> Result<(), NlError> {
+        let seq = self.next_seq();
+        let msg = wire::set_rss_hash(self.family, dev, flow, bits, seq);
         self.request(&msg, seq).map(drop)
     }
 
@@ -886,6 +1107,14 @@ pub fn read(path: &str) -> Result<String, FsError> {
             None => Err(bad_path("read", path, "the device has no such feature")),
         };
     }
+    if group == Group::Rss {
+        return read_rss(&mut e, dev, field, &state).map_err(|why| FsError {
+            op: "read",
+            path: path.to_string(),
+            errno: libc::EOPNOTSUPP,
+            detail: why,
+        });
+    }
     match state.values.get(field) {
         Some(v) => Ok(format!("{v}\n")),
         None => Err(FsError {
@@ -895,6 +1124,57 @@ pub fn read(path: &str) -> Result<String, FsError> {
             detail: format!("the driver reports no {field} ({})", group.cli()),
         }),
     }
+}
+
+/// One RSS field as text: the table (`default` when it is the driver's
+/// spread over the current rx channels), or a flow type's hashed fields.
+fn read_rss(e: &mut Ethtool, dev: &str, field: &str, state: &GroupState) -> Result<String, String> {
+    let text = state.texts.get(field).ok_or_else(|| match field {
+        "indir" => "the driver reports no indirection table (ethtool -x)".to_string(),
+        f if flow_attr(f).is_some() => format!("the driver reports no {f} (ethtool -n)"),
+        f => format!("no RSS setting {f}"),
+    })?;
+    if field != "indir" {
+        return Ok(format!("{text}\n"));
+    }
+    let table: Vec<u32> = text.split(' ').filter_map(|q| q.parse().ok()).collect();
+    if let Ok(ch) = e.get(dev, Group::Channels) {
+        let rx = ch.values.get("rx").copied().unwrap_or(0)
+            + ch.values.get("combined").copied().unwrap_or(0);
+        if rx > 0 && table == default_indir(table.len(), rx as u32) {
+            return Ok("default\n".into());
+        }
+    }
+    Ok(format!("{text}\n"))
+}
+
+/// Writes an RSS field: the table (`default`, or queue numbers), or the
+/// letters of a flow type's hashed fields.
+fn write_rss(e: &mut Ethtool, dev: &str, field: &str, value: &str) -> Result<(), FsError> {
+    let path = path(dev, Group::Rss, field);
+    let inval = |why: String| FsError {
+        op: "write",
+        path: path.clone(),
+        errno: libc::EINVAL,
+        detail: why,
+    };
+    let r = if field == "indir" {
+        let table: Vec<u32> = if value == "default" {
+            Vec::new()
+        } else {
+            value
+                .split_whitespace()
+                .map(|q| q.parse())
+                .collect::<Result<_, _>>()
+                .map_err(|_| inval(format!("`{value}` is not a list of queue numbers")))?
+        };
+        e.set_rss_indir(dev, &table)
+    } else {
+        let flow = flow_attr(field).ok_or_else(|| bad_path("write", &path, "no such setting"))?;
+        let bits = parse_hash_letters(value).map_err(inval)?;
+        e.set_rss_hash(dev, flow, bits)
+    };
+    r.map_err(|err| err.into_fs("write", &path))
 }
 
 /// Writes a pseudo-file of the door through netlink: one field, or one
@@ -926,6 +1206,9 @@ pub fn write(path: &str, value: &str) -> Result<(), FsError> {
         return e
             .set_feature(dev, field, on)
             .map_err(|e| e.into_fs("write", path));
+    }
+    if group == Group::Rss {
+        return write_rss(&mut e, dev, field, value);
     }
     let f = group
         .fields()
@@ -1086,6 +1369,108 @@ mod tests {
         assert_eq!(bit, vec![(2, b"rx-gro\0".to_vec()), (3, vec![])]);
         let off = wire::set_feature(0x15, "xa", "rx-gro", false, 5);
         assert_eq!(off.len(), set.len() - 4, "off: no VALUE flag");
+    }
+
+    // RSS_GET of the same virtio-net eth0 (Linux 6.18): toeplitz (hfunc 1),
+    // no indirection table (the device has no RSS), and a FLOW_HASH nest of
+    // all 27 flow types hashing no field (`ethtool -n eth0 rx-flow-hash
+    // tcp4` prints None).
+    const RSS_VIRTIO: &str = "10010000150000002100000054330000260100001800018008000100040000000900020065746830000000000800030001000000dc00088008000100000000000800020000000000080003000000000008000400000000000800050000000000080006000000000008000700000000000800080000000000080009000000000008000a000000000008000b000000000008000c000000000008000d000000000008000e000000000008000f0000000000080010000000000008001100000000000800120000000000080013000000000008001400000000000800150000000000080016000000000008001700000000000800180000000000080019000000000008001a000000000008001b0000000000";
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn captured_rss_replies_parse_as_ethtool_shows_them() {
+        let g = wire::parse_rss(&payload(RSS_VIRTIO, 0x21));
+        assert_eq!(g.values.get("hfunc"), Some(&1));
+        assert_eq!(g.values.get("indir_size"), None, "no table on this device");
+        assert!(!g.texts.contains_key("indir"));
+        assert_eq!(g.texts["hash_tcp4"], "none");
+        assert_eq!(g.texts["hash_udp6"], "none");
+        assert_eq!(g.texts.len(), FLOW_TYPES.len(), "{:?}", g.texts);
+        assert_eq!(GroupState::parse(&g.text()), g);
+        // RSS_GET on a veth: EOPNOTSUPP (no get_rxfh).
+        let buf = unhex("340000000200000122000000dc330000a1ffffff20000000150001002200000000000000260100000c0001800700020078610000");
+        match &wire::replies(&buf, 0x22)[..] {
+            [Reply::Ack(Err(e))] => assert_eq!(e.errno, libc::EOPNOTSUPP),
+            _ => panic!("not one error"),
+        }
+        // RSS_SET tcp4 sdfn on a veth: EOPNOTSUPP; the echoed request is
+        // FLOW_HASH { TCP4: 0xf0 } under the header.
+        let buf = unhex("48000000020000022300000032340000a1ffffff2c000000150005002300000000000000300100000c00018007000200786100000c00088008000400f00000000800020020000000");
+        match &wire::replies(&buf, 0x23)[..] {
+            [Reply::Ack(Err(e))] => assert_eq!(e.errno, libc::EOPNOTSUPP),
+            _ => panic!("not one error"),
+        }
+        // A reserved bit in a flow's fields: the kernel's policy refuses it.
+        let buf = unhex("600000000200000224000000b4340000eaffffff2c000000150005002400000000000000300100000c00018007000200786100000c00088008000400010000001500010072657365727665642062697420736574000000000800020024000000");
+        match &wire::replies(&buf, 0x24)[..] {
+            [Reply::Ack(Err(e))] => {
+                assert_eq!(e.errno, libc::EINVAL);
+                assert_eq!(e.msg, "reserved bit set");
+            }
+            _ => panic!("not one error"),
+        }
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn rss_requests_and_a_table_reply_are_encoded_as_the_kernel_expects() {
+        // FLOW_HASH { TCP4: sdfn } as the kernel echoed it above (seq 0x23),
+        // with the header's OMIT_REPLY flag added.
+        let set = wire::set_rss_hash(0x15, "xa", 4, parse_hash_letters("sdfn").unwrap(), 5);
+        assert_eq!(set[16], 48, "ETHTOOL_MSG_RSS_SET");
+        let attrs: Vec<(u16, Vec<u8>)> = Attrs(&set[20..]).map(|(t, d)| (t, d.to_vec())).collect();
+        assert_eq!(attrs[1], (8, unhex("08000400f0000000")));
+        // The table: u32 queue numbers; empty means the driver's default.
+        let set = wire::set_rss_indir(0x15, "xa", &[0, 1, 0, 1], 6);
+        let (ty, d) = Attrs(&set[20..]).nth(1).unwrap();
+        assert_eq!(
+            (ty, d),
+            (4, &unhex("00000000 01000000 00000000 01000000")[..])
+        );
+        let reset = wire::set_rss_indir(0x15, "xa", &[], 6);
+        assert_eq!(Attrs(&reset[20..]).nth(1).unwrap(), (4, &[][..]));
+        // A reply with a table and 8-byte NLA_UINT fields (the kernel sends
+        // 8 bytes for values above 32 bits).
+        let mut m = wire::Msg::new(0x15, 38, 7, false);
+        m.header("xa", false);
+        m.u32(3, 1);
+        let table: Vec<u8> = default_indir(8, 2)
+            .iter()
+            .flat_map(|q| q.to_ne_bytes())
+            .collect();
+        m.bytes(4, &table);
+        m.begin(8);
+        m.u32(4, 0xf0);
+        m.bytes(6, &0x30u64.to_ne_bytes());
+        m.end();
+        let reply = m.finish();
+        let g = wire::parse_rss(&reply[20..]);
+        assert_eq!(g.texts["indir"], "0 1 0 1 0 1 0 1");
+        assert_eq!(g.values["indir_size"], 8);
+        assert_eq!(g.texts["hash_tcp4"], "sdfn");
+        assert_eq!(g.texts["hash_udp4"], "sd");
+        assert_eq!(GroupState::parse(&g.text()), g);
+    }
+
+    #[test]
+    fn hash_letters_round_trip_in_bit_order() {
+        assert_eq!(parse_hash_letters("sdfn"), Ok(0xf0));
+        assert_eq!(parse_hash_letters("nfds"), Ok(0xf0));
+        assert_eq!(hash_letters(0xf0), "sdfn");
+        assert_eq!(hash_letters(0), "none");
+        assert_eq!(parse_hash_letters("none"), Ok(0));
+        assert_eq!(hash_letters(0x8000_0030), "sdr");
+        // A bit without a letter survives a read and a write back.
+        assert_eq!(hash_letters(0x1030), "sd+0x1000");
+        assert_eq!(parse_hash_letters("sd+0x1000"), Ok(0x1030));
+        assert!(parse_hash_letters("sdx").unwrap_err().contains("`x`"));
+        assert!(parse_hash_letters("").is_err());
+        assert_eq!(flow_attr("hash_tcp4"), Some(4));
+        assert_eq!(flow_attr("hash_udp4"), Some(6));
+        assert_eq!(flow_attr("tcp4"), None);
+        assert_eq!(default_indir(6, 4), vec![0, 1, 2, 3, 0, 1]);
+        assert_eq!(indir_text(&[3, 0]), "3 0");
     }
 
     #[test]

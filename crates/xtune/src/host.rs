@@ -70,8 +70,11 @@ pub struct DeviceInfo {
     pub tx_queues: Vec<String>,
     /// Data-path interrupts of the device, ascending.
     pub irqs: Vec<u32>,
-    /// CPUs local to the device's NUMA node, when sysfs says.
+    /// CPUs local to the device's NUMA node, when sysfs says (None when
+    /// the device has no node: `numa_node` is -1).
     pub local_cpus: Option<CpuSet>,
+    /// The device's NUMA node (`device/numa_node`), None for -1 or absent.
+    pub numa_node: Option<u32>,
     /// The NIC's own settings, each group as read over ethtool netlink
     /// (`EOPNOTSUPP` for a group the driver lacks). Read only for the
     /// groups a profile sets.
@@ -96,11 +99,15 @@ impl Topology {
         let isolated = read_cpulist(fs, "/sys/devices/system/cpu/isolated").unwrap_or_default();
         let irq_names = irq_action_names(fs);
         let mut devices = BTreeMap::new();
-        let groups: BTreeSet<Group> = profile
+        let mut groups: BTreeSet<Group> = profile
             .nic
             .iter()
             .flat_map(|(_, s)| s.ethtool.iter().map(|e| e.group))
             .collect();
+        if groups.contains(&Group::Rss) {
+            // Whether the table is the driver's spread depends on the channels.
+            groups.insert(Group::Channels);
+        }
         for name in fs.list("/sys/class/net").unwrap_or_default() {
             let mut info = read_device(fs, &name, &irq_names);
             for g in &groups {
@@ -264,6 +271,7 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
     let hardware = fs.exists(&format!("{base}/device"));
     let mut irqs: Vec<u32> = Vec::new();
     let mut local_cpus = None;
+    let mut numa_node: Option<i64> = None;
     if hardware {
         // PCI NICs have msi_irqs on the device; virtio-net's device is the
         // virtio bus device, whose parent is the PCI function that owns the IRQs.
@@ -283,10 +291,25 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
                     irqs.push(irq);
                 }
             }
+            if numa_node.is_none() {
+                numa_node = fs
+                    .read(&format!("{dir}/numa_node"))
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok());
+            }
             if local_cpus.is_none() {
                 local_cpus =
                     read_cpulist(fs, &format!("{dir}/local_cpulist")).filter(|s| !s.is_empty());
             }
+        }
+        match numa_node {
+            // No node: every CPU is as near as any other.
+            Some(n) if n < 0 => local_cpus = None,
+            Some(n) if local_cpus.is_none() => {
+                local_cpus = read_cpulist(fs, &format!("/sys/devices/system/node/node{n}/cpulist"))
+                    .filter(|s| !s.is_empty());
+            }
+            _ => {}
         }
     }
     if irqs.is_empty() {
@@ -325,6 +348,7 @@ fn read_device(fs: &dyn Fs, name: &str, irq_names: &BTreeMap<u32, Vec<String>>) 
         tx_queues,
         irqs,
         local_cpus,
+        numa_node: numa_node.and_then(|n| u32::try_from(n).ok()),
         ethtool: BTreeMap::new(),
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 use crate::cpuset::CpuSet;
-use crate::ethtool::Group;
+use crate::ethtool::{self, Group};
 
 /// The largest profile read, from a file or standard input.
 pub const PROFILE_LIMIT: u64 = xload_sys::input::TEXT_LIMIT;
@@ -152,8 +152,16 @@ pub enum EthValue {
     Max,
     /// `"cpus"`: one per online, non-isolated CPU (at most the maximum).
     Cpus,
+    /// `"numa-local"`: one per online, non-isolated CPU of the device's
+    /// NUMA node (every CPU when the device has no node), at most the maximum.
+    NumaLocal,
+    /// `rss.equal = "channels"`: spread over every rx channel there is
+    /// after the plan's channel change.
+    Channels,
     /// `true`/`false`.
     Switch(bool),
+    /// Flow-hash fields in `ethtool`'s letters, in bit order (`sdfn`).
+    Hash(String),
 }
 
 impl EthValue {
@@ -162,7 +170,10 @@ impl EthValue {
             EthValue::Count(n) => int_value(*n),
             EthValue::Max => Value::String("max".into()),
             EthValue::Cpus => Value::String("cpus".into()),
+            EthValue::NumaLocal => Value::String("numa-local".into()),
+            EthValue::Channels => Value::String("channels".into()),
             EthValue::Switch(b) => Value::Boolean(*b),
+            EthValue::Hash(h) => Value::String(h.clone()),
         }
     }
 }
@@ -794,6 +805,14 @@ fn read_eth_group(
         None => false,
     };
     let mut fields: Vec<&str> = group.fields().iter().map(|f| f.name).collect();
+    let hash_keys: Vec<String> = ethtool::FLOW_TYPES
+        .iter()
+        .map(|(n, _)| format!("hash_{n}"))
+        .collect();
+    if group == Group::Rss {
+        fields.push("equal");
+        fields.extend(hash_keys.iter().map(|k| k.as_str()));
+    }
     fields.push("required");
     for (k, v) in table {
         if k == "required" {
@@ -809,6 +828,29 @@ fn read_eth_group(
                 return Err(cx.bad(&key, format!("`{k}` is not a feature name")));
             }
             EthValue::Switch(cx.bool(&key, v)?)
+        } else if group == Group::Rss {
+            cx.known(&key, &k, &fields)?;
+            match (k.as_str(), v) {
+                ("equal", Value::String(w)) if w == "channels" => EthValue::Channels,
+                ("equal", Value::Integer(n)) if n > 0 => EthValue::Count(n as u64),
+                ("equal", other) => {
+                    return Err(cx.wrong(&key, "a queue count (1 or more) or \"channels\"", &other))
+                }
+                (_, Value::String(letters)) => {
+                    let bits =
+                        ethtool::parse_hash_letters(&letters).map_err(|why| cx.bad(&key, why))?;
+                    if letters.trim() == "none" || letters.contains("+0x") {
+                        return Err(cx.bad(
+                            &key,
+                            "name the fields to hash in ethtool's letters, e.g. \"sdfn\"".into(),
+                        ));
+                    }
+                    EthValue::Hash(ethtool::hash_letters(u64::from(bits)))
+                }
+                (_, other) => {
+                    return Err(cx.wrong(&key, "ethtool's field letters, e.g. \"sdfn\"", &other))
+                }
+            }
         } else {
             cx.known(&key, &k, &fields)?;
             let switch = group.fields().iter().any(|f| f.name == k && f.switch);
@@ -816,10 +858,13 @@ fn read_eth_group(
                 _ if switch => EthValue::Switch(cx.bool(&key, v)?),
                 Value::String(w) if w == "max" && group != Group::Coalesce => EthValue::Max,
                 Value::String(w) if w == "cpus" && group == Group::Channels => EthValue::Cpus,
+                Value::String(w) if w == "numa-local" && group == Group::Channels => {
+                    EthValue::NumaLocal
+                }
                 Value::Integer(_) => EthValue::Count(cx.uint(&key, v)?),
                 other => {
                     let expected = match group {
-                        Group::Channels => "a count, \"max\" or \"cpus\"",
+                        Group::Channels => "a count, \"max\", \"cpus\" or \"numa-local\"",
                         Group::Ring => "a count or \"max\"",
                         _ => "a non-negative integer",
                     };
@@ -1556,12 +1601,13 @@ server = { host = "srv1", profile = "server.toml" }
         let p = write(
             &dir,
             "r.toml",
-            "[sysctl]\nnet.core.somaxconn = 4096\n\"net.ipv4.tcp_rmem\" = [1, 2, 3]\nnet.ipv4.tcp_congestion_control = \"cubic\"\n[nic.\"*\"]\ntxqueuelen = 5\n[irq]\neth0 = \"0-1\"\n[rps]\nlo = \"all\"\n[xps]\neth0 = \"off\"\n[rfs]\nflow_entries = 4096\n[rfs.flow_cnt]\nlo = 1024\n[cpu]\ngovernor = \"performance\"\n[irqbalance]\nstop = true\nban = \"1\"\n[limits]\nnofile = 1000\n[hosts]\nx = \"h\"\n",
+            "[sysctl]\nnet.core.somaxconn = 4096\n\"net.ipv4.tcp_rmem\" = [1, 2, 3]\nnet.ipv4.tcp_congestion_control = \"cubic\"\n[nic.\"*\"]\ntxqueuelen = 5\n[nic.eth0]\nchannels = { combined = \"numa-local\" }\nrss = { equal = \"channels\", hash_tcp4 = \"nfds\", required = true }\n[nic.eth1]\nrss = { equal = 2 }\n[irq]\neth0 = \"0-1\"\n[rps]\nlo = \"all\"\n[xps]\neth0 = \"off\"\n[rfs]\nflow_entries = 4096\n[rfs.flow_cnt]\nlo = 1024\n[cpu]\ngovernor = \"performance\"\n[irqbalance]\nstop = true\nban = \"1\"\n[limits]\nnofile = 1000\n[hosts]\nx = \"h\"\n",
         );
         let a = Profile::load(&p).unwrap();
         let b = Profile::from_text(&a.to_toml_string(), "r", dir.path()).unwrap();
         assert_eq!(a.sysctl, b.sysctl);
         assert_eq!(a.nic, b.nic);
+        assert_eq!(a.nic[1].1.ethtool[2].value, EthValue::Hash("sdfn".into()));
         assert_eq!(a.irq, b.irq);
         assert_eq!(a.rps, b.rps);
         assert_eq!(a.xps, b.xps);

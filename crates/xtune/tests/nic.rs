@@ -251,6 +251,61 @@ fn ring_and_coalesce_on_veth_are_advice_and_required_fails_writing_nothing() {
 }
 
 #[test]
+fn rss_on_veth_is_advice_and_required_is_a_failed_apply_that_writes_nothing() {
+    skip_unless_root_and_ethtool!();
+    let ns = Netns::new("nicrss");
+    let dir = TempDir::new("nicrss");
+    let state = dir.join_str("s");
+    let before = nic_state(&ns);
+    let prof = dir.file(
+        "rss.toml",
+        "[nic.xa]\nchannels = { rx = 2, tx = 2 }\nrss = { equal = \"channels\", hash_tcp4 = \"sdfn\" }\n[rps]\nxa = \"all\"\n",
+    );
+    let out = xtune(&[
+        "apply",
+        &prof,
+        "--netns",
+        &ns.name,
+        "--state-dir",
+        &state,
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    let r = json_report(&out);
+    assert_eq!(verdict(&r, "nic:xa:channels.rx"), Verdict::Written);
+    assert_eq!(verdict(&r, "rps:xa:rx-1"), Verdict::Written);
+    for knob in ["nic:xa:rss.equal", "nic:xa:rss.hash_tcp4"] {
+        let k = r.knobs.iter().find(|k| k.knob == knob).unwrap();
+        assert_eq!(k.verdict, Verdict::Advice, "{knob}");
+        for w in ["xa", "rss", "EOPNOTSUPP"] {
+            assert!(k.reason.contains(w), "{knob}: {}", k.reason);
+        }
+    }
+    let out = xtune(&["verify", &prof, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "advice is not drift: {}", stdout(&out));
+    let out = xtune(&["rollback", "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(nic_state(&ns), before);
+
+    // required = true: a failed apply, and the channels and masks planned
+    // before it are not left written.
+    let req = dir.file(
+        "req.toml",
+        "[nic.xa]\nchannels = { rx = 2, tx = 2 }\nrss = { hash_udp4 = \"sdfn\", required = true }\n[rps]\nxa = \"all\"\n",
+    );
+    let out = xtune(&["apply", &req, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 1, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("nic:xa:rss.hash_udp4") && stderr(&out).contains("EOPNOTSUPP"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(nic_state(&ns), before);
+    let out = xtune(&["verify", &req, "--netns", &ns.name, "--state-dir", &state]);
+    assert_eq!(code(&out), 3, "a required knob the device lacks is drift");
+}
+
+#[test]
 fn a_failed_write_after_the_nic_settings_undoes_them() {
     skip_unless_root_and_ethtool!();
     let ns = Netns::new("nicfail");
@@ -322,6 +377,19 @@ fn bad_nic_keys_are_refused_before_anything_is_read() {
             "[nic.xa]\nfeatures = { \"a/b\" = true }\n",
             "not a feature name",
         ),
+        ("[nic.xa]\nrss = { equal = 0 }\n", "queue count"),
+        ("[nic.xa]\nrss = { equal = \"all\" }\n", "\"channels\""),
+        ("[nic.xa]\nrss = { hash_tcp4 = \"sdx\" }\n", "`x`"),
+        ("[nic.xa]\nrss = { hash_tcp4 = \"none\" }\n", "sdfn"),
+        (
+            "[nic.xa]\nrss = { hash_tcp5 = \"sd\" }\n",
+            "did you mean `hash_tcp4`",
+        ),
+        (
+            "[nic.xa]\nchannels = { combined = \"numa\" }\n",
+            "numa-local",
+        ),
+        ("[nic.xa]\nring = { rx = \"numa-local\" }\n", "\"max\""),
     ] {
         let prof = dir.file("bad.toml", text);
         let out = xtune(&["diff", &prof]);

@@ -126,14 +126,18 @@ impl Builder<'_> {
             |_| true,
         )?;
         for group in Group::ALL {
+            if group == Group::Rss {
+                // RSS and the steering knobs spread over the queues there
+                // are once the channel knobs above are written.
+                for (dev, s) in &nic {
+                    self.predict_queues(dev, s);
+                }
+            }
             for (dev, s) in &nic {
                 for e in s.ethtool.iter().filter(|e| e.group == group) {
                     self.ethtool_setting(dev, e);
                 }
             }
-        }
-        for (dev, s) in &nic {
-            self.predict_queues(dev, s);
         }
         for (dev, s) in nic {
             for knob in NIC_KNOBS {
@@ -186,6 +190,8 @@ impl Builder<'_> {
         };
         if group == Group::Features {
             self.ethtool_features(dev, e, state);
+        } else if group == Group::Rss {
+            self.ethtool_rss(dev, e, state);
         } else {
             self.ethtool_value(dev, e, state);
         }
@@ -233,6 +239,76 @@ impl Builder<'_> {
         }
     }
 
+    /// An RSS setting: the indirection table spread evenly over the first N
+    /// rx queues (N after this plan's channel change), or the header fields
+    /// a flow type hashes.
+    fn ethtool_rss(&mut self, dev: &DeviceInfo, e: &EthSetting, state: &GroupState) {
+        let knob = format!("nic:{}:rss.{}", dev.name, e.key);
+        let field = eth_field(e);
+        let resolved: Result<(String, String), String> = match (&e.value, state.texts.get(field)) {
+            (_, None) => Err(format!(
+                "{} does not support rss {} ({} shows none)",
+                dev.name,
+                e.key,
+                if field == "indir" {
+                    "ethtool -x"
+                } else {
+                    "ethtool -n"
+                }
+            )),
+            (EthValue::Hash(letters), Some(_)) => Ok((letters.clone(), String::new())),
+            (v, Some(table)) => {
+                let size = table.split(' ').count();
+                let rx = self.rx_queues(dev).len() as u64;
+                let (n, how) = match v {
+                    EthValue::Channels => (rx, format!("\"channels\": {rx} rx queues, ")),
+                    EthValue::Count(n) => (*n, String::new()),
+                    _ => (0, String::new()),
+                };
+                if n == 0 || n > rx {
+                    Err(format!(
+                        "{} rss equal = {n} is beyond its {rx} rx queues",
+                        dev.name
+                    ))
+                } else {
+                    let meaning = format!(
+                        "equal {n}: {how}the {size}-entry table over queues 0-{}",
+                        n - 1
+                    );
+                    // The driver's own spread reads `default` where the
+                    // channel count is known (see crate::ethtool).
+                    let default =
+                        n == rx && matches!(dev.ethtool.get(&Group::Channels), Some(Ok(_)));
+                    let value = if default {
+                        "default".to_string()
+                    } else {
+                        ethtool::indir_text(&ethtool::default_indir(size, n as u32))
+                    };
+                    Ok((value, meaning))
+                }
+            }
+        };
+        match resolved {
+            Err(why) if !e.required => {
+                push_advice(&mut self.b, knob, value_word(e.group, &e.value), why)
+            }
+            Err(why) => push_required(&mut self.b, knob, dev, e, why),
+            Ok((value, meaning)) => self.b.desired.push(Desired {
+                knob,
+                stage: Stage::Nic,
+                target: Target::File {
+                    path: ethtool::path(&dev.name, e.group, field),
+                    value: value.clone(),
+                },
+                wanted: if meaning.is_empty() {
+                    Wanted::Exact(value)
+                } else {
+                    Wanted::Meant { value, meaning }
+                },
+            }),
+        }
+    }
+
     /// A count or switch of channels, rings or coalescing, resolved
     /// against the device's maximum and the usable CPUs.
     fn ethtool_value(&mut self, dev: &DeviceInfo, e: &EthSetting, state: &GroupState) {
@@ -268,6 +344,36 @@ impl Builder<'_> {
                     e.key
                 )),
             },
+            (EthValue::NumaLocal, _) => {
+                let (cpus, node) = match &dev.local_cpus {
+                    Some(local) if !local.intersection(&self.usable).is_empty() => (
+                        local.intersection(&self.usable).iter().count() as u64,
+                        match dev.numa_node {
+                            Some(n) => format!("of NUMA node {n}"),
+                            None => "local to it".to_string(),
+                        },
+                    ),
+                    _ => (usable, "(no NUMA node: all of them)".to_string()),
+                };
+                let n = max.map_or(cpus, |m| cpus.min(m));
+                Ok((
+                    n,
+                    format!(
+                        "\"numa-local\": {cpus} online non-isolated CPUs {node}{}",
+                        match max {
+                            Some(m) if m < cpus => format!(", capped at the device maximum {m}"),
+                            _ => String::new(),
+                        }
+                    ),
+                ))
+            }
+            (EthValue::Channels | EthValue::Hash(_), _) => Err(format!(
+                "{} {} {}: not a {} value",
+                dev.name,
+                group.name(),
+                e.key,
+                group.name()
+            )),
             (EthValue::Cpus, _) => {
                 let n = max.map_or(usable, |m| usable.min(m));
                 Ok((
@@ -708,7 +814,18 @@ fn value_word(group: Group, v: &EthValue) -> String {
         EthValue::Count(n) => n.to_string(),
         EthValue::Max => "max".into(),
         EthValue::Cpus => "cpus".into(),
+        EthValue::NumaLocal => "numa-local".into(),
+        EthValue::Channels => "channels".into(),
+        EthValue::Hash(h) => h.clone(),
         EthValue::Switch(b) => u8::from(*b).to_string(),
+    }
+}
+
+/// The door field a setting writes: `rss.equal` is the table `rss/indir`.
+fn eth_field(e: &EthSetting) -> &str {
+    match (e.group, e.key.as_str()) {
+        (Group::Rss, "equal") => "indir",
+        (_, k) => k,
     }
 }
 
@@ -836,7 +953,7 @@ fn push_required(b: &mut Build, knob: String, dev: &DeviceInfo, e: &EthSetting, 
         knob,
         stage: Stage::Nic,
         target: Target::File {
-            path: ethtool::path(&dev.name, e.group, &e.key),
+            path: ethtool::path(&dev.name, e.group, eth_field(e)),
             value: value.clone(),
         },
         wanted: Wanted::Meant {
@@ -871,6 +988,7 @@ mod tests {
                     tx_queues: (0..*tx).map(|i| format!("tx-{i}")).collect(),
                     irqs: irqs.to_vec(),
                     local_cpus: None,
+                    numa_node: None,
                     ethtool: Default::default(),
                 },
             );
@@ -948,6 +1066,167 @@ mod tests {
                 assert_eq!(place, Ok(crate::knob::Place::File(path.clone())));
             }
         }
+    }
+
+    /// A profile of `[nic.DEV]` text planned on a fake sysfs root with
+    /// ethtool groups as files (what the door reads on a real host).
+    fn plan_nic(t: &crate::testutil::TempDir, text: &str) -> Build {
+        let fs = crate::fs::RootFs::new(t.path());
+        let p = Profile::from_text(text, "t", std::path::Path::new("/")).unwrap();
+        let topo = Topology::read(&fs, &p);
+        build(&p, &topo, &TargetCtx::default()).unwrap()
+    }
+
+    fn knob_value(b: &Build, knob: &str) -> (String, Wanted) {
+        let d = b
+            .desired
+            .iter()
+            .find(|d| d.knob == knob)
+            .unwrap_or_else(|| panic!("no {knob} in {:?}", knobs(b)));
+        let v = match &d.target {
+            Target::File { value, .. } => value.clone(),
+            other => format!("{other:?}"),
+        };
+        (v, d.wanted.clone())
+    }
+
+    #[test]
+    fn numa_local_channels_count_the_usable_cpus_of_the_devices_node() {
+        let t = crate::testutil::fake_host("numa-local", 8, &[], &[("eth0", 8, 8), ("eth1", 8, 8)]);
+        t.put("/sys/devices/system/cpu/isolated", "3\n");
+        // eth0 on node 1 (CPUs 2-5, 3 isolated), with no local_cpulist.
+        t.put("/sys/devices/pci0000:00/0000:00:03.0/numa_node", "1\n");
+        t.symlink(
+            "/sys/class/net/eth0/device",
+            "../../../devices/pci0000:00/0000:00:03.0",
+        );
+        t.put("/sys/devices/system/node/node1/cpulist", "2-5\n");
+        // eth1 with no node: -1 means every CPU, whatever local_cpulist says.
+        t.put("/sys/devices/pci0000:00/0000:00:04.0/numa_node", "-1\n");
+        t.put(
+            "/sys/devices/pci0000:00/0000:00:04.0/local_cpulist",
+            "0-1\n",
+        );
+        t.symlink(
+            "/sys/class/net/eth1/device",
+            "../../../devices/pci0000:00/0000:00:04.0",
+        );
+        for dev in ["eth0", "eth1"] {
+            t.put(
+                &format!("ethtool:{dev}/channels"),
+                "combined 8\nmax_combined 6\n",
+            );
+        }
+        let b = plan_nic(
+            &t,
+            "[nic.eth0]\nchannels = { combined = \"numa-local\" }\n[nic.eth1]\nchannels = { combined = \"numa-local\" }\n",
+        );
+        let (v, w) = knob_value(&b, "nic:eth0:channels.combined");
+        assert_eq!(v, "3", "CPUs 2, 4, 5 of node 1");
+        let Wanted::Meant { meaning, .. } = w else {
+            panic!("{w:?}")
+        };
+        assert!(
+            meaning.contains("3 online non-isolated CPUs of NUMA node 1"),
+            "{meaning}"
+        );
+        // Seven usable CPUs, capped at the device maximum of 6.
+        let (v, w) = knob_value(&b, "nic:eth1:channels.combined");
+        assert_eq!(v, "6");
+        let Wanted::Meant { meaning, .. } = w else {
+            panic!("{w:?}")
+        };
+        assert!(
+            meaning.contains("no NUMA node") && meaning.contains("maximum 6"),
+            "{meaning}"
+        );
+        // The queues after the change are the ones steered.
+        assert!(
+            b.notes
+                .iter()
+                .any(|n| n.contains("eth0: channels change from 8 rx / 8 tx queues to 3 / 3")),
+            "{:?}",
+            b.notes
+        );
+    }
+
+    #[test]
+    fn rss_spreads_over_the_rx_queues_after_the_channel_change() {
+        let t = crate::testutil::fake_host("rss-plan", 4, &[], &[("eth0", 4, 4), ("eth1", 4, 4)]);
+        for dev in ["eth0", "eth1"] {
+            t.mkdir(&format!("/sys/class/net/{dev}/device"));
+            t.put(
+                &format!("ethtool:{dev}/channels"),
+                "combined 4\nmax_combined 4\n",
+            );
+            t.put(
+                &format!("ethtool:{dev}/rss"),
+                "hfunc 1\nindir_size 8\nindir: 0 1 2 3 0 1 2 3\nhash_tcp4: sd\nhash_udp4: sd\n",
+            );
+        }
+        let b = plan_nic(
+            &t,
+            "[nic.eth0]\nchannels = { combined = 2 }\nrss = { equal = \"channels\", hash_tcp4 = \"nfds\" }\n[nic.eth1]\nchannels = { combined = 2 }\nrss = { equal = 1 }\n[rps]\neth0 = \"all\"\n",
+        );
+        let order: Vec<String> = knobs(&b).into_iter().map(|(k, _)| k).collect();
+        let pos = |k: &str| order.iter().position(|o| o == k).unwrap();
+        // Channels of every device, then RSS, then the steering masks.
+        assert!(pos("nic:eth1:channels.combined") < pos("nic:eth0:rss.equal"));
+        assert!(pos("nic:eth0:rss.hash_tcp4") < pos("rps:eth0:rx-0"));
+        assert!(!order.iter().any(|k| k == "rps:eth0:rx-2"), "{order:?}");
+        // Spread over both queues left: the driver's own spread.
+        let (v, w) = knob_value(&b, "nic:eth0:rss.equal");
+        assert_eq!(v, "default");
+        let Wanted::Meant { meaning, .. } = w else {
+            panic!("{w:?}")
+        };
+        assert!(meaning.contains("\"channels\": 2 rx queues"), "{meaning}");
+        assert_eq!(
+            knob_value(&b, "nic:eth0:rss.hash_tcp4"),
+            ("sdfn".into(), Wanted::Exact("sdfn".into()))
+        );
+        // Fewer queues than channels: the table itself.
+        assert_eq!(knob_value(&b, "nic:eth1:rss.equal").0, "0 0 0 0 0 0 0 0");
+        for d in &b.desired {
+            if let Target::File { path, .. } = &d.target {
+                let place = crate::knob::place_of(&d.knob);
+                assert_eq!(
+                    place,
+                    Ok(crate::knob::Place::File(path.clone())),
+                    "{}",
+                    d.knob
+                );
+            }
+        }
+
+        // More queues than there will be, and a flow type the driver does
+        // not report: advice naming device and knob; required, a knob that
+        // fails.
+        let b = plan_nic(
+            &t,
+            "[nic.eth0]\nchannels = { combined = 2 }\nrss = { equal = 3, hash_tcp6 = \"sd\" }\n[nic.eth1]\nrss = { equal = 8, required = true }\n",
+        );
+        for (knob, words) in [
+            (
+                "nic:eth0:rss.equal",
+                "eth0 rss equal = 3 is beyond its 2 rx queues",
+            ),
+            (
+                "nic:eth0:rss.hash_tcp6",
+                "eth0 does not support rss hash_tcp6",
+            ),
+        ] {
+            let (_, w) = knob_value(&b, knob);
+            let Wanted::NicAdvice { reason, .. } = w else {
+                panic!("{knob}: {w:?}")
+            };
+            assert!(reason.contains(words), "{knob}: {reason}");
+        }
+        let (v, w) = knob_value(&b, "nic:eth1:rss.equal");
+        assert_eq!(v, "8");
+        assert!(
+            matches!(w, Wanted::Meant { meaning, .. } if meaning.starts_with("required: eth1 rss equal = 8 is beyond its 4 rx queues"))
+        );
     }
 
     #[test]

@@ -89,6 +89,8 @@ fn ethtool_place(dev: &str, group: &str, field: &str) -> Option<String> {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         }
+        Group::Rss if field == "equal" => return Some(crate::ethtool::path(dev, group, "indir")),
+        Group::Rss => crate::ethtool::flow_attr(field).is_some(),
         g => g.fields().iter().any(|f| f.name == field),
     };
     ok.then(|| crate::ethtool::path(dev, group, field))
