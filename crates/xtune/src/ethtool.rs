@@ -616,6 +616,23 @@ pub mod wire {
             .and_then(|(_, d)| Some(u16::from_ne_bytes(d.get(..2)?.try_into().ok()?)))
     }
 
+    /// The commands a `CTRL_CMD_NEWFAMILY` payload lists (`CTRL_ATTR_OPS`:
+    /// one nest per op holding its `CTRL_ATTR_OP_ID`).
+    pub fn family_ops(attrs: &[u8]) -> Vec<u8> {
+        const CTRL_ATTR_OPS: u16 = 6;
+        const CTRL_ATTR_OP_ID: u16 = 1;
+        Attrs(attrs)
+            .filter(|(t, _)| *t == CTRL_ATTR_OPS)
+            .flat_map(|(_, ops)| Attrs(ops))
+            .filter_map(|(_, op)| {
+                Attrs(op)
+                    .find(|(t, _)| *t == CTRL_ATTR_OP_ID)
+                    .and_then(|(_, d)| u32_of(d))
+                    .and_then(|id| u8::try_from(id).ok())
+            })
+            .collect()
+    }
+
     /// A GET of one group for `dev`.
     pub fn get(family: u16, cmd: u8, dev: &str, seq: u32) -> Vec<u8> {
         let mut m = Msg::new(family, cmd, seq, false);
@@ -908,6 +925,8 @@ pub struct Ethtool {
     fd: i32,
     family: u16,
     seq: u32,
+    /// The commands this kernel's family has (empty: not listed).
+    ops: Vec<u8>,
 }
 
 impl Drop for Ethtool {
@@ -940,6 +959,7 @@ impl Ethtool {
             fd,
             family: 0,
             seq: 1,
+            ops: Vec::new(),
         };
         for opt in [NETLINK_EXT_ACK, NETLINK_CAP_ACK] {
             let one: libc::c_int = 1;
@@ -960,7 +980,14 @@ impl Ethtool {
             errno: libc::EPROTO,
             msg: "no family id in the reply".into(),
         })?;
+        e.ops = wire::family_ops(&payload);
         Ok(e)
+    }
+
+    /// Whether the kernel can set `group` (RSS_SET came in Linux 6.17,
+    /// years after RSS_GET).
+    pub fn can_set(&self, group: Group) -> bool {
+        self.ops.is_empty() || self.ops.contains(&group.set_cmd())
     }
 
     fn next_seq(&mut self) -> u32 {
@@ -1097,6 +1124,18 @@ pub fn read(path: &str) -> Result<String, FsError> {
     let (dev, group, field) =
         split(path).ok_or_else(|| bad_path("read", path, "not an ethtool setting"))?;
     let mut e = Ethtool::open().map_err(|e| e.into_fs("read", path))?;
+    if !e.can_set(group) {
+        // Readable but not settable: what a profile asks of it is advice.
+        return Err(FsError {
+            op: "read",
+            path: path.to_string(),
+            errno: libc::EOPNOTSUPP,
+            detail: format!(
+                "this kernel cannot set {} over ethtool netlink (RSS_SET: Linux 6.17+)",
+                group.name()
+            ),
+        });
+    }
     let state = e.get(dev, group).map_err(|e| e.into_fs("read", path))?;
     let Some(field) = field else {
         return Ok(state.text());
@@ -1451,6 +1490,23 @@ mod tests {
         assert_eq!(g.texts["hash_tcp4"], "sdfn");
         assert_eq!(g.texts["hash_udp4"], "sd");
         assert_eq!(GroupState::parse(&g.text()), g);
+    }
+
+    #[cfg(target_endian = "little")]
+    #[test]
+    fn the_family_reply_lists_the_commands_this_kernel_has() {
+        // CTRL_CMD_GETFAMILY "ethtool" answered by Linux 6.18.
+        let hex = include_str!("../testdata/ethtool/getfamily_ethtool.hex");
+        let p = payload(hex.trim(), 7);
+        assert_eq!(wire::family_id(&p), Some(0x15));
+        let ops = wire::family_ops(&p);
+        for g in Group::ALL {
+            assert!(ops.contains(&g.get_cmd()), "{g:?} get");
+            assert!(ops.contains(&g.set_cmd()), "{g:?} set");
+        }
+        assert!(ops.contains(&wire::RSS_GET) && ops.contains(&wire::RSS_SET));
+        assert!(!ops.contains(&0));
+        assert!(ops.len() > 40, "{ops:?}");
     }
 
     #[test]

@@ -399,7 +399,8 @@ fn bad_nic_keys_are_refused_before_anything_is_read() {
 }
 
 /// `ethtool -g/-c/-l` prints each setting as `Label: N` or `Label: n/a`;
-/// xtune's reading must say the same (absent is n/a). Read-only: the host's
+/// xtune's reading must say the same (absent is n/a), and the RSS flow-hash
+/// fields as `ethtool -n rx-flow-hash` lists them. Read-only: the host's
 /// NICs are only read.
 #[test]
 fn what_xtune_reads_from_this_machines_nics_matches_ethtool() {
@@ -515,6 +516,51 @@ fn what_xtune_reads_from_this_machines_nics_matches_ethtool() {
                 }
             }
         }
+        // RSS flow hashing: `ethtool -n DEV rx-flow-hash TYPE` (the ioctl)
+        // lists the fields hashed, or None; xtune reads them over netlink.
+        if let Ok(rss) = e.get(dev, Group::Rss) {
+            for ty in ["tcp4", "udp4", "tcp6", "udp6"] {
+                let out = Command::new("ethtool")
+                    .args(["-n", dev, "rx-flow-hash", ty])
+                    .output()
+                    .unwrap();
+                let mine = rss.texts.get(&format!("hash_{ty}"));
+                if !out.status.success() {
+                    continue;
+                }
+                let mut letters = String::new();
+                let mut known = true;
+                for line in String::from_utf8_lossy(&out.stdout).lines().skip(1) {
+                    let c = match line.trim() {
+                        "" | "None" => continue,
+                        "L2DA" => 'm',
+                        "VLAN tag" => 'v',
+                        "L3 proto" => 't',
+                        "IP SA" => 's',
+                        "IP DA" => 'd',
+                        l if l.starts_with("L4 bytes 0 & 1") => 'f',
+                        l if l.starts_with("L4 bytes 2 & 3") => 'n',
+                        _ => {
+                            known = false;
+                            continue;
+                        }
+                    };
+                    letters.push(c);
+                }
+                if !known {
+                    continue; // a field this ethtool names and the test does not
+                }
+                let letters = xtune::ethtool::parse_hash_letters(if letters.is_empty() {
+                    "none"
+                } else {
+                    &letters
+                })
+                .unwrap();
+                let cli = xtune::ethtool::hash_letters(u64::from(letters));
+                assert_eq!(mine, Some(&cli), "{dev} rx-flow-hash {ty}");
+                compared += 1;
+            }
+        }
         // Features: every kernel-named line of `ethtool -k` xtune knows.
         let out = Command::new("ethtool").args(["-k", dev]).output().unwrap();
         let mine = e.get(dev, Group::Features).unwrap();
@@ -609,7 +655,7 @@ fn shipped_nic_examples_parse_when_uncommented() {
         let mut toml = String::from("[nic.\"*\"]\n");
         for line in block.lines() {
             let l = line.trim_start_matches("# ");
-            if ["channels", "ring", "coalesce", "features"]
+            if ["channels", "rss", "ring", "coalesce", "features"]
                 .iter()
                 .any(|k| l.starts_with(k))
             {
@@ -619,7 +665,7 @@ fn shipped_nic_examples_parse_when_uncommented() {
         }
         let p = xtune::profile::Profile::from_text(&toml, name, std::path::Path::new("/"))
             .unwrap_or_else(|e| panic!("{name}: {e}\n{toml}"));
-        assert_eq!(p.nic[0].1.ethtool.len(), 9, "{name}: {toml}");
+        assert_eq!(p.nic[0].1.ethtool.len(), 12, "{name}: {toml}");
     }
 }
 
