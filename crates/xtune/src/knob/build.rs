@@ -307,6 +307,22 @@ impl Builder<'_> {
                 },
             }),
         }
+        // Fewer rx queues after the change: the kernel refuses to drop
+        // queues a configured table still names, so the table goes first
+        // (it names only queues that stay). More: channels first.
+        if self.rx_queues(dev).len() < dev.rx_queues.len() {
+            let prefix = format!("nic:{}:channels.", dev.name);
+            let first = self
+                .b
+                .desired
+                .iter()
+                .position(|d| d.knob.starts_with(&prefix));
+            let last = self.b.desired.len() - 1;
+            if let Some(i) = first.filter(|_| self.b.desired[last].stage == Stage::Nic) {
+                let d = self.b.desired.remove(last);
+                self.b.desired.insert(i, d);
+            }
+        }
     }
 
     /// A count or switch of channels, rings or coalescing, resolved
@@ -1170,9 +1186,13 @@ mod tests {
         );
         let order: Vec<String> = knobs(&b).into_iter().map(|(k, _)| k).collect();
         let pos = |k: &str| order.iter().position(|o| o == k).unwrap();
-        // Channels of every device, then RSS, then the steering masks.
-        assert!(pos("nic:eth1:channels.combined") < pos("nic:eth0:rss.equal"));
-        assert!(pos("nic:eth0:rss.hash_tcp4") < pos("rps:eth0:rx-0"));
+        // Shrinking: the table first, naming only queues that stay (the
+        // kernel refuses to drop queues a configured table names); then
+        // the channels, then the steering masks of the queues left.
+        assert!(pos("nic:eth0:rss.equal") < pos("nic:eth0:channels.combined"));
+        assert!(pos("nic:eth0:rss.hash_tcp4") < pos("nic:eth0:channels.combined"));
+        assert!(pos("nic:eth1:rss.equal") < pos("nic:eth1:channels.combined"));
+        assert!(pos("nic:eth0:channels.combined") < pos("rps:eth0:rx-0"));
         assert!(!order.iter().any(|k| k == "rps:eth0:rx-2"), "{order:?}");
         // Spread over both queues left: the driver's own spread.
         let (v, w) = knob_value(&b, "nic:eth0:rss.equal");
@@ -1198,6 +1218,26 @@ mod tests {
                 );
             }
         }
+
+        // Growing: channels first, then the table over the new queues.
+        let g = crate::testutil::fake_host("rss-grow", 4, &[], &[("eth0", 2, 2)]);
+        g.mkdir("/sys/class/net/eth0/device");
+        g.put("ethtool:eth0/channels", "combined 2\nmax_combined 4\n");
+        g.put("ethtool:eth0/rss", "indir_size 8\nindir: 0 1 0 1 0 1 0 1\n");
+        let grow = plan_nic(
+            &g,
+            "[nic.eth0]\nchannels = { combined = 4 }\nrss = { equal = 3 }\n",
+        );
+        assert_eq!(
+            knobs(&grow),
+            [
+                ("nic:eth0:channels.combined".to_string(), "4".to_string()),
+                (
+                    "nic:eth0:rss.equal".to_string(),
+                    "0 1 2 0 1 2 0 1".to_string()
+                )
+            ]
+        );
 
         // More queues than there will be, and a flow type the driver does
         // not report: advice naming device and knob; required, a knob that
