@@ -12,9 +12,10 @@
 //! back requests `on`, so a rollback restores the request exactly.
 //!
 //! RSS (`ETHTOOL_MSG_RSS_GET/SET`, the SET since Linux 6.17) has two kinds
-//! of field: `ethtool:DEV/rss/indir` is the indirection table, one queue
-//! number per entry (`0 1 0 1 …`), or `default` when it is the driver's
-//! even spread over the current rx channels (writing `default` resets it
+//! of field: `ethtool:DEV/rss/indir` is the indirection table: `equal N`
+//! when it spreads evenly over queues 0..N-1, else one queue number per
+//! entry (`0 3 1 …`), and `default` when it is the driver's even spread
+//! over the current rx channels (writing `default` resets it
 //! and clears the kernel's user-configured mark, so a later channel change
 //! re-spreads it as before); `ethtool:DEV/rss/hash_tcp4` (and the other flow
 //! types of `ethtool -N rx-flow-hash`) is the header fields hashed, in
@@ -1184,7 +1185,19 @@ fn read_rss(e: &mut Ethtool, dev: &str, field: &str, state: &GroupState) -> Resu
             return Ok("default\n".into());
         }
     }
-    Ok(format!("{text}\n"))
+    Ok(format!("{}\n", table_text(&table)))
+}
+
+/// How the door shows a table that is not the driver's default: `equal N`
+/// when it is the even spread over queues 0..N-1 (`ethtool -X equal N`),
+/// else the queue numbers.
+pub fn table_text(table: &[u32]) -> String {
+    let n = table.iter().max().map_or(0, |m| m + 1);
+    if n > 0 && table == default_indir(table.len(), n) {
+        format!("equal {n}")
+    } else {
+        indir_text(table)
+    }
 }
 
 /// Writes an RSS field: the table (`default`, or queue numbers), or the
@@ -1200,6 +1213,21 @@ fn write_rss(e: &mut Ethtool, dev: &str, field: &str, value: &str) -> Result<(),
     let r = if field == "indir" {
         let table: Vec<u32> = if value == "default" {
             Vec::new()
+        } else if let Some(n) = value.strip_prefix("equal ") {
+            let n: u32 = n
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| inval(format!("`{value}`: equal takes a queue count")))?;
+            let size = e
+                .get(dev, Group::Rss)
+                .map_err(|err| err.into_fs("write", &path))?
+                .values
+                .get("indir_size")
+                .copied()
+                .unwrap_or(0);
+            default_indir(size as usize, n)
         } else {
             value
                 .split_whitespace()
@@ -1527,6 +1555,10 @@ mod tests {
         assert_eq!(flow_attr("tcp4"), None);
         assert_eq!(default_indir(6, 4), vec![0, 1, 2, 3, 0, 1]);
         assert_eq!(indir_text(&[3, 0]), "3 0");
+        assert_eq!(table_text(&default_indir(128, 3)), "equal 3");
+        assert_eq!(table_text(&[0; 64]), "equal 1");
+        assert_eq!(table_text(&[0, 1, 1, 0]), "0 1 1 0");
+        assert_eq!(table_text(&[1, 1]), "1 1");
     }
 
     #[test]

@@ -282,7 +282,7 @@ impl Builder<'_> {
                     let value = if default {
                         "default".to_string()
                     } else {
-                        ethtool::indir_text(&ethtool::default_indir(size, n as u32))
+                        ethtool::table_text(&ethtool::default_indir(size, n as u32))
                     };
                     Ok((value, meaning))
                 }
@@ -1206,7 +1206,7 @@ mod tests {
             ("sdfn".into(), Wanted::Exact("sdfn".into()))
         );
         // Fewer queues than channels: the table itself.
-        assert_eq!(knob_value(&b, "nic:eth1:rss.equal").0, "0 0 0 0 0 0 0 0");
+        assert_eq!(knob_value(&b, "nic:eth1:rss.equal").0, "equal 1");
         for d in &b.desired {
             if let Target::File { path, .. } = &d.target {
                 let place = crate::knob::place_of(&d.knob);
@@ -1232,10 +1232,7 @@ mod tests {
             knobs(&grow),
             [
                 ("nic:eth0:channels.combined".to_string(), "4".to_string()),
-                (
-                    "nic:eth0:rss.equal".to_string(),
-                    "0 1 2 0 1 2 0 1".to_string()
-                )
+                ("nic:eth0:rss.equal".to_string(), "equal 3".to_string())
             ]
         );
 
