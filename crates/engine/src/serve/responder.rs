@@ -485,24 +485,7 @@ impl Responder {
             let r = h.read(data, &self.h2_table, delayed, || stats.json());
             self.bufs.recycle(bid);
             self.plain = plain;
-            if r.bad > 0 {
-                add(
-                    &self.stats.workers[self.worker].bad_requests,
-                    u64::from(r.bad),
-                );
-            }
-            if r.failed {
-                // The GOAWAY goes, then the connection closes.
-                self.conns[i].closing = true;
-            }
-            let gen = self.conns[i].gen;
-            if r.held > 0 {
-                let now = now_ns();
-                for _ in 0..r.held {
-                    self.hold(i as u32, gen, now);
-                }
-            }
-            self.flush(i);
+            self.after_h2_read(i, r);
             return;
         }
         let c = &mut self.conns[i];
@@ -577,6 +560,26 @@ impl Responder {
         if new_held > 0 {
             let now = now_ns();
             for _ in 0..new_held {
+                self.hold(i as u32, gen, now);
+            }
+        }
+        self.flush(i);
+    }
+
+    /// What HTTP/2 connection `i` read: bad requests counted, a connection
+    /// error closes it once the GOAWAY has gone, held answers start their
+    /// hold; then what is ready goes.
+    fn after_h2_read(&mut self, i: usize, r: super::h2::Read) {
+        if r.bad > 0 {
+            add(&self.counters().bad_requests, u64::from(r.bad));
+        }
+        if r.failed {
+            self.conns[i].closing = true;
+        }
+        let gen = self.conns[i].gen;
+        if r.held > 0 {
+            let now = now_ns();
+            for _ in 0..r.held {
                 self.hold(i as u32, gen, now);
             }
         }

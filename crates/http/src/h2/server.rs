@@ -716,43 +716,11 @@ impl<T: Copy> ServerConnection<T> {
             }
             FrameKind::RST_STREAM => {
                 on_stream(h.kind)?;
-                if p.len() != 4 {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                if h.stream.is_multiple_of(2) || h.stream > self.last_stream {
-                    return Err(H2Error::IdleStream(h.kind));
-                }
-                let code = ErrorCode(u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
-                if let Some(k) = self.find(h.stream) {
-                    let s = self.streams.swap_remove(k);
-                    events(ServerEvent::Reset {
-                        stream: s.id,
-                        tag: s.tag,
-                        code,
-                    });
-                }
-                Ok(())
+                self.rst_stream_frame(h, p, events)
             }
             FrameKind::SETTINGS => {
                 on_connection(h.kind)?;
-                if h.flags & flags::ACK != 0 {
-                    if !p.is_empty() {
-                        return Err(H2Error::BadFrameSize(h.kind));
-                    }
-                    return Ok(());
-                }
-                if !p.len().is_multiple_of(6) {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                for s in p.chunks_exact(6) {
-                    let id = u16::from_be_bytes([s[0], s[1]]);
-                    let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                    self.apply_setting(id, v)?;
-                }
-                self.peer_settings_seen = true;
-                write_settings_ack(out);
-                self.pump(responses, out, events);
-                Ok(())
+                self.settings_frame(h, p, responses, out, events)
             }
             FrameKind::PUSH_PROMISE => Err(H2Error::PushPromise),
             FrameKind::PING => {
@@ -774,33 +742,97 @@ impl<T: Copy> ServerConnection<T> {
                 });
                 Ok(())
             }
-            FrameKind::WINDOW_UPDATE => {
-                if p.len() != 4 {
-                    return Err(H2Error::BadFrameSize(h.kind));
-                }
-                let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
-                if h.stream != 0 && (h.stream.is_multiple_of(2) || h.stream > self.last_stream) {
-                    return Err(H2Error::IdleStream(h.kind));
-                }
-                if inc == 0 {
-                    return Err(H2Error::ZeroWindowIncrement);
-                }
-                let window = if h.stream == 0 {
-                    &mut self.send_window
-                } else if let Some(k) = self.find(h.stream) {
-                    &mut self.streams[k].send_window
-                } else {
-                    return Ok(()); // a closed stream
-                };
-                *window += i64::from(inc);
-                if *window > i64::from(MAX_WINDOW) {
-                    return Err(H2Error::WindowOverflow);
-                }
-                self.pump(responses, out, events);
-                Ok(())
-            }
+            FrameKind::WINDOW_UPDATE => self.window_update_frame(h, p, responses, out, events),
             _ => Ok(()), // unknown types are ignored (RFC 9113 §4.1)
         }
+    }
+
+    /// RST_STREAM: the stream ends with the client's code.
+    fn rst_stream_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        events: &mut impl FnMut(ServerEvent<T>),
+    ) -> Result<(), H2Error> {
+        if p.len() != 4 {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        if h.stream.is_multiple_of(2) || h.stream > self.last_stream {
+            return Err(H2Error::IdleStream(h.kind));
+        }
+        let code = ErrorCode(u32::from_be_bytes([p[0], p[1], p[2], p[3]]));
+        if let Some(k) = self.find(h.stream) {
+            let s = self.streams.swap_remove(k);
+            events(ServerEvent::Reset {
+                stream: s.id,
+                tag: s.tag,
+                code,
+            });
+        }
+        Ok(())
+    }
+
+    /// SETTINGS (applied, then ACKed; a larger window may free answers) or its ACK.
+    fn settings_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        responses: &[H2Response],
+        out: &mut Vec<u8>,
+        events: &mut impl FnMut(ServerEvent<T>),
+    ) -> Result<(), H2Error> {
+        if h.flags & flags::ACK != 0 {
+            if !p.is_empty() {
+                return Err(H2Error::BadFrameSize(h.kind));
+            }
+            return Ok(());
+        }
+        if !p.len().is_multiple_of(6) {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        for s in p.chunks_exact(6) {
+            let id = u16::from_be_bytes([s[0], s[1]]);
+            let v = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            self.apply_setting(id, v)?;
+        }
+        self.peer_settings_seen = true;
+        write_settings_ack(out);
+        self.pump(responses, out, events);
+        Ok(())
+    }
+
+    /// WINDOW_UPDATE for the connection or a stream: answers held back may go.
+    fn window_update_frame(
+        &mut self,
+        h: FrameHeader,
+        p: &[u8],
+        responses: &[H2Response],
+        out: &mut Vec<u8>,
+        events: &mut impl FnMut(ServerEvent<T>),
+    ) -> Result<(), H2Error> {
+        if p.len() != 4 {
+            return Err(H2Error::BadFrameSize(h.kind));
+        }
+        let inc = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) & MAX_WINDOW;
+        if h.stream != 0 && (h.stream.is_multiple_of(2) || h.stream > self.last_stream) {
+            return Err(H2Error::IdleStream(h.kind));
+        }
+        if inc == 0 {
+            return Err(H2Error::ZeroWindowIncrement);
+        }
+        let window = if h.stream == 0 {
+            &mut self.send_window
+        } else if let Some(k) = self.find(h.stream) {
+            &mut self.streams[k].send_window
+        } else {
+            return Ok(()); // a closed stream
+        };
+        *window += i64::from(inc);
+        if *window > i64::from(MAX_WINDOW) {
+            return Err(H2Error::WindowOverflow);
+        }
+        self.pump(responses, out, events);
+        Ok(())
     }
 
     fn apply_setting(&mut self, id: u16, v: u32) -> Result<(), H2Error> {
