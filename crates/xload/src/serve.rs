@@ -201,12 +201,12 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         None => server.addr.to_string(),
     };
     crate::outln!(
-        "xload serve: listening on {}://{}/{} ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
+        "xload serve: listening on {}://{}/ ({}{workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
         if tls.is_some() { "https" } else { "http" },
         at,
         match (a.h2, tls.is_some()) {
-            (true, true) => " (h2 and http/1.1 by ALPN)",
-            (true, false) => " (h2c, prior knowledge)",
+            (true, true) => "h2 or http/1.1 by ALPN, ",
+            (true, false) => "HTTP/2 with prior knowledge, ",
             _ => "",
         },
         if workers == 1 { "" } else { "s" },

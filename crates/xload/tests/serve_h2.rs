@@ -221,6 +221,10 @@ fn the_stop_says_goaway_no_error() {
     assert_eq!((first[3], first[24], first[37]), (4, 8, 4));
     let out = srv.stop();
     assert!(out.contains("0 requests"), "{out}");
+    assert!(
+        out.contains("(HTTP/2 with prior knowledge, 1 worker"),
+        "{out}"
+    );
     let frames = frames_until_close(&mut s);
     assert_eq!(frames.len(), 1, "{frames:?}");
     let (kind, payload) = &frames[0];
