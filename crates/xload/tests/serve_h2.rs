@@ -338,3 +338,38 @@ fn h2_refuses_files_and_app() {
         assert!(err.contains("--h2"), "{err}");
     }
 }
+
+#[test]
+fn a_client_flooding_pings_without_reading_is_cut_off() {
+    if !have("curl") {
+        return;
+    }
+    let srv = Serve::start(&["--cpus", "0"]);
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut wire = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    wire.extend([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    s.write_all(&wire).unwrap();
+    // 1.7 MB of PINGs a write, their ACKs never read: past 16 MiB waiting
+    // (plus the socket buffers) the server shuts the connection.
+    let ping = [0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+    let burst: Vec<u8> = ping.iter().copied().cycle().take(17 * 100_000).collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut cut = false;
+    while Instant::now() < deadline {
+        if s.write_all(&burst).is_err() {
+            cut = true;
+            break;
+        }
+    }
+    assert!(
+        cut,
+        "the server took PINGs for 30 s without their ACKs read"
+    );
+    let stats = srv.stats();
+    assert_eq!(stats["bad_requests"], 1);
+    assert_eq!(
+        stats["send_timeouts"], 0,
+        "cut off at once, not by the timeout"
+    );
+}

@@ -14,6 +14,12 @@ use xload_http::h2::{H2Response, ServerConfig, ServerConnection, ServerEvent};
 /// Streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
 pub(super) const MAX_STREAMS: u32 = 128;
 
+/// Bytes waiting behind the send in flight, at most: what a client provokes
+/// without reading (PING ACKs, WINDOW_UPDATEs, resets of refused streams)
+/// stops here and the connection is closed (answers themselves wait for
+/// the send, within the codec's out budget).
+pub(super) const MAX_PENDING_OUT: usize = 16 << 20;
+
 /// What a stream asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ask {
@@ -91,6 +97,9 @@ pub(super) struct Read {
     pub bad: u32,
     /// A connection error: the GOAWAY goes, then the connection closes.
     pub failed: bool,
+    /// More than [`MAX_PENDING_OUT`] bytes wait behind a send the client
+    /// does not take: dropped, and the connection closes.
+    pub flooded: bool,
 }
 
 fn config() -> ServerConfig {
@@ -161,10 +170,15 @@ impl H2State {
                 }
             }
         }
+        let flooded = out.len() > MAX_PENDING_OUT;
+        if flooded {
+            out.clear();
+        }
         Read {
             held: n_held,
-            bad: bad + u32::from(res.is_err()),
-            failed: res.is_err(),
+            bad: bad + u32::from(res.is_err() || flooded),
+            failed: res.is_err() || flooded,
+            flooded,
         }
     }
 
@@ -290,6 +304,29 @@ mod tests {
         // /stats is answered but not counted; held answers go on release.
         assert_eq!(run(false), (want.clone(), 4, 0));
         assert_eq!(run(true), (want, 4, 4));
+    }
+
+    #[test]
+    fn a_client_that_provokes_without_reading_is_cut_off() {
+        let mut s = H2State::new();
+        let mut wire = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        wire.extend([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        let r = s.read(&wire, &answers(1), false, String::new);
+        assert!(!r.failed);
+        // PINGs whose ACKs nobody takes: 17 bytes each.
+        let ping = [0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        let burst: Vec<u8> = ping.iter().copied().cycle().take(17 * 100_000).collect();
+        let mut flooded = 0;
+        for _ in 0..20 {
+            let r = s.read(&burst, &answers(1), false, String::new);
+            if r.flooded {
+                assert!(r.failed && r.bad == 1);
+                flooded += 1;
+                break;
+            }
+        }
+        assert_eq!(flooded, 1, "cut off once past the cap");
+        assert!(s.out.is_empty(), "what waited is dropped");
     }
 
     #[test]

@@ -574,7 +574,17 @@ impl Responder {
             add(&self.counters().bad_requests, u64::from(r.bad));
         }
         if r.failed {
+            // The GOAWAY goes, then the connection closes.
             self.conns[i].closing = true;
+        }
+        if r.flooded && self.conns[i].sending {
+            // A client provoking answers it does not read: the send in
+            // flight fails once the socket is shut, and its completion
+            // closes the connection (as the send timeout does).
+            let c = &mut self.conns[i];
+            c.send_killed = true;
+            // SAFETY: our fd, still open (closed only once not sending).
+            unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
         }
         let gen = self.conns[i].gen;
         if r.held > 0 {
