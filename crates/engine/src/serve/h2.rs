@@ -330,6 +330,20 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_request_is_counted_and_the_connection_goes_on() {
+        let mut s = H2State::new();
+        let mut wire = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        wire.extend([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        // HEADERS (END_STREAM | END_HEADERS) on stream 1 with :method GET only.
+        wire.extend([0, 0, 1, 1, 5, 0, 0, 0, 1, 0x82]);
+        // Then a good one on stream 3: GET, http, /.
+        wire.extend([0, 0, 3, 1, 5, 0, 0, 0, 3, 0x82, 0x86, 0x84]);
+        let r = s.read(&wire, &answers(4), false, String::new);
+        assert_eq!((r.bad, r.failed), (1, false));
+        assert_eq!(s.ok_in_out, 1);
+    }
+
+    #[test]
     fn a_bad_preface_is_counted_and_failed() {
         let mut s = H2State::new();
         s.out.clear();
