@@ -5,6 +5,7 @@
 //! Each function panics when a property fails; nothing else may panic.
 
 pub(crate) mod h2;
+pub(crate) mod h2_server;
 pub(crate) mod request;
 pub(crate) mod response;
 

@@ -143,6 +143,11 @@ fn h2_frames_holds_on_seeds_and_fixed_seed_mutants() {
 }
 
 #[test]
+fn h2_server_holds_on_seeds_and_fixed_seed_mutants() {
+    replay("h2_server", harness::h2_server::check);
+}
+
+#[test]
 fn hpack_matches_the_oracle_on_seeds_and_fixed_seed_mutants() {
     replay("hpack", harness::h2::check_hpack);
 }

@@ -73,6 +73,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         send_timeout: None,
         tls,
         files: None,
+        h2: false,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let scheme = if a.tls { "https" } else { "http" };

@@ -73,6 +73,12 @@ pub(crate) struct ServeArgs {
     #[arg(long = "tls")]
     pub tls: bool,
 
+    /// Speak HTTP/2: with prior knowledge (h2c) on plain connections; with
+    /// --tls, h2 or http/1.1, whichever the client's ALPN picks. The same
+    /// answers, /stats counting both (see docs/xload.md).
+    #[arg(long = "h2", conflicts_with_all = ["files", "app"])]
+    pub h2: bool,
+
     /// The server's certificate chain, PEM (with --tls and --key).
     #[arg(long = "cert", requires = "tls")]
     pub cert: Option<std::path::PathBuf>,
@@ -137,6 +143,7 @@ pub(crate) fn config(
         send_timeout: (!a.send_timeout.is_zero()).then_some(a.send_timeout),
         tls: tls.map(|t| Arc::clone(&t.config)),
         files,
+        h2: a.h2,
     };
     cfg.check().map_err(|e| Failure::Usage(e.to_string()))?;
     Ok(cfg)
@@ -164,10 +171,16 @@ fn read_files(dir: &std::path::Path) -> Result<FileSet, Failure> {
 }
 
 pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
-    let tls = match a.tls {
+    let mut tls = match a.tls {
         true => Some(crate::tls::server(a.cert.as_deref(), a.key.as_deref())?),
         false => None,
     };
+    if let (true, Some(t)) = (a.h2, tls.as_mut()) {
+        // The client's ALPN chooses: h2 first, HTTP/1.1 for the rest.
+        let mut c = (*t.config).clone();
+        c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        t.config = Arc::new(c);
+    }
     if let Some(app) = a.app {
         return serve_app(a, app, tls, stop);
     }
@@ -188,9 +201,14 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         None => server.addr.to_string(),
     };
     crate::outln!(
-        "xload serve: listening on {}://{}/ ({workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
+        "xload serve: listening on {}://{}/ ({}{workers} worker{}, io_uring {}{}); /stats has the counters; Ctrl-C stops",
         if tls.is_some() { "https" } else { "http" },
         at,
+        match (a.h2, tls.is_some()) {
+            (true, true) => "h2 or http/1.1 by ALPN, ",
+            (true, false) => "HTTP/2 with prior knowledge, ",
+            _ => "",
+        },
         if workers == 1 { "" } else { "s" },
         server.mode,
         if server.registered_sockets { ", registered sockets" } else { "" }

@@ -34,6 +34,9 @@ pub struct ServeConfig {
     /// `--files`: answer each path from this set (404 for the rest) instead
     /// of `body_size` bytes.
     pub files: Option<std::sync::Arc<xload_files::FileSet>>,
+    /// `--h2`: speak HTTP/2 (prior knowledge on plain connections; over
+    /// TLS, whichever of h2 and http/1.1 ALPN chose).
+    pub h2: bool,
 }
 
 /// A configuration the responder refuses (see [`ServeConfig::check`]).
@@ -87,6 +90,7 @@ impl ServeConfig {
                 .map(|p| p.max(1))
                 .map(|p| (p / n + usize::from(w < p % n)).max(1)),
             timeouts: Timeouts::of(self),
+            h2: self.h2,
         }
     }
 }
@@ -100,6 +104,8 @@ pub(super) struct WorkerConfig {
     /// At most this many answers held at once by this worker.
     pub pool: Option<usize>,
     pub timeouts: Timeouts,
+    /// `--h2`.
+    pub h2: bool,
 }
 
 /// The connection timeouts in ns (None: never), and how often connections
@@ -152,6 +158,7 @@ mod tests {
             send_timeout: None,
             tls: None,
             files: None,
+            h2: false,
         }
     }
 

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use xload_http::RequestScanner;
 
 use super::config::Timeouts;
+use super::h2::H2State;
 use super::tls::Tls;
 
 /// What a connection owes, in request order.
@@ -123,6 +124,11 @@ pub(super) struct SConn {
     /// `--files`: the vector send of a head and a file's body (made at the
     /// first such answer, reused; boxed so the kernel's pointers stay put).
     pub vectored: Option<Box<Vectored>>,
+    /// `--h2`: the connection speaks HTTP/2 (the scanner is not used).
+    pub h2: Option<Box<H2State>>,
+    /// Whether it speaks HTTP/2 is known (false until a TLS handshake has
+    /// said what ALPN chose).
+    pub proto_known: bool,
 }
 
 /// A `sendmsg` of two pieces: a head in the connection's own buffer and a
@@ -219,6 +225,8 @@ impl SConn {
             send_len: 0,
             tls: None,
             vectored: None,
+            h2: None,
+            proto_known: true,
         }
     }
 
@@ -262,6 +270,13 @@ impl SConn {
     /// time is not idle, but its head is late.
     pub(super) fn expired(&self, now: u64, timeouts: &Timeouts) -> Option<Expired> {
         if !self.live || self.closing || self.sending || !self.owed.is_empty() {
+            return None;
+        }
+        if self
+            .h2
+            .as_ref()
+            .is_some_and(|h| h.owes() || h.conn.active() > 0)
+        {
             return None;
         }
         let idle = timeouts

@@ -17,6 +17,7 @@ mod config;
 mod conn;
 mod counters;
 mod date;
+mod h2;
 mod hold;
 mod listener;
 mod responder;

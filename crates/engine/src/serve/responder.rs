@@ -13,6 +13,7 @@ use super::config::{Timeouts, WorkerConfig};
 use super::conn::{bytes_acked, Expired, Owed, SConn, SendLook, Vectored, NOT_FOUND};
 use super::counters::{add, ServeStats, WorkerCounters};
 use super::date;
+use super::h2::{self, H2State};
 use super::hold::Holds;
 use super::tls::Tls;
 use crate::clock::now_ns;
@@ -79,6 +80,10 @@ pub(super) struct Responder {
     plain: Vec<u8>,
     /// `--files`: the set answered from (shared by the workers, read only).
     files: Option<Arc<xload_files::FileSet>>,
+    /// `--h2`: connections speak HTTP/2 (over TLS: when ALPN chose it).
+    h2: bool,
+    /// The prebuilt HTTP/2 answers (empty without `--h2`).
+    h2_table: Vec<xload_http::h2::H2Response>,
 }
 
 /// The 404 of `--files`, after the status line: its fields and body.
@@ -132,6 +137,12 @@ impl Responder {
             tls,
             plain: Vec::new(),
             files,
+            h2: cfg.h2,
+            h2_table: if cfg.h2 {
+                h2::answers(cfg.body_size)
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -375,6 +386,9 @@ impl Responder {
                 if res < 0 || (res as u32) < self.conns[i].send_len {
                     self.conns[i].sending_ok = 0;
                     self.conns[i].owed.clear();
+                    if let Some(h) = self.conns[i].h2.as_mut() {
+                        h.out.clear(); // nothing more can go
+                    }
                     self.conns[i].closing = true;
                     self.try_finish(i);
                     return;
@@ -399,12 +413,18 @@ impl Responder {
         let c = &mut self.conns[i];
         c.accept(fd, self.now, i < self.slots.len());
         c.tls = self.tls.as_ref().and_then(Tls::new);
+        // Over TLS, ALPN says which protocol once the handshake is done.
+        c.proto_known = !self.h2 || c.tls.is_none();
+        c.h2 = (self.h2 && c.tls.is_none()).then(H2State::new);
         if c.fixed {
             self.slots[i] = fd;
             self.set_slot(i, &self.slots[i]);
         }
         add(&self.counters().connections, 1);
         self.arm_recv(i);
+        if self.conns[i].h2.is_some() {
+            self.flush(i); // the server's SETTINGS
+        }
     }
 
     fn arm_recv(&mut self, i: usize) {
@@ -430,6 +450,8 @@ impl Responder {
         let delayed = self.delayed;
         let files = self.files.is_some();
         let mut plain = std::mem::take(&mut self.plain);
+        let proto_known = self.conns[i].proto_known;
+        let mut chose_h2 = None;
         let data = match self.conns[i].tls.as_mut() {
             None => self.bufs.buffer(bid, len),
             Some(t) => {
@@ -444,9 +466,28 @@ impl Responder {
                     self.flush(i);
                     return;
                 }
+                if !proto_known {
+                    chose_h2 = t.chose_h2();
+                }
                 &plain[..]
             }
         };
+        if let Some(h2) = chose_h2 {
+            // The handshake is done: ALPN said which protocol.
+            self.conns[i].proto_known = true;
+            self.conns[i].h2 = h2.then(H2State::new);
+        }
+        if self.conns[i].h2.is_some() {
+            let c = &mut self.conns[i];
+            c.last_ns = self.now;
+            let stats = &self.stats;
+            let h = c.h2.as_mut().expect("checked");
+            let r = h.read(data, &self.h2_table, delayed, || stats.json());
+            self.bufs.recycle(bid);
+            self.plain = plain;
+            self.after_h2_read(i, r);
+            return;
+        }
         let c = &mut self.conns[i];
         c.last_ns = self.now;
         let mut new_held = 0u32;
@@ -525,6 +566,36 @@ impl Responder {
         self.flush(i);
     }
 
+    /// What HTTP/2 connection `i` read: bad requests counted, a connection
+    /// error closes it once the GOAWAY has gone, held answers start their
+    /// hold; then what is ready goes.
+    fn after_h2_read(&mut self, i: usize, r: super::h2::Read) {
+        if r.bad > 0 {
+            add(&self.counters().bad_requests, u64::from(r.bad));
+        }
+        if r.failed {
+            // The GOAWAY goes, then the connection closes.
+            self.conns[i].closing = true;
+        }
+        if r.flooded && self.conns[i].sending {
+            // A client provoking answers it does not read: the send in
+            // flight fails once the socket is shut, and its completion
+            // closes the connection (as the send timeout does).
+            let c = &mut self.conns[i];
+            c.send_killed = true;
+            // SAFETY: our fd, still open (closed only once not sending).
+            unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
+        }
+        let gen = self.conns[i].gen;
+        if r.held > 0 {
+            let now = now_ns();
+            for _ in 0..r.held {
+                self.hold(i as u32, gen, now);
+            }
+        }
+        self.flush(i);
+    }
+
     /// Delay: an answer starts its hold now if a pool slot is free, else queues.
     fn hold(&mut self, i: u32, gen: u32, now: u64) {
         self.holds.hold(i, gen, now);
@@ -553,7 +624,10 @@ impl Responder {
             touched = true;
             let idx = i as usize;
             if idx < self.conns.len() && self.conns[idx].gen == gen && self.conns[idx].live {
-                Owed::release_oldest(&mut self.conns[idx].owed);
+                match self.conns[idx].h2.as_mut() {
+                    Some(h) => h.release_oldest(&self.h2_table),
+                    None => Owed::release_oldest(&mut self.conns[idx].owed),
+                }
                 self.flush(idx);
             }
             self.holds.admit_next(now);
@@ -575,6 +649,10 @@ impl Responder {
             c.sending_ok = 0;
             // SAFETY: no plaintext to read; the records go from the session's own buffer.
             unsafe { self.queue_send(i, std::ptr::null(), 0) };
+            return;
+        }
+        if c.h2.is_some() {
+            self.flush_h2(i);
             return;
         }
         // Fast path: only plain answers ready at the front.
@@ -599,6 +677,36 @@ impl Responder {
             return; // the front answer is still held
         }
         self.flush_mixed(i);
+    }
+
+    /// HTTP/2: sends what the codec has rendered (frames of many streams
+    /// in one send), rendering more of the answers held back by the
+    /// windows when nothing is waiting; closes a closing connection once
+    /// all has gone.
+    fn flush_h2(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(h) = c.h2.as_mut() else {
+            return;
+        };
+        if h.out.is_empty() && !c.closing {
+            h.pump(&self.h2_table);
+        }
+        if h.out.is_empty() {
+            if c.closing {
+                self.try_finish(i);
+            }
+            return;
+        }
+        // The rendered bytes become the send's; the codec writes the next
+        // ones into the buffer the last send used.
+        std::mem::swap(&mut c.out, &mut h.out);
+        h.out.clear();
+        c.sending = true;
+        c.sending_ok = std::mem::take(&mut h.ok_in_out);
+        let (buf, n) = (c.out.as_ptr(), c.out.len() as u32);
+        // SAFETY: `out` is not touched while `sending` is set, and the slot is not
+        // reused before the send completes (see try_finish).
+        unsafe { self.queue_send(i, buf, n) };
     }
 
     /// Sends the answer at the front that is not a plain one: stats, 400,
@@ -727,6 +835,9 @@ impl Responder {
             // Something is still sendable: flush will come back here.
             return;
         }
+        if c.h2.as_ref().is_some_and(|h| !h.out.is_empty()) {
+            return; // a GOAWAY or answers still to go: flush comes back
+        }
         if c.recv_armed {
             // SAFETY: our fd; ends the armed receive.
             unsafe { libc::shutdown(c.fd, libc::SHUT_RDWR) };
@@ -739,8 +850,12 @@ impl Responder {
         let gen = c.gen;
         c.gen = next_gen(c.gen);
         // Answers still held or queued: never sent, their slots go back.
-        let lost: u64 = c.owed.iter().map(Owed::held_answers).sum();
+        let mut lost: u64 = c.owed.iter().map(Owed::held_answers).sum();
         c.owed.clear();
+        if let Some(h) = c.h2.as_mut() {
+            lost += h.held.len() as u64;
+            h.held.clear();
+        }
         if lost > 0 {
             add(&self.counters().abandoned, lost);
             self.forget_held(i as u32, gen);
@@ -852,6 +967,39 @@ impl Responder {
         unsafe { self.push(&e.user_data(tok.encode())) };
     }
 
+    /// At the stop, HTTP/2 connections with no send in flight are told
+    /// GOAWAY(NO_ERROR), best effort (a non-blocking send; a full socket
+    /// buffer drops it): a client then knows the close was meant.
+    fn say_goaway(&mut self) {
+        let mut bye = Vec::new();
+        for c in &mut self.conns {
+            let (true, false, Some(h)) = (c.live, c.sending, c.h2.as_mut()) else {
+                continue;
+            };
+            bye.clear();
+            h.conn.close(&mut bye);
+            if bye.is_empty() {
+                continue;
+            }
+            let bytes: &[u8] = match c.tls.as_mut() {
+                Some(t) => {
+                    t.seal(&[&bye], true);
+                    &t.out
+                }
+                None => &bye,
+            };
+            // SAFETY: our fd, still open; `bytes` is valid for its length.
+            unsafe {
+                libc::send(
+                    c.fd,
+                    bytes.as_ptr().cast(),
+                    bytes.len(),
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+        }
+    }
+
     /// At the stop: sends that completed since the last reap count (the
     /// final count was short by the last batch), and answers still held or
     /// queued on open connections are counted abandoned (they were dropped
@@ -879,8 +1027,10 @@ impl Responder {
             .conns
             .iter()
             .filter(|c| c.live)
-            .flat_map(|c| c.owed.iter())
-            .map(Owed::held_answers)
+            .map(|c| {
+                let held = c.h2.as_ref().map_or(0, |h| h.held.len() as u64);
+                c.owed.iter().map(Owed::held_answers).sum::<u64>() + held
+            })
             .sum();
         if lost > 0 {
             add(&self.counters().abandoned, lost);
@@ -893,6 +1043,7 @@ impl Responder {
     /// are armed once per request it ends: quadratic in the connections).
     fn shutdown(&mut self) {
         let _ = self.ring.submit();
+        self.say_goaway();
         for c in &self.conns {
             if c.live {
                 // SAFETY: our fd, still open.

@@ -65,6 +65,14 @@ impl Tls {
         Ok(())
     }
 
+    /// Whether ALPN chose h2; None while the handshake goes on.
+    pub(super) fn chose_h2(&self) -> Option<bool> {
+        if self.conn.is_handshaking() {
+            return None;
+        }
+        Some(self.conn.alpn_protocol() == Some(b"h2"))
+    }
+
     /// Records are waiting to go (handshake messages, an alert).
     pub(super) fn wants_send(&self) -> bool {
         self.conn.wants_write()

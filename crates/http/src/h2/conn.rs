@@ -65,6 +65,15 @@ pub enum H2Error {
     /// The header block cannot be decoded.
     #[error("HPACK: {0}")]
     Compression(#[from] HpackError),
+    /// (Server) The client's first bytes are not the connection preface.
+    #[error("the client did not send the HTTP/2 connection preface")]
+    BadPreface,
+    /// (Server) The client's first frame after the preface is not SETTINGS.
+    #[error("{0} frame before the client's SETTINGS")]
+    SettingsFirst(FrameKind),
+    /// (Server) A request HEADERS on an even-numbered (server-initiated) stream.
+    #[error("{0} frame opening an even-numbered stream")]
+    EvenStream(FrameKind),
 }
 
 impl H2Error {
@@ -173,7 +182,7 @@ pub struct H2Request {
 }
 
 /// Fields HTTP/2 forbids (RFC 9113 §8.2.2), dropped from requests and refused in responses.
-fn connection_specific(name: &[u8]) -> bool {
+pub(super) fn connection_specific(name: &[u8]) -> bool {
     matches!(
         name,
         b"connection" | b"keep-alive" | b"proxy-connection" | b"transfer-encoding" | b"upgrade"
@@ -1233,7 +1242,7 @@ fn parse_status(v: &[u8]) -> Option<u16> {
     }
 }
 
-fn parse_u64(v: &[u8]) -> Option<u64> {
+pub(super) fn parse_u64(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }

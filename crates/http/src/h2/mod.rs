@@ -45,6 +45,9 @@
 mod conn;
 pub mod frame;
 pub mod hpack;
+mod server;
+#[cfg(test)]
+mod server_tests;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -52,3 +55,4 @@ mod tests;
 pub use conn::{Config, Connection, Event, H2Error, H2Request, Malformed, PeerSettings};
 pub use frame::{ErrorCode, FrameKind};
 pub use hpack::HpackError;
+pub use server::{H2Response, ServerConfig, ServerConnection, ServerEvent};
