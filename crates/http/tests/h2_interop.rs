@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use xload_http::h2::{Config, Connection, ErrorCode, Event, H2Error, H2Request};
 use xload_http::{parse_url, RequestSpec};
 
-const DEADLINE: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = Duration::from_secs(90);
 
 #[derive(Debug, Default)]
 struct Tally {
@@ -374,13 +374,15 @@ fn max_concurrent_streams_1_then_raised() {
 
 #[test]
 fn table_size_updates_and_continuation_and_ping_flood() {
-    for mode in ["tableupdate", "continuation", "pingflood"] {
-        let Some((t, (requests, answered))) = plain_run(mode, 60, 5) else {
+    // python-h2 takes ~0.2 s to encode each 40 kB header block: few
+    // responses keep the continuation run inside the deadline under load.
+    for (mode, total) in [("tableupdate", 60), ("continuation", 8), ("pingflood", 60)] {
+        let Some((t, (requests, answered))) = plain_run(mode, total, 5) else {
             return;
         };
         assert!(t.errors.is_empty(), "{mode}: {t:?}");
-        assert_eq!((t.responses, t.malformed), (60, 0), "{mode}: {t:?}");
-        assert_eq!((requests, answered), (60, 60), "{mode}");
+        assert_eq!((t.responses, t.malformed), (total, 0), "{mode}: {t:?}");
+        assert_eq!((requests, answered), (total, total), "{mode}");
     }
 }
 
