@@ -125,8 +125,10 @@ fn start_at_opens_the_window_at_that_instant_and_sends_nothing_before_it() {
             let started = r.run.started_at_us().expect("started_at");
             let error = r.run.start_error_us.expect("a start error with --start-at");
             assert_eq!(r.run.start_at.as_deref().map(parse_rfc3339), Some(Ok(at)));
+            // Never early (within the clocks' reading precision); how late
+            // is the scheduler's, on a loaded machine up to a tick or more.
             assert!(
-                (0..5_000).contains(&error) && (started - at - error).abs() <= 1,
+                (-50..300_000).contains(&error) && (started - at - error).abs() <= 1,
                 "{engine} {load:?}: began {error} µs late\n{stderr}"
             );
             // No warm-up: nothing was sent before the window, so the server
