@@ -38,6 +38,17 @@ pub(crate) enum App {
     Support,
 }
 
+impl App {
+    /// As `--app` spells it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            App::Banking => "banking",
+            App::Ecommerce => "ecommerce",
+            App::Support => "support",
+        }
+    }
+}
+
 /// One live session's state (each app uses its own fields).
 #[derive(Default)]
 struct Sess {
@@ -212,8 +223,8 @@ impl AppServer {
         let c = &self.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "{{\"app\": \"{:?}\", \"requests\": {}, \"logins\": {}, \"checked\": {}, \"no_session\": {}, \"mismatches\": {}, \"dropped_cookies\": {}, \"sessions\": {}}}\n",
-            self.app,
+            "{{\"app\": \"{}\", \"requests\": {}, \"logins\": {}, \"checked\": {}, \"no_session\": {}, \"mismatches\": {}, \"dropped_cookies\": {}, \"sessions\": {}}}\n",
+            self.app.name(),
             g(&c.requests),
             g(&c.logins),
             g(&c.checked),
@@ -222,7 +233,6 @@ impl AppServer {
             g(&c.dropped_cookies),
             self.sessions.lock().map_or(0, |s| s.len()),
         )
-        .to_lowercase()
     }
 
     fn answer(&self, r: &Request) -> Answer {

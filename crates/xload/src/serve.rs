@@ -263,13 +263,26 @@ fn serve_app(
         (_, Some(_)) => {
             return Err(Failure::Usage(format!(
                 "--files: --app {} serves no files (only --app support does)",
-                format!("{app:?}").to_lowercase()
+                app.name()
             )))
         }
         (_, None) => None,
     };
     let listener = std::net::TcpListener::bind(a.listen)
         .map_err(|e| Failure::Run(format!("serve: cannot listen on {}: {e}", a.listen)))?;
+    // std listens with a backlog of 128: the burst of connections that N
+    // sessions starting within one think time open overflows it, and each
+    // overflowed SYN costs its session a 1 s retransmit (a latency tail of
+    // the first class that is the listener's, not the app's). Listening
+    // again raises it; the kernel caps it at net.core.somaxconn.
+    // SAFETY: a valid listening socket of ours.
+    if unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 65535) } != 0 {
+        return Err(Failure::Run(format!(
+            "serve: listen on {}: {}",
+            a.listen,
+            std::io::Error::last_os_error()
+        )));
+    }
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::Run(format!("serve: {e}")))?;
@@ -281,7 +294,8 @@ fn serve_app(
         files,
     ));
     crate::outln!(
-        "xload serve: --app {app:?} listening on {}://{addr}/; /stats has the counters; Ctrl-C stops",
+        "xload serve: --app {} listening on {}://{addr}/; /stats has the counters; Ctrl-C stops",
+        app.name(),
         if tls.is_some() { "https" } else { "http" },
     );
     let started = Instant::now();
