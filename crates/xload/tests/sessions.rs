@@ -273,6 +273,37 @@ both_engines!(
     a_wrong_capture_is_refused_and_counted
 );
 
+/// The shop's cart captured from the wrong JSON member (the item count,
+/// not the id): every checkout echoes a cart that is not the session's,
+/// the shop refuses it and counts a mismatch, and each refusal is a
+/// consistency error of `checkout` that restarts the session.
+#[test]
+fn a_wrong_cart_is_refused_and_counted() {
+    let app = App::start("ecommerce", &[]);
+    let dir = TempDir::new("sessions-wrong-cart");
+    let w = workload(&dir, "ecommerce.toml", |s| {
+        let wrong = s.replace("$.cart.id", "$.cart.items");
+        assert_ne!(wrong, s);
+        wrong
+    });
+    let r = run(&dir, &w, &app.url(), "uring");
+    let s = app.stats();
+    let (n, consistency, captures, restarts) = class(&r, "checkout");
+    assert!(n > 0 && consistency == n, "{}", r.show());
+    assert_eq!((captures, restarts), (0, consistency), "{}", r.show());
+    within(
+        s["mismatches"].as_u64().unwrap(),
+        consistency,
+        SESSIONS,
+        "mismatches",
+        &r,
+    );
+    assert_eq!(s["no_session"], 0, "{s}");
+    for name in &SHOP[..3] {
+        assert_eq!(class(&r, name).1, 0, "{name}\n{}", r.show());
+    }
+}
+
 /// A capture that finds nothing is a named consistency error of its class,
 /// and the session starts over rather than send `{token}` empty: the
 /// server sees logins only.
