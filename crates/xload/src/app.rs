@@ -13,7 +13,6 @@
 //! responder for correctness and capacity searches of the client's session
 //! logic, not the io_uring responder of `xload serve`.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,7 +24,14 @@ use xload_files::FileSet;
 use crate::Failure;
 
 mod ecommerce;
+mod sessions;
 mod support;
+
+use sessions::Sessions;
+
+/// A session unused for one to two of these expires (a real application's
+/// session timeout; see [`Sessions`]).
+const SESSION_GENERATION: Duration = Duration::from_secs(60);
 
 /// The applications `--app` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -82,7 +88,7 @@ pub(crate) struct Counters {
 
 pub(crate) struct AppServer {
     app: App,
-    sessions: Mutex<HashMap<u64, Sess>>,
+    sessions: Mutex<Sessions>,
     next: AtomicU64,
     /// Every Nth login gets no cookie (0: none).
     drop_every: u64,
@@ -182,7 +188,7 @@ impl AppServer {
     ) -> AppServer {
         AppServer {
             app,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions::new(SESSION_GENERATION)),
             next: AtomicU64::new(1),
             drop_every,
             delay,
@@ -191,7 +197,7 @@ impl AppServer {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Sess>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
         self.sessions.lock().expect("no panic holds the lock")
     }
 
@@ -200,7 +206,7 @@ impl AppServer {
     /// (empty for the logins `--drop-cookie` picks).
     fn start_session(
         &self,
-        sessions: &mut HashMap<u64, Sess>,
+        sessions: &mut Sessions,
         make: impl FnOnce(u64) -> Sess,
     ) -> (u64, String) {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
