@@ -1,35 +1,74 @@
-//! `xload serve --app banking`: the minimum of a stateful application, so
-//! that a session workload (workloads/banking.toml) runs with no external
-//! server. A login answers with a session cookie and an account number; every
-//! later request must carry that cookie and echo the session's own ids (the
-//! account, the transfer form's token). A request without a live session is
-//! counted as `no_session`, one carrying another session's id as
-//! `mismatches`; both are refused with 403. `/stats` has the counters.
+//! `xload serve --app banking|ecommerce|support`: the minimum of a stateful
+//! application, so that the session workloads (workloads/banking.toml,
+//! ecommerce.toml, support.toml) run with no external server. A session's
+//! first request (a login, a shop page, a search) answers with a session
+//! cookie and ids in the page; every later request must carry that cookie
+//! and echo the session's own ids (banking: the account and the transfer
+//! form's token; ecommerce: the product shown and the cart; support: the
+//! download ticket). A request without a live session is counted as
+//! `no_session`, one carrying another session's id as `mismatches`; both
+//! are refused with 403. `/stats` has the counters.
 //!
 //! One thread per connection with blocking I/O: this is a functional
 //! responder for correctness and capacity searches of the client's session
 //! logic, not the io_uring responder of `xload serve`.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use xload_files::FileSet;
+
 use crate::Failure;
+
+mod ecommerce;
+mod sessions;
+mod support;
+
+use sessions::Sessions;
+
+/// A session unused for one to two of these expires (a real application's
+/// session timeout; see [`Sessions`]).
+const SESSION_GENERATION: Duration = Duration::from_secs(60);
 
 /// The applications `--app` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum App {
+    /// Login, account, transfer form, transfer, logout.
     Banking,
+    /// Shop page, product, add to cart, checkout.
+    Ecommerce,
+    /// Search, download of a file of --files DIR.
+    Support,
 }
 
-/// One logged-in session's state.
+impl App {
+    /// As `--app` spells it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            App::Banking => "banking",
+            App::Ecommerce => "ecommerce",
+            App::Support => "support",
+        }
+    }
+}
+
+/// One live session's state (each app uses its own fields).
+#[derive(Default)]
 struct Sess {
+    /// Banking: the session's account.
     account: u64,
-    /// The token of the last transfer form, which the transfer must echo.
+    /// Banking: the token of the last transfer form, which the transfer
+    /// must echo. Support: the ticket of the last search, which downloads
+    /// must echo.
     token: u64,
+    /// Ecommerce: the product the last shop page showed.
+    product: u64,
+    /// Ecommerce: the open cart (0: none) and its items.
+    cart: u64,
+    items: u64,
 }
 
 /// What the responder counts (JSON at `/stats`).
@@ -49,11 +88,13 @@ pub(crate) struct Counters {
 
 pub(crate) struct AppServer {
     app: App,
-    sessions: Mutex<HashMap<u64, Sess>>,
+    sessions: Mutex<Sessions>,
     next: AtomicU64,
     /// Every Nth login gets no cookie (0: none).
     drop_every: u64,
     delay: Option<Duration>,
+    /// Support: the downloads.
+    files: Option<Arc<FileSet>>,
     pub counters: Counters,
 }
 
@@ -85,46 +126,111 @@ fn sid_of(n: u64) -> u64 {
 /// An answer: status, extra header lines, body.
 struct Answer {
     status: u16,
+    content_type: &'static str,
     headers: String,
-    body: String,
+    body: Body,
+}
+
+/// An answer's body.
+enum Body {
+    Text(String),
+    /// A file of the app's set, by index.
+    File(u32),
 }
 
 impl Answer {
     fn ok(body: String) -> Answer {
         Answer {
             status: 200,
+            content_type: "text/html",
             headers: String::new(),
-            body,
+            body: Body::Text(body),
+        }
+    }
+
+    fn json(body: String) -> Answer {
+        Answer {
+            content_type: "application/json",
+            ..Answer::ok(body)
         }
     }
 
     fn refused(why: &str) -> Answer {
         Answer {
             status: 403,
-            headers: String::new(),
-            body: format!("refused: {why}\n"),
+            ..Answer::ok(format!("refused: {why}\n"))
+        }
+    }
+
+    fn not_found() -> Answer {
+        Answer {
+            status: 404,
+            ..Answer::ok("not found\n".into())
+        }
+    }
+
+    /// The body as text (tests).
+    #[cfg(test)]
+    fn text(&self) -> &str {
+        match &self.body {
+            Body::Text(t) => t,
+            Body::File(_) => "",
         }
     }
 }
 
 impl AppServer {
-    pub(crate) fn new(app: App, drop_every: u64, delay: Option<Duration>) -> AppServer {
+    pub(crate) fn new(
+        app: App,
+        drop_every: u64,
+        delay: Option<Duration>,
+        files: Option<Arc<FileSet>>,
+    ) -> AppServer {
         AppServer {
             app,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions::new(SESSION_GENERATION)),
             next: AtomicU64::new(1),
             drop_every,
             delay,
+            files,
             counters: Counters::default(),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().expect("no panic holds the lock")
+    }
+
+    /// Starts a session (a login): its id, its state made by `make` from
+    /// the session's number, and the `Set-Cookie` line that hands it out
+    /// (empty for the logins `--drop-cookie` picks).
+    fn start_session(
+        &self,
+        sessions: &mut Sessions,
+        make: impl FnOnce(u64) -> Sess,
+    ) -> (u64, String) {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let sid = sid_of(n);
+        sessions.insert(sid, make(n));
+        self.counters.logins.fetch_add(1, Ordering::Relaxed);
+        let drop = self.drop_every > 0 && n.is_multiple_of(self.drop_every);
+        let cookie = if drop {
+            self.counters
+                .dropped_cookies
+                .fetch_add(1, Ordering::Relaxed);
+            String::new()
+        } else {
+            format!("Set-Cookie: SID={sid:016x}; Path=/; HttpOnly\r\n")
+        };
+        (sid, cookie)
     }
 
     pub(crate) fn stats_json(&self) -> String {
         let c = &self.counters;
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         format!(
-            "{{\"app\": \"{:?}\", \"requests\": {}, \"logins\": {}, \"checked\": {}, \"no_session\": {}, \"mismatches\": {}, \"dropped_cookies\": {}, \"sessions\": {}}}\n",
-            self.app,
+            "{{\"app\": \"{}\", \"requests\": {}, \"logins\": {}, \"checked\": {}, \"no_session\": {}, \"mismatches\": {}, \"dropped_cookies\": {}, \"sessions\": {}}}\n",
+            self.app.name(),
             g(&c.requests),
             g(&c.logins),
             g(&c.checked),
@@ -133,22 +239,27 @@ impl AppServer {
             g(&c.dropped_cookies),
             self.sessions.lock().map_or(0, |s| s.len()),
         )
-        .to_lowercase()
     }
 
     fn answer(&self, r: &Request) -> Answer {
-        let c = &self.counters;
         if r.path == "/stats" {
-            let mut a = Answer::ok(self.stats_json());
-            a.headers = "Content-Type: application/json\r\n".into();
-            return a;
+            return Answer::json(self.stats_json());
         }
-        c.requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        match self.app {
+            App::Banking => self.banking(r),
+            App::Ecommerce => self.ecommerce(r),
+            App::Support => self.support(r),
+        }
+    }
+
+    fn banking(&self, r: &Request) -> Answer {
+        let c = &self.counters;
         if r.method == "POST" && r.path == "/login" {
             return self.login();
         }
         let form = String::from_utf8_lossy(&r.body);
-        let mut sessions = self.sessions.lock().expect("no panic holds the lock");
+        let mut sessions = self.lock();
         let Some(sess) = r.cookie_sid.and_then(|sid| sessions.get_mut(&sid)) else {
             c.no_session.fetch_add(1, Ordering::Relaxed);
             return Answer::refused("no session");
@@ -167,12 +278,11 @@ impl AppServer {
             ("GET", "/transfer") if account.is_some() => {
                 sess.token = sid_of(sess.token ^ sess.account) % 1_000_000_000;
                 Answer {
-                    status: 200,
                     headers: format!("X-Token: {}\r\n", sess.token),
-                    body: format!(
+                    ..Answer::ok(format!(
                         "<form method=post action=/transfer><input name=acct value={}><input name=token value={}></form>\n",
                         sess.account, sess.token
-                    ),
+                    ))
                 }
             }
             ("POST", "/transfer") if account.is_some() => {
@@ -187,47 +297,30 @@ impl AppServer {
                 sessions.remove(&sid);
                 c.checked.fetch_add(1, Ordering::Relaxed);
                 return Answer {
-                    status: 200,
                     headers: "Set-Cookie: SID=; Path=/; Max-Age=0\r\n".into(),
-                    body: "<p>logged out</p>\n".into(),
+                    ..Answer::ok("<p>logged out</p>\n".into())
                 };
             }
-            _ => {
-                return Answer {
-                    status: 404,
-                    headers: String::new(),
-                    body: "not found\n".into(),
-                }
-            }
+            _ => return Answer::not_found(),
         };
         c.checked.fetch_add(1, Ordering::Relaxed);
         answer
     }
 
     fn login(&self) -> Answer {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let sid = sid_of(n);
-        let account = 100_000 + n;
-        self.sessions
-            .lock()
-            .expect("no panic holds the lock")
-            .insert(sid, Sess { account, token: 0 });
-        self.counters.logins.fetch_add(1, Ordering::Relaxed);
-        let drop = self.drop_every > 0 && n.is_multiple_of(self.drop_every);
-        let headers = if drop {
-            self.counters
-                .dropped_cookies
-                .fetch_add(1, Ordering::Relaxed);
-            String::new()
-        } else {
-            format!("Set-Cookie: SID={sid:016x}; Path=/; HttpOnly\r\n")
-        };
+        let mut account = 0;
+        let (_, headers) = self.start_session(&mut self.lock(), |n| {
+            account = 100_000 + n;
+            Sess {
+                account,
+                ..Sess::default()
+            }
+        });
         Answer {
-            status: 200,
             headers,
-            body: format!(
+            ..Answer::ok(format!(
                 "<html><p>Welcome</p><a href=\"/account?acct={account}\">acct={account}</a></html>\n"
-            ),
+            ))
         }
     }
 
@@ -248,16 +341,24 @@ impl AppServer {
                 403 => "Forbidden",
                 _ => "Not Found",
             };
-            let out = format!(
-                "HTTP/1.1 {} {reason}\r\nServer: xload-app\r\nContent-Type: text/html\r\n{}Content-Length: {}\r\n{}\r\n{}",
+            let body: &[u8] = match &a.body {
+                Body::Text(t) => t.as_bytes(),
+                Body::File(i) => match &self.files {
+                    Some(set) => &set.files[*i as usize].body,
+                    None => &[],
+                },
+            };
+            let head = format!(
+                "HTTP/1.1 {} {reason}\r\nServer: xload-app\r\nContent-Type: {}\r\n{}Content-Length: {}\r\n{}\r\n",
                 a.status,
+                a.content_type,
                 a.headers,
-                a.body.len(),
+                body.len(),
                 if req.close { "Connection: close\r\n" } else { "" },
-                a.body
             );
             let s = r.get_mut();
-            s.write_all(out.as_bytes())?;
+            s.write_all(head.as_bytes())?;
+            s.write_all(body)?;
             s.flush()?;
             if req.close {
                 return Ok(());
@@ -378,7 +479,7 @@ fn connection(
 mod tests {
     use super::*;
 
-    fn req(method: &str, target: &str, sid: Option<u64>, body: &str) -> Request {
+    pub(super) fn req(method: &str, target: &str, sid: Option<u64>, body: &str) -> Request {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         Request {
             method: method.into(),
@@ -390,14 +491,14 @@ mod tests {
         }
     }
 
-    fn sid(a: &Answer) -> u64 {
+    pub(super) fn sid(a: &Answer) -> u64 {
         let v = a.headers.split("SID=").nth(1).unwrap();
         u64::from_str_radix(&v[..16], 16).unwrap()
     }
 
     #[test]
     fn banking_refuses_another_sessions_ids() {
-        let s = AppServer::new(App::Banking, 0, None);
+        let s = AppServer::new(App::Banking, 0, None, None);
         let (a, b) = (s.login(), s.login());
         let (sa, sb) = (sid(&a), sid(&b));
         let acct_a = 100_001;

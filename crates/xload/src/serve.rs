@@ -90,7 +90,8 @@ pub(crate) struct ServeArgs {
     /// Be a minimal stateful application instead (docs/workload.md): login
     /// with a session cookie, ids in pages, and a 403 (counted in /stats)
     /// for a request without its session or with another session's ids.
-    #[arg(long = "app", value_enum, conflicts_with_all = ["files", "body_size", "pool", "cpus"])]
+    /// `support` serves the downloads of --files DIR.
+    #[arg(long = "app", value_enum, conflicts_with_all = ["body_size", "pool", "cpus", "unix_socket"])]
     pub app: Option<crate::app::App>,
 
     /// With --app: every Nth login is answered without its session cookie
@@ -270,8 +271,36 @@ fn serve_app(
     tls: Option<crate::tls::ServerTls>,
     stop: Arc<AtomicBool>,
 ) -> Result<i32, Failure> {
+    let files = match (app, &a.files) {
+        (crate::app::App::Support, Some(dir)) => Some(Arc::new(read_files(dir)?)),
+        (crate::app::App::Support, None) => {
+            return Err(Failure::Usage(
+                "--app support serves downloads: give it --files DIR (xload files generate DIR --count N writes one)".into(),
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(Failure::Usage(format!(
+                "--files: --app {} serves no files (only --app support does)",
+                app.name()
+            )))
+        }
+        (_, None) => None,
+    };
     let listener = std::net::TcpListener::bind(a.listen)
         .map_err(|e| Failure::Run(format!("serve: cannot listen on {}: {e}", a.listen)))?;
+    // std listens with a backlog of 128: the burst of connections that N
+    // sessions starting within one think time open overflows it, and each
+    // overflowed SYN costs its session a 1 s retransmit (a latency tail of
+    // the first class that is the listener's, not the app's). Listening
+    // again raises it; the kernel caps it at net.core.somaxconn.
+    // SAFETY: a valid listening socket of ours.
+    if unsafe { libc::listen(std::os::fd::AsRawFd::as_raw_fd(&listener), 65535) } != 0 {
+        return Err(Failure::Run(format!(
+            "serve: listen on {}: {}",
+            a.listen,
+            std::io::Error::last_os_error()
+        )));
+    }
     let addr = listener
         .local_addr()
         .map_err(|e| Failure::Run(format!("serve: {e}")))?;
@@ -280,9 +309,11 @@ fn serve_app(
         app,
         a.drop_cookie.unwrap_or(0),
         a.delay,
+        files,
     ));
     crate::outln!(
-        "xload serve: --app {app:?} listening on {}://{addr}/; /stats has the counters; Ctrl-C stops",
+        "xload serve: --app {} listening on {}://{addr}/; /stats has the counters; Ctrl-C stops",
+        app.name(),
         if tls.is_some() { "https" } else { "http" },
     );
     let started = Instant::now();
