@@ -73,8 +73,9 @@ pub(crate) fn prepare_with(
         Some(path) => unix_target(a, &url, path)?,
         None => resolve(&url, &a.tls.resolve)?,
     };
+    let alpn = alpn_of(a, url.tls)?;
     let tls = (url.tls)
-        .then(|| crate::tls::client(&a.tls, &url.host, connections))
+        .then(|| crate::tls::client(&a.tls, &url.host, connections, &alpn))
         .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
@@ -101,6 +102,7 @@ pub(crate) fn prepare_with(
             .map_err(|e| Failure::Usage(format!("request: {e}")))?;
     }
     check_pipeline(a.pipeline, rate, tpl.closes())?;
+    let h2 = h2_plan(a, &alpn, &spec, tpl.closes())?;
     if connections == 0 {
         return Err(Failure::Usage("-c must be at least 1".into()));
     }
@@ -148,6 +150,7 @@ pub(crate) fn prepare_with(
         tls,
         xdp,
         unix: a.unix_socket.clone(),
+        h2,
     };
     let scheme = if url.tls { "https" } else { "http" };
     let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
@@ -170,6 +173,74 @@ pub(crate) fn prepare_with(
         start_at: None,
         class_limits,
     })
+}
+
+/// The ALPN protocols offered on https:// (`--http2`: h2 alone; `--alpn`:
+/// those given, in order; else http/1.1).
+fn alpn_of(a: &CommonArgs, tls: bool) -> Result<Vec<Vec<u8>>, Failure> {
+    let usage = |m: String| Err(Failure::Usage(m));
+    let Some(list) = &a.alpn else {
+        return Ok(vec![if a.http2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }]);
+    };
+    if !tls {
+        return usage("--alpn is negotiated in the TLS handshake: it needs an https:// URL (use --http2 for h2c on http://)".into());
+    }
+    if list.is_empty() {
+        return usage("--alpn needs at least one protocol: h2, http/1.1".into());
+    }
+    for p in list {
+        if p != "h2" && p != "http/1.1" {
+            return usage(format!("--alpn {p:?}: xload speaks h2 and http/1.1"));
+        }
+    }
+    Ok(list.iter().map(|p| p.as_bytes().to_vec()).collect())
+}
+
+/// `--http2` / `--alpn` with h2 and `--streams`, checked: the HTTP/2 part
+/// of the plan (None: HTTP/1.1 only).
+fn h2_plan(
+    a: &CommonArgs,
+    alpn: &[Vec<u8>],
+    spec: &RequestSpec,
+    closes: bool,
+) -> Result<Option<xload_engine::H2Plan>, Failure> {
+    let usage = |m: &str| Err(Failure::Usage(m.into()));
+    let h2 = a.http2 || (a.alpn.is_some() && alpn.iter().any(|p| p == b"h2"));
+    if !h2 {
+        if a.streams.is_some() {
+            return usage("--streams sets HTTP/2 streams per connection: it needs --http2 (or --alpn with h2)");
+        }
+        return Ok(None);
+    }
+    let streams = a.streams.unwrap_or(1);
+    if streams == 0 || streams > 4096 {
+        return usage("--streams must be between 1 and 4096");
+    }
+    if a.engine == EngineArg::Xdp {
+        return usage(
+            "--engine xdp speaks HTTP/1.1 only: drop --http2 (or use --engine uring or epoll)",
+        );
+    }
+    if a.pipeline > 1 {
+        return usage("--pipeline is HTTP/1.1 pipelining: with HTTP/2, --streams sets the requests in flight per connection");
+    }
+    if closes {
+        return usage("HTTP/2 keeps connections open: drop --no-keepalive / Connection: close");
+    }
+    if a.workload.is_some() {
+        return usage("workloads (-w) speak HTTP/1.1 only for now: drop --http2");
+    }
+    let request = xload_http::h2::H2Request::new(spec)
+        .map_err(|e| Failure::Usage(format!("request: {e}")))?;
+    Ok(Some(xload_engine::H2Plan {
+        streams: streams as u32,
+        request: vec![request].into(),
+        alpn_optional: a.alpn.is_some(),
+    }))
 }
 
 fn engine_choice(e: EngineArg) -> EngineChoice {
@@ -382,9 +453,12 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         let (tx, rx) = mpsc::channel();
         let tls = p.plan.tls.clone();
         let target = p.target.clone();
+        let h2_only = p.plan.h2.as_ref().is_some_and(|h| !h.alpn_optional);
         std::thread::spawn(move || {
             let r = TcpStream::connect_timeout(&addr, timeout).map(|stream| match &tls {
-                Some(t) => crate::tls::check_trusted(t, stream, handshake_timeout, &target),
+                Some(t) => {
+                    crate::tls::check_trusted(t, stream, handshake_timeout, &target, h2_only)
+                }
                 None => Ok(()),
             });
             let _ = tx.send(r);
