@@ -342,8 +342,7 @@ fn generator_cpus(
         .worker_cpu_ticks
         .as_ref()
         .filter(|_| !input.workers_pinned);
-    let mut workers_ran_on =
-        placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
+    let mut workers_ran_on = placed.map_or_else(Vec::new, |t| ran_on(t, window_s, ticks_per_s));
     if workers_ran_on.is_empty() && placed.is_some() {
         // Too little CPU in the window to place them by ticks: where they
         // last ran, at the 0% they measured.

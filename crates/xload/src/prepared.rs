@@ -459,6 +459,7 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
                 Some(t) => {
                     crate::tls::check_trusted(t, stream, handshake_timeout, &target, h2_only)
                 }
+                None if h2_only => check_h2c(stream, handshake_timeout, &target),
                 None => Ok(()),
             });
             let _ = tx.send(r);
@@ -491,6 +492,40 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
     Err(Failure::Run(format!(
         "cannot connect to {} ({addr}): {e}",
         p.target
+    )))
+}
+
+/// Before an h2c run: the server answers the connection preface with
+/// SETTINGS (an HTTP/1.1-only server answers 400 or nothing), else the run
+/// ends here, saying so.
+fn check_h2c(mut stream: TcpStream, timeout: Duration, target: &str) -> Result<(), Failure> {
+    use std::io::{Read, Write};
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // empty SETTINGS
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    if stream.write_all(&hello).is_ok() {
+        while got < head.len() {
+            match stream.read(&mut head[got..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+    }
+    if got == head.len() && head[3] == 4 {
+        return Ok(());
+    }
+    let answer = if got == 0 {
+        "nothing".to_string()
+    } else {
+        format!("{:?}", String::from_utf8_lossy(&head[..got]))
+    };
+    Err(Failure::Run(format!(
+        "{target}: --http2 on http:// speaks HTTP/2 with prior knowledge (h2c), and the server \
+         answered the connection preface with {answer}, not SETTINGS: it does not speak h2c \
+         on this port (drop --http2, or enable h2c on the server)"
     )))
 }
 

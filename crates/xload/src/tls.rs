@@ -348,6 +348,10 @@ fn handshake_refusal(e: &rustls::Error, name: &ServerName<'_>) -> Option<String>
             ),
             _ => format!("the server's certificate is not trusted ({e}): {insecure}"),
         },
+        rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol) => format!(
+            "the server speaks none of the protocols offered in ALPN ({e}): --http2 offers h2 \
+             only; enable HTTP/2 on the server, or let it choose with --alpn h2,http/1.1"
+        ),
         rustls::Error::PeerIncompatible(P::ServerDoesNotSupportTls12Or13) => format!(
             "the server chose TLS 1.1 or older, and xload speaks only TLS 1.2 and 1.3 ({e}): \
              enable TLS 1.2 or 1.3 on the server"

@@ -933,5 +933,9 @@ fn idle_unpinned_workers_are_placed_where_they_last_ran() {
         s.verdict,
         "client: not saturated (max CPU 3% on cpu0) [unpinned workers ran on cpu0 0%]"
     );
-    assert!(s.notes.iter().any(|n| n.starts_with("cpu1 100% busy")), "{:?}", s.notes);
+    assert!(
+        s.notes.iter().any(|n| n.starts_with("cpu1 100% busy")),
+        "{:?}",
+        s.notes
+    );
 }
