@@ -1000,6 +1000,68 @@ mod tests {
         assert_eq!(classes[0].offenders()[0].reason, "body SHA-256 differs");
     }
 
+    /// HTTP/2 behind the same seam: no stream before the server's
+    /// SETTINGS, streams up to its limit, answers in any order, a refused
+    /// stream given back for a retry, a GOAWAY that closes once drained.
+    #[test]
+    fn h2_streams_complete_in_any_order_and_refusals_come_back() {
+        let url = xload_http::parse_url("http://127.0.0.1:1/").unwrap();
+        let spec = xload_http::RequestSpec {
+            method: "GET",
+            url: &url,
+            headers: &[],
+            body: b"",
+        };
+        let plan = crate::plan::H2Plan {
+            streams: 3,
+            request: vec![H2Request::new(&spec).unwrap()].into(),
+            alpn_optional: false,
+        };
+        let sent = |t| Sent {
+            intended_ns: t,
+            sent_ns: t,
+            counted: true,
+        };
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 1);
+        ex.begin(Some(&plan), &mut rec, 0);
+        assert!(ex.is_h2());
+        assert!(ex.h2().unwrap().out.starts_with(b"PRI * HTTP/2.0"));
+        assert_eq!(ex.room(1), 0, "no stream before the server's SETTINGS");
+        // SETTINGS_MAX_CONCURRENT_STREAMS 2: below --streams 3.
+        let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 2];
+        let (_, fed) = ex.feed(&settings, 1, &mut rec, Timing::Closed);
+        assert_eq!(fed, Fed::More);
+        assert_eq!(ex.room(1), 2);
+        ex.push(sent(10)); // stream 1
+        ex.push(sent(20)); // stream 3
+        assert_eq!((ex.in_flight(), ex.room(1)), (2, 0));
+        assert_eq!(ex.oldest_sent_ns(), Some(10));
+        // Stream 3 answers first (HEADERS, END_STREAM | END_HEADERS, :status 200).
+        let headers = [0, 0, 1, 1, 5, 0, 0, 0, 3, 0x88];
+        let (done, fed) = ex.feed(&headers, 1_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (1, Fed::More));
+        assert_eq!(ex.oldest_sent_ns(), Some(10), "stream 1 still waits");
+        // Stream 1 is reset with REFUSED_STREAM: never processed, sent again.
+        let rst = [0, 0, 4, 3, 0, 0, 0, 0, 1, 0, 0, 0, 7];
+        let (done, fed) = ex.feed(&rst, 1_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (0, Fed::More));
+        assert_eq!(ex.h2().unwrap().take_retries(), 1);
+        assert!(ex.is_idle());
+        assert_eq!((rec.requests(), rec.errors_total()), (1, 0));
+        // A GOAWAY with last-stream-id 3 and stream 5 open: refused, and the
+        // connection, drained, is closed.
+        ex.push(sent(30));
+        let goaway = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0];
+        let (done, fed) = ex.feed(&goaway, 2_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (0, Fed::Close));
+        assert_eq!(ex.h2().unwrap().take_retries(), 1);
+        assert_eq!(ex.room(1), 0);
+        // A new connection starts over.
+        ex.reset();
+        assert!(!ex.is_h2() && ex.is_idle());
+    }
+
     #[test]
     fn backoff_grows_and_caps() {
         assert_eq!(backoff_ns(0), 1_000_000);

@@ -76,6 +76,9 @@ pub(crate) struct Core<S> {
     pub ramp: Ramp,
     /// Requests per closed-loop batch.
     pub pipeline: usize,
+    /// Requests a connection carries at once: `pipeline`, or HTTP/2's
+    /// `--streams` (for the round-trip estimate, which divides by it).
+    pub depth: usize,
     /// `pipeline` copies of the run's request, back to back.
     pub batch: Box<[u8]>,
     /// The length of one request in `batch`.
@@ -96,6 +99,10 @@ impl<S> Core<S> {
             idle: Vec::with_capacity(nconns),
             ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
             pipeline,
+            depth: plan
+                .h2
+                .as_ref()
+                .map_or(pipeline, |h| h.streams.max(1) as usize),
             batch: plan.request.repeat(pipeline).into_boxed_slice(),
             req_len: plan.request.len(),
         }

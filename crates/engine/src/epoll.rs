@@ -162,7 +162,7 @@ impl Driver<'_, '_> {
                 self.rtt.tick(
                     now,
                     self.ctx.rec.requests(),
-                    (open * self.core.pipeline) as u64,
+                    (open * self.core.depth) as u64,
                 );
                 let conns = &mut self.core.conns;
                 self.lowat

@@ -367,7 +367,7 @@ impl Driver<'_, '_> {
             }
             if self.rtt.due(now) {
                 let open = self.core.open_count();
-                let in_flight = (open * self.core.pipeline) as u64;
+                let in_flight = (open * self.core.depth) as u64;
                 self.rtt.tick(now, self.ctx.rec.requests(), in_flight);
                 self.retune_tick();
                 if self.tick.on {
