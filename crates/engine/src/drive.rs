@@ -658,9 +658,10 @@ pub(crate) trait Transport<'p> {
             let retries = h.take_retries();
             self.ctx().refund(retries);
             if fed == Fed::More {
-                // ACKs and WINDOW_UPDATEs, then new streams where there is room.
-                self.push_output(i, now);
+                // New streams where there is room, sent with the ACKs and
+                // WINDOW_UPDATEs due (one send), or those alone.
                 self.ready(i, now);
+                self.push_output(i, now);
                 return;
             }
         }
