@@ -227,6 +227,56 @@ fn h2c_to_an_http11_server_is_refused_before_the_run(engine: &str) {
     assert!(r.out.contains("it does not speak h2c"), "{}", r.out);
 }
 
+/// nghttpd (nghttp2's server: Huffman, an indexing HPACK encoder, DATA
+/// frames split at its frame size): a 40 kB file at 10 streams per
+/// connection, every byte and response counted.
+fn nghttpd_bodies_arrive_whole(engine: &str) {
+    let Some(bin) = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("nghttpd not installed (Debian nghttp2-server): skipped");
+        return;
+    };
+    let dir = TempDir::new("nghttpd");
+    let body = "0123456789abcdef".repeat(2500);
+    std::fs::write(dir.join("f"), &body).unwrap();
+    let port = support::run::free_port();
+    let mut child = Command::new(bin)
+        .args(["--no-tls", "-d"])
+        .arg(dir.path())
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nghttpd");
+    support::run::wait_listening(port);
+    let url = format!("http://127.0.0.1:{port}/f");
+    let r = xload(
+        engine,
+        &[
+            &url,
+            "--http2",
+            "--streams",
+            "10",
+            "-n",
+            "500",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 500, "{}", r.out);
+    assert_eq!(r.u64_at("/status/200"), 500, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    // Every body byte arrived (and the frames around them).
+    assert!(r.u64_at("/bytes") >= 500 * body.len() as u64, "{}", r.out);
+}
+
 // ---------------------------------------------------------------------------
 // Hostile servers.
 
@@ -536,6 +586,7 @@ both_engines!(
     h2c_open_loop_reconciles_with_nginx,
     alpn_lets_the_server_choose,
     h2c_to_an_http11_server_is_refused_before_the_run,
+    nghttpd_bodies_arrive_whole,
     goaway_mid_run_retries_the_streams_above_last_stream_id,
     refused_streams_are_retried_and_counted_by_code,
     a_one_byte_window_stalls_bodies_but_completes,
