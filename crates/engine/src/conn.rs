@@ -446,9 +446,10 @@ impl Exchange {
     }
 }
 
-/// What feeding HTTP/2 bytes led to, besides [`Fed`]: streams to send again.
-/// A connection that can open no more streams (GOAWAY) and has none open is
-/// [`Fed::Close`]: it is replaced.
+/// One connection's HTTP/2 side: the codec, the streams in flight (a slot
+/// per stream, its tag, allocated once), the output buffer, and the streams
+/// to send again. Feeding it returns [`Fed::Close`] once a connection that
+/// may open no more streams (GOAWAY) has none open: it is replaced.
 pub(crate) struct H2Conn {
     conn: h2::Connection<u32>,
     reqs: Arc<[H2Request]>,
@@ -546,7 +547,8 @@ impl H2Conn {
         }
     }
 
-    /// The server has not acknowledged the client's SETTINGS since `since`.
+    /// The server has not acknowledged the client's SETTINGS within
+    /// `timeout_ns` of the connection's start.
     pub(crate) fn settings_overdue(&self, now: u64, timeout_ns: u64) -> bool {
         !self.conn.settings_acked() && now.saturating_sub(self.started_ns) >= timeout_ns
     }
