@@ -2,8 +2,11 @@
 //! connection, feeding received bytes to the codec, recording what completed,
 //! and naming what went wrong. No I/O here.
 
+use std::sync::Arc;
+
+use xload_http::h2::{self, ErrorCode, Event, H2Request};
 use xload_http::{Limits, Parse, ParseError, Response, ResponseParser};
-use xload_stats::{ErrorKind, Recorder};
+use xload_stats::{ErrorKind, H2Settings, Recorder};
 
 use crate::clock::ns_to_us;
 use crate::mix::ConnMix;
@@ -116,12 +119,28 @@ pub(crate) enum Fed {
     Invalid(ParseError),
     /// A response arrived with no request in flight.
     Unsolicited,
+    /// HTTP/2: a connection error (counted, its GOAWAY queued): the
+    /// connection is replaced and its open streams fail.
+    Failed,
 }
 
 /// The protocol half of a connection: parser and requests in flight.
+///
+/// This is the seam between the drivers and the HTTP version: a driver
+/// feeds received bytes ([`Exchange::feed`]), puts what
+/// [`Exchange::outgoing`] or (HTTP/2) the output buffer holds on the wire,
+/// and asks what is in flight ([`Exchange::in_flight`],
+/// [`Exchange::sent_iter`], [`Exchange::oldest_sent_ns`]); whether the
+/// connection speaks HTTP/1.1 (a FIFO of pipelined requests) or HTTP/2
+/// (streams completing in any order) is the exchange's business.
 pub(crate) struct Exchange {
     parser: ResponseParser,
+    /// HTTP/1.1: the requests in flight, oldest first.
     pub pending: Pending,
+    /// HTTP/2: the connection's codec and streams (kept across reconnects
+    /// with its buffers; `h2_on` says whether this connection speaks it).
+    h2: Option<Box<H2Conn>>,
+    h2_on: bool,
     /// The smallest response (bytes on the wire) this connection has seen.
     pub min_wire: u64,
     /// Workload runs: the request in flight and its checker (set at the first send).
@@ -133,8 +152,109 @@ impl Exchange {
         Exchange {
             parser: ResponseParser::new(Limits::default(), head),
             pending: Pending::with_capacity(pipeline),
+            h2: None,
+            h2_on: false,
             min_wire: u64::MAX,
             mix: None,
+        }
+    }
+
+    /// This connection speaks HTTP/2 (`h2`), starting now: the preface and
+    /// SETTINGS are queued in its output. Else (None) HTTP/1.1.
+    pub(crate) fn begin(&mut self, h2: Option<&crate::plan::H2Plan>, rec: &mut Recorder, now: u64) {
+        self.h2_on = h2.is_some();
+        if let Some(p) = h2 {
+            let c = self.h2.get_or_insert_with(|| Box::new(H2Conn::new(p)));
+            c.start(rec, now);
+        }
+    }
+
+    /// HTTP/2: this connection speaks it.
+    #[inline]
+    pub(crate) fn is_h2(&self) -> bool {
+        self.h2_on
+    }
+
+    /// HTTP/2: the connection's state (when it speaks h2).
+    #[inline]
+    pub(crate) fn h2(&mut self) -> Option<&mut H2Conn> {
+        if self.h2_on {
+            self.h2.as_deref_mut()
+        } else {
+            None
+        }
+    }
+
+    /// HTTP/2: the connection's state (when it speaks h2), to read.
+    #[inline]
+    pub(crate) fn h2_ref(&self) -> Option<&H2Conn> {
+        self.h2.as_deref().filter(|_| self.h2_on)
+    }
+
+    /// io_uring teardown with a send possibly still in the kernel: the
+    /// HTTP/2 buffers are never freed.
+    pub(crate) fn leak_h2(&mut self) {
+        if let Some(h) = self.h2.take() {
+            std::mem::forget(h);
+        }
+    }
+
+    /// HTTP/2: its state, even on a connection that no longer speaks it
+    /// (a send of its output may still be in the kernel).
+    #[inline]
+    pub(crate) fn h2_any(&mut self) -> Option<&mut H2Conn> {
+        self.h2.as_deref_mut()
+    }
+
+    /// Requests in flight.
+    #[inline]
+    pub(crate) fn in_flight(&self) -> usize {
+        match &self.h2 {
+            Some(h) if self.h2_on => h.in_flight,
+            _ => self.pending.len(),
+        }
+    }
+
+    /// Nothing is in flight.
+    #[inline]
+    pub(crate) fn is_idle(&self) -> bool {
+        self.in_flight() == 0
+    }
+
+    /// The requests in flight (HTTP/1.1: oldest first).
+    pub(crate) fn sent_iter(&self) -> impl Iterator<Item = Sent> + '_ {
+        let h2 = self.h2.as_deref().filter(|_| self.h2_on);
+        self.pending
+            .iter()
+            .chain(h2.into_iter().flat_map(|h| h.sent_iter()))
+    }
+
+    /// The oldest request's send time, for the timeout sweep.
+    pub(crate) fn oldest_sent_ns(&self) -> Option<u64> {
+        match &self.h2 {
+            Some(h) if self.h2_on => h.sent_iter().map(|s| s.sent_ns).min(),
+            _ => self.pending.oldest_sent_ns(),
+        }
+    }
+
+    /// Closed loop: how many more requests the connection takes now (HTTP/1.1: `pipeline`
+    /// when nothing is in flight; HTTP/2: the streams it may still open).
+    #[inline]
+    pub(crate) fn room(&self, pipeline: usize) -> usize {
+        match &self.h2 {
+            Some(h) if self.h2_on => h.room(),
+            _ if self.pending.is_empty() => pipeline,
+            _ => 0,
+        }
+    }
+
+    /// Queues one request sent as `sent`: HTTP/1.1 remembers it (its bytes are
+    /// the caller's to send); HTTP/2 opens a stream, its frames in the output.
+    #[inline]
+    pub(crate) fn push(&mut self, sent: Sent) {
+        match self.h2.as_deref_mut() {
+            Some(h) if self.h2_on => h.open(sent),
+            _ => self.pending.push(sent),
         }
     }
 
@@ -188,6 +308,10 @@ impl Exchange {
     pub(crate) fn reset(&mut self) {
         self.parser.reset();
         self.pending.clear();
+        if let Some(h) = self.h2.as_deref_mut() {
+            h.reset();
+        }
+        self.h2_on = false;
         if let Some(m) = &mut self.mix {
             m.restart_session();
         }
@@ -203,6 +327,11 @@ impl Exchange {
         rec: &mut Recorder,
         timing: Timing,
     ) -> (u32, Fed) {
+        if self.h2_on {
+            if let Some(h) = self.h2.as_deref_mut() {
+                return h.feed(data, now_ns, rec, timing);
+            }
+        }
         let mut done = 0;
         // A 204 or 304 with bytes behind it in this receive: recorded once
         // those bytes turn out not to be its body (then the exchange counts
@@ -285,6 +414,13 @@ impl Exchange {
         rec: &mut Recorder,
         timing: Timing,
     ) -> (bool, Option<ErrorKind>) {
+        if self.h2_on {
+            // HTTP/2 frames every response: an end with streams open loses them.
+            return match self.in_flight() {
+                0 => (false, None),
+                _ => (false, Some(ErrorKind::Closed)),
+            };
+        }
         match self.parser.eof() {
             Ok(Some(response)) => match self.pending.pop() {
                 Some(sent) => {
@@ -306,6 +442,285 @@ impl Exchange {
             Ok(None) if self.pending.is_empty() => (false, None),
             Ok(None) => (false, Some(ErrorKind::Closed)),
             Err(_) => (false, Some(ErrorKind::EofMidResponse)),
+        }
+    }
+}
+
+/// One connection's HTTP/2 side: the codec, the streams in flight (a slot
+/// per stream, its tag, allocated once), the output buffer, and the streams
+/// to send again. Feeding it returns [`Fed::Close`] once a connection that
+/// may open no more streams (GOAWAY) has none open: it is replaced.
+pub(crate) struct H2Conn {
+    conn: h2::Connection<u32>,
+    reqs: Arc<[H2Request]>,
+    streams: u32,
+    /// Requests with a body: flow-control stalls are tracked.
+    has_body: bool,
+    /// By tag (the stream's slot): when its request was meant to leave and did.
+    slots: Box<[Sent]>,
+    live: Box<[bool]>,
+    /// Free slots (a stack).
+    free: Vec<u32>,
+    pub in_flight: usize,
+    /// Bytes to send: preface, requests, ACKs, WINDOW_UPDATEs.
+    pub out: Vec<u8>,
+    /// epoll: bytes of `out` written.
+    pub written: usize,
+    /// io_uring: bytes handed to a send in the kernel (left untouched until
+    /// its completion).
+    flight: Vec<u8>,
+    flight_live: bool,
+    /// Open loop: the connection is in the driver's idle list.
+    pub listed: bool,
+    /// When the connection started (its SETTINGS must be acknowledged in time).
+    started_ns: u64,
+    /// Since when a request body waits for window (None: none waits).
+    stall_since: Option<u64>,
+    settings_noted: bool,
+    /// Streams to send again (never processed by the server) since the last
+    /// [`H2Conn::take_retries`].
+    retries: usize,
+}
+
+impl H2Conn {
+    fn new(p: &crate::plan::H2Plan) -> H2Conn {
+        let n = p.streams.max(1) as usize;
+        let mut c = H2Conn {
+            conn: h2::Connection::new(Self::config(p.streams)),
+            reqs: p.request.clone(),
+            streams: p.streams.max(1),
+            has_body: p.request.iter().any(|r| !r.body().is_empty()),
+            slots: vec![Sent::default(); n].into_boxed_slice(),
+            live: vec![false; n].into_boxed_slice(),
+            free: (0..n as u32).rev().collect(),
+            in_flight: 0,
+            out: Vec::with_capacity(4096),
+            written: 0,
+            flight: Vec::with_capacity(4096),
+            flight_live: false,
+            listed: false,
+            started_ns: 0,
+            stall_since: None,
+            settings_noted: false,
+            retries: 0,
+        };
+        c.reset();
+        c
+    }
+
+    fn config(streams: u32) -> h2::Config {
+        h2::Config {
+            max_streams: streams.max(1),
+            ..h2::Config::default()
+        }
+    }
+
+    /// A new connection: the codec starts over, the output is dropped
+    /// (what the kernel still sends of `flight` is left alone).
+    fn reset(&mut self) {
+        self.conn = h2::Connection::new(Self::config(self.streams));
+        self.live.fill(false);
+        self.free.clear();
+        self.free.extend((0..self.slots.len() as u32).rev());
+        self.in_flight = 0;
+        self.out.clear();
+        self.written = 0;
+        self.stall_since = None;
+        self.settings_noted = false;
+        self.retries = 0;
+    }
+
+    fn start(&mut self, rec: &mut Recorder, now: u64) {
+        self.reset();
+        self.started_ns = now;
+        self.conn.preface(&mut self.out);
+        rec.record_h2_connection(0);
+    }
+
+    /// Streams that may be opened now.
+    #[inline]
+    pub(crate) fn room(&self) -> usize {
+        if self.conn.can_open() {
+            (self.conn.stream_limit() as usize).saturating_sub(self.conn.active())
+        } else {
+            0
+        }
+    }
+
+    /// The server has not acknowledged the client's SETTINGS within
+    /// `timeout_ns` of the connection's start.
+    pub(crate) fn settings_overdue(&self, now: u64, timeout_ns: u64) -> bool {
+        !self.conn.settings_acked() && now.saturating_sub(self.started_ns) >= timeout_ns
+    }
+
+    fn sent_iter(&self) -> impl Iterator<Item = Sent> + '_ {
+        self.slots
+            .iter()
+            .zip(self.live.iter())
+            .filter(|(_, l)| **l)
+            .map(|(s, _)| *s)
+    }
+
+    /// Opens a stream for the run's request (the caller checked `room`).
+    fn open(&mut self, sent: Sent) {
+        let Some(tag) = self.free.pop() else {
+            debug_assert!(false, "open() without a free slot");
+            return;
+        };
+        self.slots[tag as usize] = sent;
+        self.live[tag as usize] = true;
+        self.in_flight += 1;
+        self.conn.open(&self.reqs, 0, tag, &mut self.out);
+        if self.has_body && self.stall_since.is_none() && self.conn.send_blocked(&self.reqs) {
+            self.stall_since = Some(sent.sent_ns);
+        }
+    }
+
+    /// Streams to send again since the last call (refunded to the quota by the caller).
+    pub(crate) fn take_retries(&mut self) -> usize {
+        std::mem::take(&mut self.retries)
+    }
+
+    /// The unsent part of the output (epoll).
+    #[inline]
+    pub(crate) fn unwritten(&self) -> &[u8] {
+        &self.out[self.written..]
+    }
+
+    /// epoll: `n` more bytes were written; the output empties once all are.
+    #[inline]
+    pub(crate) fn wrote(&mut self, n: usize) {
+        self.written += n;
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        }
+    }
+
+    /// io_uring: the output to hand to one send, unless one is in the
+    /// kernel (its completion sends the rest). The bytes stay untouched
+    /// until [`H2Conn::send_done`].
+    pub(crate) fn take_flight(&mut self) -> Option<(*const u8, usize)> {
+        if self.flight_live || self.out.is_empty() {
+            return None;
+        }
+        std::mem::swap(&mut self.out, &mut self.flight);
+        self.out.clear();
+        self.flight_live = true;
+        Some((self.flight.as_ptr(), self.flight.len()))
+    }
+
+    /// io_uring: the send of `flight` completed.
+    pub(crate) fn send_done(&mut self) -> usize {
+        self.flight_live = false;
+        let n = self.flight.len();
+        self.flight.clear();
+        n
+    }
+
+    fn take(slots: &[Sent], live: &mut [bool], free: &mut Vec<u32>, tag: u32) -> Option<Sent> {
+        let l = live.get_mut(tag as usize)?;
+        if !*l {
+            return None;
+        }
+        *l = false;
+        free.push(tag);
+        Some(slots[tag as usize])
+    }
+
+    fn feed(&mut self, data: &[u8], now: u64, rec: &mut Recorder, timing: Timing) -> (u32, Fed) {
+        rec.add_bytes_received(data.len() as u64);
+        let mut done = 0u32;
+        let mut ended = 0usize;
+        let mut retries = 0usize;
+        let mut settings = false;
+        let H2Conn {
+            conn,
+            reqs,
+            slots,
+            live,
+            free,
+            out,
+            ..
+        } = self;
+        let r = conn.recv(data, reqs, out, &mut |ev| {
+            let tag = match ev {
+                Event::Response { tag, .. }
+                | Event::Reset { tag, .. }
+                | Event::Malformed { tag, .. }
+                | Event::Refused { tag, .. } => tag,
+                Event::Settings => return settings = true,
+                Event::GoAway { .. } => return rec.record_h2_goaway(),
+                _ => return,
+            };
+            let Some(sent) = Self::take(slots, live, free, tag) else {
+                return;
+            };
+            ended += 1;
+            match ev {
+                Event::Response { status, .. } => {
+                    record(rec, sent, now, status, 0, timing);
+                    done += 1;
+                }
+                Event::Reset { code, .. } => {
+                    rec.record_h2_reset(code.name().unwrap_or("unknown"));
+                    if code == ErrorCode::REFUSED_STREAM {
+                        // Never processed (RFC 9113 §8.7): sent again.
+                        rec.record_h2_retry();
+                        retries += 1;
+                    } else {
+                        rec.record_error(ErrorKind::H2StreamReset);
+                    }
+                }
+                Event::Malformed { why, .. } => rec.record_parse_error(why.name()),
+                _ => {
+                    // Above a GOAWAY's last-stream-id: never processed.
+                    rec.record_h2_retry();
+                    retries += 1;
+                }
+            }
+        });
+        self.in_flight -= ended;
+        self.retries += retries;
+        if settings && !self.settings_noted {
+            self.settings_noted = true;
+            let p = self.conn.peer_settings();
+            let limited = |v: u32| (v != u32::MAX).then_some(v);
+            rec.record_h2_settings(H2Settings {
+                header_table_size: p.header_table_size,
+                enable_push: p.enable_push,
+                max_concurrent_streams: limited(p.max_concurrent_streams),
+                initial_window_size: p.initial_window_size,
+                max_frame_size: p.max_frame_size,
+                max_header_list_size: limited(p.max_header_list_size),
+            });
+        }
+        if settings {
+            rec.record_h2_connection(self.conn.stream_limit());
+        }
+        if self.has_body {
+            self.note_stall(now, rec);
+        }
+        if let Err(e) = r {
+            rec.record_h2_connection_error(e.name());
+            return (done, Fed::Failed);
+        }
+        if self.conn.is_closing() && self.in_flight == 0 {
+            return (done, Fed::Close);
+        }
+        (done, Fed::More)
+    }
+
+    /// Requests with bodies: time streams wait for the server's window.
+    fn note_stall(&mut self, now: u64, rec: &mut Recorder) {
+        let blocked = self.conn.send_blocked(&self.reqs);
+        match (self.stall_since, blocked) {
+            (None, true) => self.stall_since = Some(now),
+            (Some(t), false) => {
+                rec.add_h2_stall_ns(now.saturating_sub(t));
+                self.stall_since = None;
+            }
+            _ => {}
         }
     }
 }
@@ -341,7 +756,7 @@ pub(crate) fn record_fed_error(rec: &mut Recorder, fed: &Fed) {
     match fed {
         Fed::Invalid(e) => rec.record_parse_error(e.name()),
         Fed::Unsolicited => rec.record_parse_error("unsolicited_response"),
-        Fed::More | Fed::Close => {}
+        Fed::More | Fed::Close | Fed::Failed => {}
     }
 }
 
@@ -585,6 +1000,68 @@ mod tests {
         assert_eq!(classes[0].consistency_errors(), 1);
         assert_eq!(rec.error_count(ErrorKind::Consistency), 1);
         assert_eq!(classes[0].offenders()[0].reason, "body SHA-256 differs");
+    }
+
+    /// HTTP/2 behind the same seam: no stream before the server's
+    /// SETTINGS, streams up to its limit, answers in any order, a refused
+    /// stream given back for a retry, a GOAWAY that closes once drained.
+    #[test]
+    fn h2_streams_complete_in_any_order_and_refusals_come_back() {
+        let url = xload_http::parse_url("http://127.0.0.1:1/").unwrap();
+        let spec = xload_http::RequestSpec {
+            method: "GET",
+            url: &url,
+            headers: &[],
+            body: b"",
+        };
+        let plan = crate::plan::H2Plan {
+            streams: 3,
+            request: vec![H2Request::new(&spec).unwrap()].into(),
+            alpn_optional: false,
+        };
+        let sent = |t| Sent {
+            intended_ns: t,
+            sent_ns: t,
+            counted: true,
+        };
+        let mut rec = Recorder::new();
+        let mut ex = Exchange::new(false, 1);
+        ex.begin(Some(&plan), &mut rec, 0);
+        assert!(ex.is_h2());
+        assert!(ex.h2().unwrap().out.starts_with(b"PRI * HTTP/2.0"));
+        assert_eq!(ex.room(1), 0, "no stream before the server's SETTINGS");
+        // SETTINGS_MAX_CONCURRENT_STREAMS 2: below --streams 3.
+        let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 2];
+        let (_, fed) = ex.feed(&settings, 1, &mut rec, Timing::Closed);
+        assert_eq!(fed, Fed::More);
+        assert_eq!(ex.room(1), 2);
+        ex.push(sent(10)); // stream 1
+        ex.push(sent(20)); // stream 3
+        assert_eq!((ex.in_flight(), ex.room(1)), (2, 0));
+        assert_eq!(ex.oldest_sent_ns(), Some(10));
+        // Stream 3 answers first (HEADERS, END_STREAM | END_HEADERS, :status 200).
+        let headers = [0, 0, 1, 1, 5, 0, 0, 0, 3, 0x88];
+        let (done, fed) = ex.feed(&headers, 1_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (1, Fed::More));
+        assert_eq!(ex.oldest_sent_ns(), Some(10), "stream 1 still waits");
+        // Stream 1 is reset with REFUSED_STREAM: never processed, sent again.
+        let rst = [0, 0, 4, 3, 0, 0, 0, 0, 1, 0, 0, 0, 7];
+        let (done, fed) = ex.feed(&rst, 1_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (0, Fed::More));
+        assert_eq!(ex.h2().unwrap().take_retries(), 1);
+        assert!(ex.is_idle());
+        assert_eq!((rec.requests(), rec.errors_total()), (1, 0));
+        // A GOAWAY with last-stream-id 3 and stream 5 open: refused, and the
+        // connection, drained, is closed.
+        ex.push(sent(30));
+        let goaway = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0];
+        let (done, fed) = ex.feed(&goaway, 2_000, &mut rec, Timing::Closed);
+        assert_eq!((done, fed), (0, Fed::Close));
+        assert_eq!(ex.h2().unwrap().take_retries(), 1);
+        assert_eq!(ex.room(1), 0);
+        // A new connection starts over.
+        ex.reset();
+        assert!(!ex.is_h2() && ex.is_idle());
     }
 
     #[test]

@@ -712,6 +712,7 @@ mod tests {
             tls: None,
             xdp: None,
             unix: None,
+            h2: None,
         }
     }
 

@@ -76,6 +76,9 @@ pub(crate) struct Core<S> {
     pub ramp: Ramp,
     /// Requests per closed-loop batch.
     pub pipeline: usize,
+    /// Requests a connection carries at once: `pipeline`, or HTTP/2's
+    /// `--streams` (for the round-trip estimate, which divides by it).
+    pub depth: usize,
     /// `pipeline` copies of the run's request, back to back.
     pub batch: Box<[u8]>,
     /// The length of one request in `batch`.
@@ -96,6 +99,10 @@ impl<S> Core<S> {
             idle: Vec::with_capacity(nconns),
             ramp: Ramp::new(nconns, plan.connect_rate_of(index), now_ns()),
             pipeline,
+            depth: plan
+                .h2
+                .as_ref()
+                .map_or(pipeline, |h| h.streams.max(1) as usize),
             batch: plan.request.repeat(pipeline).into_boxed_slice(),
             req_len: plan.request.len(),
         }
@@ -135,7 +142,7 @@ impl Timeouts {
 pub(crate) fn in_flight<S>(conns: &[Conn<S>]) -> u64 {
     conns
         .iter()
-        .flat_map(|c| c.ex.pending.iter())
+        .flat_map(|c| c.ex.sent_iter())
         .filter(|s| s.counted)
         .count() as u64
 }
@@ -181,6 +188,9 @@ pub(crate) trait Transport<'p> {
     fn close(&mut self, i: usize);
     /// https: sends the records queued in connection `i`'s session.
     fn send_records(&mut self, i: usize, now: u64);
+    /// HTTP/2 over plain TCP: sends what connection `i`'s exchange has in
+    /// its output buffer (the driver decides when the buffer may be reused).
+    fn send_output(&mut self, i: usize, now: u64);
     /// Connects and requests that timed out, and reconnects after a back-off.
     fn sweep(&mut self, now: u64);
 
@@ -296,6 +306,7 @@ pub(crate) trait Transport<'p> {
         if let Some(t) = c.tls.as_deref() {
             t.record_established(rec, now);
         }
+        self.begin_protocol(i, now);
     }
 
     /// https: connection `i`'s handshake failed (`kind` counted): it is
@@ -353,7 +364,7 @@ pub(crate) trait Transport<'p> {
 
     /// The quota is met and nothing is in flight: the loop may end.
     fn finished(&mut self) -> bool {
-        self.ctx().exhausted() && self.core().conns.iter().all(|c| c.ex.pending.is_empty())
+        self.ctx().exhausted() && self.core().conns.iter().all(|c| c.ex.is_idle())
     }
 
     /// When the loop must wake next: a send or think time, a connection's
@@ -380,18 +391,13 @@ pub(crate) trait Transport<'p> {
             // will count in the window (none in open loop).
             let mut in_flight = 0u64;
             for i in 0..self.core().conns.len() {
-                in_flight += self
-                    .exchange(i)
-                    .pending
-                    .iter()
-                    .filter(|s| s.counted)
-                    .count() as u64;
+                in_flight += self.exchange(i).sent_iter().filter(|s| s.counted).count() as u64;
             }
             self.ctx().open_window_quota(in_flight);
             if self.ctx().held_until_now() {
                 let now = now_ns();
                 for i in 0..self.core().conns.len() {
-                    if self.is_open(i) && self.exchange(i).pending.is_empty() {
+                    if self.is_open(i) && self.exchange(i).is_idle() {
                         self.send_batch(i, now);
                     }
                 }
@@ -415,9 +421,47 @@ pub(crate) trait Transport<'p> {
         }
         let ex = self.exchange(i);
         for _ in 0..n {
-            ex.pending.push(sent);
+            ex.push(sent);
         }
-        self.transmit(i, n, now);
+        if ex.is_h2() {
+            self.push_output(i, now);
+        } else {
+            self.transmit(i, n, now);
+        }
+    }
+
+    /// HTTP/2: puts what connection `i`'s exchange has queued on the wire
+    /// (https: sealed into its session).
+    fn push_output(&mut self, i: usize, now: u64) {
+        let c = self.conn(i);
+        let Some(h) = c.ex.h2() else {
+            return;
+        };
+        if h.out.is_empty() {
+            return;
+        }
+        if let Some(t) = c.tls.as_mut() {
+            t.seal(&h.out);
+            h.out.clear();
+            return self.send_records(i, now);
+        }
+        self.send_output(i, now);
+    }
+
+    /// The connection `i` is open (connected; https: handshaken): the
+    /// protocol starts (HTTP/2: the preface and SETTINGS leave).
+    fn begin_protocol(&mut self, i: usize, now: u64) {
+        let plan = self.ctx().plan;
+        let h2 = plan.h2.as_ref().filter(|p| {
+            !p.alpn_optional
+                || self.core().conns[i]
+                    .tls
+                    .as_ref()
+                    .is_some_and(|t| t.alpn_h2())
+        });
+        let (conns, rec) = self.conns_mut();
+        conns[i].ex.begin(h2, rec, now);
+        self.push_output(i, now);
     }
 
     /// Workload runs: the request connection `i` sends next, from its
@@ -497,7 +541,7 @@ pub(crate) trait Transport<'p> {
                 .exchange(i)
                 .mix_mut()
                 .is_some_and(|m| m.think_due_ns == due);
-            if current && self.is_open(i) && self.exchange(i).pending.is_empty() {
+            if current && self.is_open(i) && self.exchange(i).is_idle() {
                 if let Some(m) = self.exchange(i).mix_mut() {
                     m.think_due_ns = 0;
                 }
@@ -512,7 +556,11 @@ pub(crate) trait Transport<'p> {
         if self.stagger_first(i, now) {
             return;
         }
-        let want = self.core().pipeline;
+        let pipeline = self.core().pipeline;
+        let want = self.exchange(i).room(pipeline);
+        if want == 0 {
+            return;
+        }
         let n = self.ctx().allow(want);
         if n > 0 {
             self.send(
@@ -532,6 +580,13 @@ pub(crate) trait Transport<'p> {
     #[inline]
     fn ready(&mut self, i: usize, now: u64) {
         if self.ctx().open_loop {
+            if let Some(h) = self.exchange(i).h2() {
+                // Listed once, however many streams it may still open.
+                if h.room() == 0 || h.listed {
+                    return;
+                }
+                h.listed = true;
+            }
             self.ctx().connection_ready(now);
             self.core_mut().idle.push(i as u32);
         } else {
@@ -548,8 +603,12 @@ pub(crate) trait Transport<'p> {
                 break;
             };
             let i = i as usize;
-            if !self.is_open(i) || !self.exchange(i).pending.is_empty() {
+            let room = self.exchange(i).room(1);
+            if !self.is_open(i) || room == 0 {
                 self.core_mut().idle.pop();
+                if let Some(h) = self.exchange(i).h2_any() {
+                    h.listed = false;
+                }
                 continue;
             }
             let ctx = self.ctx();
@@ -571,7 +630,13 @@ pub(crate) trait Transport<'p> {
                 Some(Late::Own) => rec.record_late_send(),
                 None => {}
             }
-            self.core_mut().idle.pop();
+            if room == 1 {
+                // Its last free stream (HTTP/1.1: its one request): off the list.
+                self.core_mut().idle.pop();
+                if let Some(h) = self.exchange(i).h2_any() {
+                    h.listed = false;
+                }
+            }
             self.send(
                 i,
                 1,
@@ -588,13 +653,26 @@ pub(crate) trait Transport<'p> {
     /// What connection `i` does after the codec consumed received bytes.
     #[inline]
     fn after_feed(&mut self, i: usize, fed: Fed, now: u64) {
+        if let Some(h) = self.exchange(i).h2() {
+            // Streams the server never processed go back to the quota.
+            let retries = h.take_retries();
+            self.ctx().refund(retries);
+            if fed == Fed::More {
+                // New streams where there is room, sent with the ACKs and
+                // WINDOW_UPDATEs due (one send), or those alone.
+                self.ready(i, now);
+                self.push_output(i, now);
+                return;
+            }
+        }
         match fed {
             Fed::More => {
-                if self.exchange(i).pending.is_empty() {
+                if self.exchange(i).is_idle() {
                     self.after_response(i, now);
                 }
             }
             Fed::Close => self.replace(i, now, false),
+            Fed::Failed => self.replace(i, now, true),
             Fed::Invalid(_) | Fed::Unsolicited => {
                 record_fed_error(&mut self.ctx().rec, &fed);
                 self.replace(i, now, true);
@@ -659,7 +737,7 @@ pub(crate) trait Transport<'p> {
     /// flight go back to the quota to be sent again, except the one a counted
     /// failure (`failed`) stands for.
     fn replace(&mut self, i: usize, now: u64, failed: bool) {
-        let in_flight = self.exchange(i).pending.len();
+        let in_flight = self.exchange(i).in_flight();
         self.ctx()
             .refund(in_flight.saturating_sub(usize::from(failed)));
         self.close(i);
@@ -668,11 +746,22 @@ pub(crate) trait Transport<'p> {
 
     /// Replaces connection `i` if its oldest request is older than `timeout_ns`.
     fn expire(&mut self, i: usize, now: u64, timeout_ns: u64) {
-        if let Some(t) = self.exchange(i).pending.oldest_sent_ns() {
+        if let Some(t) = self.exchange(i).oldest_sent_ns() {
             if now.saturating_sub(t) >= timeout_ns {
                 self.ctx().rec.record_error(ErrorKind::RequestTimeout);
-                self.replace(i, now, true);
+                return self.replace(i, now, true);
             }
+        }
+        // HTTP/2: SETTINGS never acknowledged (RFC 9113 §6.5.3).
+        if self
+            .exchange(i)
+            .h2()
+            .is_some_and(|h| h.settings_overdue(now, timeout_ns))
+        {
+            self.ctx()
+                .rec
+                .record_h2_connection_error("settings_timeout");
+            self.replace(i, now, true);
         }
     }
 }

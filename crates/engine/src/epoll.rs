@@ -87,7 +87,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
     d.ctx.close(now_ns(), in_flight);
     d.drain();
     d.ctx
-        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.sent_iter()));
     for i in 0..d.core.conns.len() {
         d.close(i);
     }
@@ -136,6 +136,9 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
             self.flush(i, now);
         }
     }
+    fn send_output(&mut self, i: usize, now: u64) {
+        self.flush(i, now);
+    }
 
     fn sweep(&mut self, now: u64) {
         self.sweep_states(now, self.timeouts);
@@ -159,7 +162,7 @@ impl Driver<'_, '_> {
                 self.rtt.tick(
                     now,
                     self.ctx.rec.requests(),
-                    (open * self.core.pipeline) as u64,
+                    (open * self.core.depth) as u64,
                 );
                 let conns = &mut self.core.conns;
                 self.lowat
@@ -323,9 +326,10 @@ impl Driver<'_, '_> {
     /// Bytes queued for connection `i` that the socket has not taken yet.
     fn has_unsent(&self, i: usize) -> bool {
         let c = &self.core.conns[i];
-        match c.tls.as_deref() {
-            Some(t) => t.sent < t.out.len(),
-            None => c.sock.unsent_off < c.sock.unsent_end,
+        match (c.tls.as_deref(), c.ex.h2_ref()) {
+            (Some(t), _) => t.sent < t.out.len(),
+            (None, Some(h)) => !h.unwritten().is_empty(),
+            (None, None) => c.sock.unsent_off < c.sock.unsent_end,
         }
     }
 
@@ -353,9 +357,12 @@ impl Driver<'_, '_> {
     fn flush(&mut self, i: usize, now: u64) {
         loop {
             let c = &mut self.core.conns[i];
-            let chunk = match c.tls.as_deref() {
-                Some(t) => &t.out[t.sent..],
-                None => &c.ex.outgoing(&self.core.batch)[c.sock.unsent_off..c.sock.unsent_end],
+            let chunk = match (c.tls.as_deref(), c.ex.h2_ref()) {
+                (Some(t), _) => &t.out[t.sent..],
+                (None, Some(h)) => h.unwritten(),
+                (None, None) => {
+                    &c.ex.outgoing(&self.core.batch)[c.sock.unsent_off..c.sock.unsent_end]
+                }
             };
             if chunk.is_empty() {
                 return;
@@ -370,9 +377,10 @@ impl Driver<'_, '_> {
                 )
             };
             if n >= 0 {
-                match c.tls.as_deref_mut() {
-                    Some(t) => t.sent += n as usize,
-                    None => c.sock.unsent_off += n as usize,
+                match (c.tls.as_deref_mut(), c.ex.h2()) {
+                    (Some(t), _) => t.sent += n as usize,
+                    (None, Some(h)) => h.wrote(n as usize),
+                    (None, None) => c.sock.unsent_off += n as usize,
                 }
                 self.ctx.rec.add_bytes_sent(n as u64);
             } else {

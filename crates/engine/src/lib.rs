@@ -44,7 +44,7 @@ mod xdp;
 
 pub use ctx::Tick;
 pub use mix::Workload;
-pub use plan::{Arrival, EngineChoice, EngineKind, OpenLoop, Plan, TlsClient, XdpTarget};
+pub use plan::{Arrival, EngineChoice, EngineKind, H2Plan, OpenLoop, Plan, TlsClient, XdpTarget};
 pub use sock::{check_source, UNIX_PATH_MAX};
 pub use tls::ktls_unavailable;
 pub use worker::{probe_engine, run, run_observed, Outcome, WorkerInfo};

@@ -132,6 +132,22 @@ pub struct Plan {
     /// `--unix-socket`: connect to this Unix socket instead of `addr` (the
     /// request still names the URL's host and path).
     pub unix: Option<std::path::PathBuf>,
+    /// HTTP/2 (`--http2`, or `--alpn` when the server picks h2): each
+    /// connection speaks h2 and carries up to `streams` requests at once.
+    pub h2: Option<H2Plan>,
+}
+
+/// How connections speak HTTP/2.
+#[derive(Clone, Debug)]
+pub struct H2Plan {
+    /// Streams a connection may carry at once (`--streams`), further capped
+    /// by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    pub streams: u32,
+    /// The run's request, rendered once as an HPACK header block and body.
+    pub request: Arc<[xload_http::h2::H2Request]>,
+    /// https with `--alpn`: h2 only on connections where the server chose
+    /// it (the others speak HTTP/1.1); without, every connection speaks h2.
+    pub alpn_optional: bool,
 }
 
 impl Plan {
@@ -203,6 +219,7 @@ pub(crate) mod tests {
             tls: None,
             xdp: None,
             unix: None,
+            h2: None,
         }
     }
 

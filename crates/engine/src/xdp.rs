@@ -213,7 +213,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
     d.ctx.close(now_ns(), in_flight);
     d.receive(now_ns());
     d.ctx
-        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.sent_iter()));
     d.close_all();
     let detail = d.detail(&how);
     drop(link);
@@ -265,6 +265,8 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
     }
     // No TLS on this engine (refused by `check`).
     fn send_records(&mut self, _i: usize, _now: u64) {}
+    /// HTTP/2 is refused before an xdp run starts.
+    fn send_output(&mut self, _i: usize, _now: u64) {}
     fn sweep(&mut self, now: u64) {
         self.sweep_states(now, self.timeouts);
     }

@@ -43,13 +43,19 @@ pub enum ErrorKind {
     /// https: the server answered with something that is not TLS (a plain
     /// HTTP server on an https:// URL).
     NotTls,
+    /// HTTP/2: the server reset a stream (RST_STREAM with a code other than
+    /// REFUSED_STREAM, which is retried): counted per code in the report's `h2`.
+    H2StreamReset,
+    /// HTTP/2: the connection broke the protocol (a connection error, or
+    /// SETTINGS never acknowledged): counted per cause in the report's `h2`.
+    H2Connection,
     /// Anything else; counted per errno by [`crate::Recorder::record_errno`].
     Other,
 }
 
 impl ErrorKind {
     /// Number of kinds (the size of a per-kind counter array).
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 18;
 
     /// Every kind, in the order reports print them.
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
@@ -68,6 +74,8 @@ impl ErrorKind {
         ErrorKind::TlsClosedInHandshake,
         ErrorKind::TlsHandshakeTimeout,
         ErrorKind::NotTls,
+        ErrorKind::H2StreamReset,
+        ErrorKind::H2Connection,
         ErrorKind::Other,
     ];
 
@@ -89,6 +97,8 @@ impl ErrorKind {
             ErrorKind::TlsClosedInHandshake => "tls_closed_in_handshake",
             ErrorKind::TlsHandshakeTimeout => "tls_handshake_timeout",
             ErrorKind::NotTls => "not_tls",
+            ErrorKind::H2StreamReset => "h2_stream_reset",
+            ErrorKind::H2Connection => "h2_connection_error",
             ErrorKind::Other => "other",
         }
     }

@@ -43,6 +43,7 @@ mod classes;
 mod error;
 mod error_kind;
 pub mod gate;
+mod h2;
 mod hist;
 pub mod hlog;
 pub mod knee;
@@ -57,6 +58,7 @@ pub use check::{MergeCheck, Note, Refusal, Windows};
 pub use classes::{classes_csv, ClassLimit, ClassReport, ClassStats, Offender, MAX_OFFENDERS};
 pub use error::ReportError;
 pub use error_kind::{errno_key, errno_symbol, ErrorKind};
+pub use h2::{H2Report, H2Settings};
 pub use hdrhistogram::Histogram;
 pub use hist::{
     decode_histogram, encode_histogram, new_latency_histogram, LatencySummary, LATENCY_HIGHEST_US,

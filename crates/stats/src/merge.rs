@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 
 use crate::error::{add_to, ReportError};
+use crate::h2::H2Report;
 use crate::hist::{add_into, decode_histogram, new_latency_histogram, LatencySummary};
 use crate::report::{
     histogram_string, per_second, Batching, IntervalRow, OpenLoop, Report, RunInfo, SecondHistogram,
@@ -126,6 +127,7 @@ impl<'a> Sum<'a> {
                 engine: first.engine.clone(),
                 engine_reason: first.engine_reason.clone(),
                 pipeline: first.pipeline,
+                protocol: first.protocol.clone(),
                 ..Report::default()
             },
             latency: None,
@@ -184,6 +186,10 @@ impl<'a> Sum<'a> {
             (a, b) => a.or(b),
         };
         out.tls = TlsReport::merge(out.tls.take(), r.tls.as_ref(), 0.0)?;
+        out.h2 = H2Report::merge(out.h2.take(), r.h2.as_ref())?;
+        if out.protocol != r.protocol {
+            out.protocol = "mixed".to_string();
+        }
         out.interrupted |= r.interrupted;
         for (k, v) in &r.extra {
             out.extra.entry(k.clone()).or_insert_with(|| v.clone());

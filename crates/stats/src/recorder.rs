@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use crate::classes::{merge_stats, ClassStats};
 use crate::error::{add_to, ReportError};
 use crate::error_kind::ErrorKind;
+use crate::h2::{H2Settings, H2State};
 use crate::hist::{add_into, new_latency_histogram};
 use crate::tls::TlsState;
 
@@ -38,6 +39,8 @@ pub struct Recorder {
     open_loop: Option<Box<OpenLoopState>>,
     /// https: handshakes (created by the first one).
     tls: Option<Box<TlsState>>,
+    /// HTTP/2: protocol events (created by the first h2 connection).
+    h2: Option<Box<H2State>>,
     unanswered: Unanswered,
     mark: IntervalMark,
     /// Workload runs: per-class figures, indexed by class (empty otherwise).
@@ -214,6 +217,7 @@ impl Recorder {
             parse_causes: Vec::new(),
             open_loop: None,
             tls: None,
+            h2: None,
             unanswered: Unanswered::default(),
             mark: IntervalMark::default(),
             classes: Vec::new(),
@@ -306,6 +310,11 @@ impl Recorder {
 
     /// Request bytes written to the wire.
     #[inline]
+    /// Bytes received that no response counted (HTTP/2 frames, counted as read).
+    pub fn add_bytes_received(&mut self, n: u64) {
+        self.bytes_received += n;
+    }
+
     pub fn add_bytes_sent(&mut self, n: u64) {
         self.bytes_sent += n;
     }
@@ -496,6 +505,56 @@ impl Recorder {
         self.tls.as_ref().map_or((0, 0), |t| (t.full, t.resumed))
     }
 
+    fn h2_mut(&mut self) -> &mut H2State {
+        self.h2.get_or_insert_with(Box::default)
+    }
+
+    /// HTTP/2: a connection speaks h2 (once per connection; the first
+    /// allocates the h2 state). `limit`: the streams it may carry at once.
+    pub fn record_h2_connection(&mut self, limit: u32) {
+        let h = self.h2_mut();
+        h.streams_limit = h.streams_limit.max(limit);
+    }
+
+    /// HTTP/2: the server's SETTINGS (kept from the first).
+    pub fn record_h2_settings(&mut self, s: H2Settings) {
+        let h = self.h2_mut();
+        if h.settings.is_none() {
+            h.settings = Some(s);
+        }
+    }
+
+    /// HTTP/2: a GOAWAY arrived.
+    pub fn record_h2_goaway(&mut self) {
+        self.h2_mut().goaways += 1;
+    }
+
+    /// HTTP/2: a stream the server never processed is sent again.
+    pub fn record_h2_retry(&mut self) {
+        self.h2_mut().retried += 1;
+    }
+
+    /// HTTP/2: the server reset a stream with `code` (the RFC's name).
+    pub fn record_h2_reset(&mut self, code: &'static str) {
+        self.h2_mut().reset_by(code);
+    }
+
+    /// HTTP/2: the connection failed with `cause`; counted as
+    /// [`ErrorKind::H2Connection`] too.
+    pub fn record_h2_connection_error(&mut self, cause: &'static str) {
+        self.record_error(ErrorKind::H2Connection);
+        self.h2_mut().conn_error(cause);
+    }
+
+    /// HTTP/2: streams waited `ns` for the server's flow-control window.
+    pub fn add_h2_stall_ns(&mut self, ns: u64) {
+        self.h2_mut().stall_ns += ns;
+    }
+
+    pub(crate) fn h2(&self) -> Option<&H2State> {
+        self.h2.as_deref()
+    }
+
     pub(crate) fn tls(&self) -> Option<&TlsState> {
         self.tls.as_deref()
     }
@@ -622,6 +681,9 @@ impl Recorder {
         if let Some(t) = self.tls.as_mut() {
             t.reset();
         }
+        if let Some(h) = self.h2.as_mut() {
+            h.reset();
+        }
         if let Some(ol) = self.open_loop.as_mut() {
             ol.latency_uncorrected_us.reset();
             ol.schedule_lag_us.reset();
@@ -669,6 +731,9 @@ impl Recorder {
             self.tls
                 .get_or_insert_with(|| Box::new(TlsState::new()))
                 .merge(theirs);
+        }
+        if let Some(theirs) = other.h2.as_ref() {
+            self.h2.get_or_insert_with(Box::default).merge(theirs);
         }
         if let Some(theirs) = other.open_loop.as_ref() {
             let mine = self.open_loop_mut();

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::classes::ClassReport;
 use crate::error::{add_to, ReportError};
 use crate::error_kind::{errno_key, ErrorKind};
+use crate::h2::H2Report;
 use crate::hist::{decode_histogram, encode_histogram, new_latency_histogram, LatencySummary};
 use crate::recorder::{Interval, Recorder, Unanswered};
 use crate::tls::TlsReport;
@@ -286,6 +287,9 @@ pub struct Report {
     pub connections: usize,
     #[serde(default = "default_pipeline")]
     pub pipeline: usize,
+    /// The HTTP version spoken: `http/1.1` or `h2`.
+    #[serde(default = "default_protocol")]
+    pub protocol: String,
     /// Measured window, seconds.
     pub duration_s: f64,
     /// Completed responses in the measured window.
@@ -332,6 +336,10 @@ pub struct Report {
     /// kTLS reason filled by the caller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsReport>,
+    /// HTTP/2: streams, GOAWAYs, resets, stalls and the server's SETTINGS
+    /// (`streams_asked` filled by the caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2: Option<H2Report>,
     /// The run was stopped early (Ctrl-C, SIGTERM): the measured window is
     /// shorter than the one asked for. Filled by the caller.
     #[serde(default)]
@@ -358,6 +366,10 @@ pub struct Report {
 
 fn default_pipeline() -> usize {
     1
+}
+
+fn default_protocol() -> String {
+    "http/1.1".to_string()
 }
 
 pub(crate) fn per_second(count: u64, seconds: f64) -> f64 {
@@ -415,6 +427,7 @@ impl Report {
             threads: meta.threads,
             connections: meta.connections,
             pipeline: meta.pipeline,
+            protocol: if rec.h2().is_some() { "h2" } else { "http/1.1" }.to_string(),
             duration_s: meta.duration_s,
             requests: rec.requests(),
             bytes: rec.bytes_received(),
@@ -432,6 +445,7 @@ impl Report {
             unanswered_at_end: rec.unanswered(),
             batching: None,
             tls: rec.tls().map(|t| TlsReport::build(t, meta.duration_s)),
+            h2: rec.h2().map(H2Report::build),
             interrupted: false,
             client: None,
             timeseries: Vec::new(),

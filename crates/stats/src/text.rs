@@ -35,6 +35,7 @@ impl Report {
         let mut out = String::new();
         self.render_setup(&mut out);
         self.render_tls(&mut out);
+        self.render_h2(&mut out);
         self.render_latency(&mut out);
         self.render_throughput(&mut out);
         if let Some(o) = &self.open_loop {
@@ -129,6 +130,59 @@ impl Report {
                     "{:.1} completions per wait ({} waits, warm-up included), cap {cap}",
                     b.completions_per_wait, b.waits
                 ),
+            );
+        }
+    }
+
+    /// HTTP/2: streams in use, and the protocol events when there were any.
+    fn render_h2(&self, out: &mut String) {
+        let Some(h) = &self.h2 else {
+            return;
+        };
+        let mut body = format!(
+            "h2, {} stream{} per connection",
+            h.streams_per_connection,
+            if h.streams_per_connection == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+        if h.streams_asked > h.streams_per_connection && h.streams_per_connection > 0 {
+            body.push_str(&format!(
+                " ({} asked, capped by the server's SETTINGS_MAX_CONCURRENT_STREAMS)",
+                h.streams_asked
+            ));
+        }
+        if h.goaways > 0 {
+            body.push_str(&format!(", GOAWAY {}", fmt_count(h.goaways)));
+        }
+        if h.retried_streams > 0 {
+            body.push_str(&format!(
+                ", {} streams refused and sent again",
+                fmt_count(h.retried_streams)
+            ));
+        }
+        for (code, n) in &h.rst_stream {
+            body.push_str(&format!(", RST_STREAM {code} {}", fmt_count(*n)));
+        }
+        if h.flow_control_stall_ms > 0.0 {
+            body.push_str(&format!(
+                ", streams waited {} for flow-control window",
+                fmt_duration_us(h.flow_control_stall_ms * 1000.0)
+            ));
+        }
+        line(out, "HTTP/2", &body);
+        if !h.connection_errors.is_empty() {
+            let causes: Vec<String> = h
+                .connection_errors
+                .iter()
+                .map(|(c, n)| format!("{c} {}", fmt_count(*n)))
+                .collect();
+            line(
+                out,
+                "",
+                &format!("connection errors: {}", causes.join(", ")),
             );
         }
     }

@@ -180,6 +180,8 @@ fn error_kind_names_are_the_json_keys_and_unique() {
             "tls_closed_in_handshake",
             "tls_handshake_timeout",
             "not_tls",
+            "h2_stream_reset",
+            "h2_connection_error",
             "other"
         ]
     );

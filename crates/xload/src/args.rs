@@ -85,6 +85,21 @@ pub(crate) struct CommonArgs {
     #[arg(long = "pipeline", default_value_t = 1)]
     pub pipeline: usize,
 
+    /// Speak HTTP/2: h2c with prior knowledge on http://, ALPN h2 on https://
+    /// (the run fails if the server does not choose it).
+    #[arg(long = "http2", conflicts_with = "alpn")]
+    pub http2: bool,
+
+    /// HTTP/2: requests in flight per connection, as streams (h2load's -m; default 1), capped
+    /// by the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    #[arg(long = "streams", value_parser = parse_count_usize)]
+    pub streams: Option<usize>,
+
+    /// https: the protocols offered in ALPN, the server chooses: h2,http/1.1 (the report says
+    /// which it chose; h2 connections carry --streams).
+    #[arg(long = "alpn", value_delimiter = ',')]
+    pub alpn: Option<Vec<String>>,
+
     /// A new connection per request (sends Connection: close).
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,

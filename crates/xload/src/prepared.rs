@@ -73,8 +73,9 @@ pub(crate) fn prepare_with(
         Some(path) => unix_target(a, &url, path)?,
         None => resolve(&url, &a.tls.resolve)?,
     };
+    let alpn = alpn_of(a, url.tls)?;
     let tls = (url.tls)
-        .then(|| crate::tls::client(&a.tls, &url.host, connections))
+        .then(|| crate::tls::client(&a.tls, &url.host, connections, &alpn))
         .transpose()?;
     let sources = a.source.as_ref().map_or_else(Vec::new, |s| s.0.clone());
     check_sources(&sources, &mut addrs, &url.host)?;
@@ -101,6 +102,7 @@ pub(crate) fn prepare_with(
             .map_err(|e| Failure::Usage(format!("request: {e}")))?;
     }
     check_pipeline(a.pipeline, rate, tpl.closes())?;
+    let h2 = h2_plan(a, &alpn, &spec, tpl.closes())?;
     if connections == 0 {
         return Err(Failure::Usage("-c must be at least 1".into()));
     }
@@ -148,6 +150,7 @@ pub(crate) fn prepare_with(
         tls,
         xdp,
         unix: a.unix_socket.clone(),
+        h2,
     };
     let scheme = if url.tls { "https" } else { "http" };
     let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
@@ -170,6 +173,74 @@ pub(crate) fn prepare_with(
         start_at: None,
         class_limits,
     })
+}
+
+/// The ALPN protocols offered on https:// (`--http2`: h2 alone; `--alpn`:
+/// those given, in order; else http/1.1).
+fn alpn_of(a: &CommonArgs, tls: bool) -> Result<Vec<Vec<u8>>, Failure> {
+    let usage = |m: String| Err(Failure::Usage(m));
+    let Some(list) = &a.alpn else {
+        return Ok(vec![if a.http2 {
+            b"h2".to_vec()
+        } else {
+            b"http/1.1".to_vec()
+        }]);
+    };
+    if !tls {
+        return usage("--alpn is negotiated in the TLS handshake: it needs an https:// URL (use --http2 for h2c on http://)".into());
+    }
+    if list.is_empty() {
+        return usage("--alpn needs at least one protocol: h2, http/1.1".into());
+    }
+    for p in list {
+        if p != "h2" && p != "http/1.1" {
+            return usage(format!("--alpn {p:?}: xload speaks h2 and http/1.1"));
+        }
+    }
+    Ok(list.iter().map(|p| p.as_bytes().to_vec()).collect())
+}
+
+/// `--http2` / `--alpn` with h2 and `--streams`, checked: the HTTP/2 part
+/// of the plan (None: HTTP/1.1 only).
+fn h2_plan(
+    a: &CommonArgs,
+    alpn: &[Vec<u8>],
+    spec: &RequestSpec,
+    closes: bool,
+) -> Result<Option<xload_engine::H2Plan>, Failure> {
+    let usage = |m: &str| Err(Failure::Usage(m.into()));
+    let h2 = a.http2 || (a.alpn.is_some() && alpn.iter().any(|p| p == b"h2"));
+    if !h2 {
+        if a.streams.is_some() {
+            return usage("--streams sets HTTP/2 streams per connection: it needs --http2 (or --alpn with h2)");
+        }
+        return Ok(None);
+    }
+    let streams = a.streams.unwrap_or(1);
+    if streams == 0 || streams > 4096 {
+        return usage("--streams must be between 1 and 4096");
+    }
+    if a.engine == EngineArg::Xdp {
+        return usage(
+            "--engine xdp speaks HTTP/1.1 only: drop --http2 (or use --engine uring or epoll)",
+        );
+    }
+    if a.pipeline > 1 {
+        return usage("--pipeline is HTTP/1.1 pipelining: with HTTP/2, --streams sets the requests in flight per connection");
+    }
+    if closes {
+        return usage("HTTP/2 keeps connections open: drop --no-keepalive / Connection: close");
+    }
+    if a.workload.is_some() {
+        return usage("workloads (-w) speak HTTP/1.1 only for now: drop --http2");
+    }
+    let request = xload_http::h2::H2Request::new(spec)
+        .map_err(|e| Failure::Usage(format!("request: {e}")))?;
+    Ok(Some(xload_engine::H2Plan {
+        streams: streams as u32,
+        request: vec![request].into(),
+        alpn_optional: a.alpn.is_some(),
+    }))
 }
 
 fn engine_choice(e: EngineArg) -> EngineChoice {
@@ -382,9 +453,13 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
         let (tx, rx) = mpsc::channel();
         let tls = p.plan.tls.clone();
         let target = p.target.clone();
+        let h2_only = p.plan.h2.as_ref().is_some_and(|h| !h.alpn_optional);
         std::thread::spawn(move || {
             let r = TcpStream::connect_timeout(&addr, timeout).map(|stream| match &tls {
-                Some(t) => crate::tls::check_trusted(t, stream, handshake_timeout, &target),
+                Some(t) => {
+                    crate::tls::check_trusted(t, stream, handshake_timeout, &target, h2_only)
+                }
+                None if h2_only => check_h2c(stream, handshake_timeout, &target),
                 None => Ok(()),
             });
             let _ = tx.send(r);
@@ -417,6 +492,40 @@ pub(crate) fn check_reachable(p: &mut Prepared, stop: &AtomicBool) -> Result<(),
     Err(Failure::Run(format!(
         "cannot connect to {} ({addr}): {e}",
         p.target
+    )))
+}
+
+/// Before an h2c run: the server answers the connection preface with
+/// SETTINGS (an HTTP/1.1-only server answers 400 or nothing), else the run
+/// ends here, saying so.
+fn check_h2c(mut stream: TcpStream, timeout: Duration, target: &str) -> Result<(), Failure> {
+    use std::io::{Read, Write};
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // empty SETTINGS
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    if stream.write_all(&hello).is_ok() {
+        while got < head.len() {
+            match stream.read(&mut head[got..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+    }
+    if got == head.len() && head[3] == 4 {
+        return Ok(());
+    }
+    let answer = if got == 0 {
+        "nothing".to_string()
+    } else {
+        format!("{:?}", String::from_utf8_lossy(&head[..got]))
+    };
+    Err(Failure::Run(format!(
+        "{target}: --http2 on http:// speaks HTTP/2 with prior knowledge (h2c), and the server \
+         answered the connection preface with {answer}, not SETTINGS: it does not speak h2c \
+         on this port (drop --http2, or enable h2c on the server)"
     )))
 }
 

@@ -229,6 +229,9 @@ fn build_report(
         t.ktls_unavailable = Some(xload_engine::ktls_unavailable());
         report.tls = Some(t);
     }
+    if let (Some(h), Some(plan)) = (report.h2.as_mut(), p.plan.h2.as_ref()) {
+        h.streams_asked = plan.streams;
+    }
     report.timeseries = rows;
     report.batching = outcome
         .workers

@@ -220,7 +220,12 @@ impl ClientSessionStore for TicketStore {
 /// `--tls-version` names), ALPN http/1.1, SNI `host`, resumption only with
 /// `--tls-resume` (so that every new connection costs a full handshake),
 /// then with room for two tickets per connection.
-pub(crate) fn client(a: &TlsArgs, host: &str, connections: usize) -> Result<TlsClient, Failure> {
+pub(crate) fn client(
+    a: &TlsArgs,
+    host: &str,
+    connections: usize,
+    alpn: &[Vec<u8>],
+) -> Result<TlsClient, Failure> {
     let provider = Arc::new(provider::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = match a.tls_version {
         None => rustls::DEFAULT_VERSIONS,
@@ -247,7 +252,7 @@ pub(crate) fn client(a: &TlsArgs, host: &str, connections: usize) -> Result<TlsC
         }
         _ => builder.with_no_client_auth(),
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.to_vec();
     // The engine seals and opens records itself once the handshake is done.
     config.enable_secret_extraction = true;
     config.resumption = if a.tls_resume {
@@ -274,6 +279,7 @@ pub(crate) fn check_trusted(
     mut stream: std::net::TcpStream,
     timeout: std::time::Duration,
     target: &str,
+    h2_only: bool,
 ) -> Result<(), Failure> {
     let Ok(mut conn) = rustls::ClientConnection::new(Arc::clone(&t.config), t.server_name.clone())
     else {
@@ -302,6 +308,14 @@ pub(crate) fn check_trusted(
             }
             return Ok(());
         }
+    }
+    if h2_only && conn.alpn_protocol() != Some(b"h2") {
+        let chose = conn.alpn_protocol().map_or("no protocol".to_string(), |p| {
+            format!("{:?}", String::from_utf8_lossy(p))
+        });
+        return Err(Failure::Run(format!(
+            "{target}: --http2 offered only h2 in ALPN and the server chose {chose}: enable              HTTP/2 on the server, or let it choose with --alpn h2,http/1.1"
+        )));
     }
     Ok(())
 }
@@ -334,6 +348,10 @@ fn handshake_refusal(e: &rustls::Error, name: &ServerName<'_>) -> Option<String>
             ),
             _ => format!("the server's certificate is not trusted ({e}): {insecure}"),
         },
+        rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol) => format!(
+            "the server speaks none of the protocols offered in ALPN ({e}): --http2 offers h2 \
+             only; enable HTTP/2 on the server, or let it choose with --alpn h2,http/1.1"
+        ),
         rustls::Error::PeerIncompatible(P::ServerDoesNotSupportTls12Or13) => format!(
             "the server chose TLS 1.1 or older, and xload speaks only TLS 1.2 and 1.3 ({e}): \
              enable TLS 1.2 or 1.3 on the server"

@@ -73,6 +73,8 @@ pub(crate) struct Session {
     version: &'static str,
     cipher: &'static str,
     resumed: bool,
+    /// ALPN: the server chose `h2`.
+    alpn_h2: bool,
 }
 
 /// What opening received records led to (their plaintext is in `plain`).
@@ -85,6 +87,11 @@ pub(crate) struct Opened {
 }
 
 impl Session {
+    /// ALPN: the server chose `h2` in the handshake that completed.
+    pub(crate) fn alpn_h2(&self) -> bool {
+        self.alpn_h2
+    }
+
     /// A session that starts its handshake on a connection that began
     /// connecting at `connect_ns` and connected at `connected_ns`; the
     /// ClientHello is in `out`.
@@ -113,6 +120,7 @@ impl Session {
             version: "TLS",
             cipher: "unknown cipher",
             resumed: false,
+            alpn_h2: false,
         });
         s.restart(t, connect_ns, connected_ns)?;
         Ok(s)
@@ -310,6 +318,7 @@ impl Session {
             _ => u64::MAX,
         };
         self.resumed = conn.handshake_kind() == Some(HandshakeKind::Resumed);
+        self.alpn_h2 = conn.alpn_protocol() == Some(b"h2");
         let (secrets, kernel) = conn
             .dangerous_into_kernel_connection()
             .map_err(|_| ErrorKind::TlsHandshake)?;

@@ -49,6 +49,9 @@ const OP_TICK_REMOVE: u8 = 7;
 /// https: a send of sealed records (posts its completion: the records'
 /// buffer is reused only after it).
 const OP_TLS_SEND: u8 = 8;
+/// HTTP/2 over plain TCP: a send of a connection's output buffer (posts
+/// its completion: the buffer is reused only after it).
+const OP_H2_SEND: u8 = 9;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -84,6 +87,8 @@ struct Driver<'c, 'p> {
     connects_live: usize,
     /// https: sends of sealed records not completed yet.
     tls_sends_live: usize,
+    /// HTTP/2: sends of output buffers not completed yet.
+    h2_sends_live: usize,
     /// The most completions one wait can ask for.
     cq_entries: usize,
     /// Pipelined closed loop: receive low-water marks (see `lowat`).
@@ -189,6 +194,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         recvs_live: 0,
         connects_live: 0,
         tls_sends_live: 0,
+        h2_sends_live: 0,
         cq_entries,
         lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
         rtt: RoundTrip::new(now_ns()),
@@ -210,7 +216,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     d.wait(0);
     d.reap(now_ns());
     d.ctx
-        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.pending.iter()));
+        .left_unanswered(d.core.conns.iter().flat_map(|c| c.ex.sent_iter()));
     let cq_overflow = d.ring.completion().overflow() as u64;
     // Before the shutdown, which turns the tick off.
     let batching = d.tick.on.then(|| d.waits.report());
@@ -301,6 +307,32 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
         unsafe { self.push(&e) };
     }
 
+    /// One Send SQE for the connection's HTTP/2 output, unless one is in
+    /// flight (its completion sends the rest).
+    fn send_output(&mut self, i: usize, _now: u64) {
+        let Some((buf, len)) = self.core.conns[i].ex.h2_any().and_then(|h| h.take_flight()) else {
+            return;
+        };
+        self.ctx.rec.add_bytes_sent(len as u64);
+        let tok = Token {
+            kind: OP_H2_SEND,
+            gen: self.core.conns[i].gen,
+            index: i as u32,
+        }
+        .encode();
+        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+            opcode::Send::new(s, buf, len as u32)
+                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+                .build()
+        })
+        .user_data(tok);
+        self.h2_sends_live += 1;
+        // SAFETY: the in-flight buffer is boxed in the exchange's HTTP/2
+        // state and left untouched until this send's completion
+        // (`H2Conn::send_done`); leaked at teardown if it never comes.
+        unsafe { self.push(&e) };
+    }
+
     /// Request timeouts and reconnects after backoff.
     fn sweep(&mut self, now: u64) {
         for i in 0..self.core.conns.len() {
@@ -335,7 +367,7 @@ impl Driver<'_, '_> {
             }
             if self.rtt.due(now) {
                 let open = self.core.open_count();
-                let in_flight = (open * self.core.pipeline) as u64;
+                let in_flight = (open * self.core.depth) as u64;
                 self.rtt.tick(now, self.ctx.rec.requests(), in_flight);
                 self.retune_tick();
                 if self.tick.on {
@@ -398,7 +430,7 @@ impl Driver<'_, '_> {
             // first completion: a send held by a server that answered early must
             // not hold its answer until the wait's timeout.
             let want = if batched {
-                (self.waits.want + self.tls_sends_live).min(self.cq_entries)
+                (self.waits.want + self.tls_sends_live + self.h2_sends_live).min(self.cq_entries)
             } else {
                 1
             };
@@ -482,6 +514,7 @@ impl Driver<'_, '_> {
             // fail and their connections are replaced.
             OP_FILES => self.fixed = false,
             OP_TLS_SEND => self.on_tls_send(tok, res, now),
+            OP_H2_SEND => self.on_h2_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
@@ -619,6 +652,30 @@ impl Driver<'_, '_> {
             return self.socket_failed(i, libc::ECONNRESET, now);
         }
         self.send_records(i, now);
+    }
+
+    /// HTTP/2: a send of a connection's output completed. Its buffer is
+    /// free again (whatever connection it was for); what was queued
+    /// meanwhile goes.
+    fn on_h2_send(&mut self, tok: Token, res: i32, now: u64) {
+        self.h2_sends_live -= 1;
+        self.waits.aside_cqes += 1;
+        let i = tok.index as usize;
+        let len = self.core.conns[i].ex.h2_any().map_or(0, |h| h.send_done());
+        if self.core.conns[i].gen != tok.gen {
+            if self.receiving(i) {
+                self.send_output(i, now);
+            }
+            return;
+        }
+        if res < 0 {
+            return self.socket_failed(i, -res, now);
+        }
+        if (res as usize) < len {
+            // MSG_WAITALL: short only when the connection broke.
+            return self.socket_failed(i, libc::ECONNRESET, now);
+        }
+        self.send_output(i, now);
     }
 
     #[inline]
@@ -834,7 +891,10 @@ impl Driver<'_, '_> {
             }
         }
         let deadline = now_ns() + 200_000_000;
-        while (self.recvs_live > 0 || self.connects_live > 0 || self.tls_sends_live > 0)
+        while (self.recvs_live > 0
+            || self.connects_live > 0
+            || self.tls_sends_live > 0
+            || self.h2_sends_live > 0)
             && now_ns() < deadline
         {
             self.wait(10_000_000);
@@ -852,6 +912,7 @@ impl Driver<'_, '_> {
                     }
                     OP_CONNECT => self.connects_live -= 1,
                     OP_TLS_SEND => self.tls_sends_live -= 1,
+                    OP_H2_SEND => self.h2_sends_live -= 1,
                     _ => {}
                 }
             }
@@ -871,6 +932,12 @@ impl Driver<'_, '_> {
                 if let Some(t) = c.tls.take() {
                     std::mem::forget(t);
                 }
+            }
+        }
+        if self.h2_sends_live > 0 || cancelled.is_err() {
+            // ... or read an HTTP/2 output buffer.
+            for c in &mut self.core.conns {
+                c.ex.leak_h2();
             }
         }
         for c in &mut self.core.conns {

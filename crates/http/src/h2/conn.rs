@@ -77,6 +77,30 @@ pub enum H2Error {
 }
 
 impl H2Error {
+    /// A short snake_case cause, for reports and error counters.
+    pub fn name(self) -> &'static str {
+        use H2Error::*;
+        match self {
+            FrameTooLarge(_) => "frame_too_large",
+            BadFrameSize(_) => "bad_frame_size",
+            StreamZero(_) => "frame_on_stream_zero",
+            NotStreamZero(_) => "frame_not_on_stream_zero",
+            IdleStream(_) => "frame_on_idle_stream",
+            ExpectedContinuation(_) => "expected_continuation",
+            UnexpectedContinuation => "unexpected_continuation",
+            BadPadding(_) => "bad_padding",
+            PushPromise => "push_promise",
+            BadEnablePush => "bad_enable_push",
+            BadInitialWindowSize => "bad_initial_window_size",
+            BadMaxFrameSize => "bad_max_frame_size",
+            ZeroWindowIncrement => "zero_window_increment",
+            WindowOverflow => "window_overflow",
+            FlowControlViolation => "flow_control_violation",
+            HeaderBlockTooLarge => "header_block_too_large",
+            Compression(_) => "compression",
+        }
+    }
+
     /// The error code the GOAWAY carries.
     pub fn code(self) -> ErrorCode {
         use H2Error::*;
@@ -118,6 +142,21 @@ pub enum Malformed {
     /// A content-length that is not a number, or disagrees with the DATA received.
     #[error("content-length does not match the DATA received")]
     ContentLength,
+}
+
+impl Malformed {
+    /// A short snake_case cause, for reports and error counters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Malformed::BadStatus => "h2_bad_status",
+            Malformed::BadPseudo => "h2_bad_pseudo_header",
+            Malformed::BadFieldName => "h2_bad_field_name",
+            Malformed::DataBeforeHeaders => "h2_data_before_headers",
+            Malformed::TrailersWithoutEnd => "h2_trailers_without_end",
+            Malformed::InformationalEnd => "h2_informational_end",
+            Malformed::ContentLength => "h2_content_length",
+        }
+    }
 }
 
 /// The server's SETTINGS as they stand.
@@ -448,6 +487,14 @@ impl<T: Copy> Connection<T> {
         self.config
             .max_streams
             .min(self.peer.max_concurrent_streams)
+    }
+
+    /// Whether a stream's request body waits for the server's
+    /// flow-control window (O(streams): call only when requests have bodies).
+    pub fn send_blocked(&self, reqs: &[H2Request]) -> bool {
+        self.streams
+            .iter()
+            .any(|s| s.body_sent < reqs[s.request as usize].body.len())
     }
 
     /// The GOAWAY received, if any.

@@ -14,10 +14,13 @@ Modes (each answers GET with 200 and "ok", POST with its body's length):
   continuation a 40 kB response field: the header block spans CONTINUATION frames
   pingflood    100 PINGs before every response
   garbage      a PING frame of 7 bytes on the first request (a FRAME_SIZE_ERROR)
+  noack        never acknowledges the client's SETTINGS (answers requests all the same)
 """
 
 import socket
 import sys
+
+SETTINGS_ACK = b"\x00\x00\x00\x04\x01\x00\x00\x00\x00"
 
 import h2.config
 import h2.connection
@@ -45,6 +48,14 @@ def respond(conn, sid, body_len, post):
     conn.send_headers(sid, headers)
     conn.send_data(sid, body, end_stream=True)
     answered += 1
+
+
+def send(sock, conn):
+    out = conn.data_to_send()
+    if MODE == "noack":
+        # python-h2 acknowledges SETTINGS by itself: take the ACK out.
+        out = out.replace(SETTINGS_ACK, b"")
+    sock.sendall(out)
 
 
 def serve(sock):
@@ -101,7 +112,7 @@ def serve(sock):
                 if MODE == "tableupdate" and answered == 20:
                     conn.encoder.header_table_size = 4096
                 respond(conn, sid, body_len, post)
-        sock.sendall(conn.data_to_send())
+        send(sock, conn)
         if closing is not None and not any(s <= closing for s in streams):
             # Every stream at or below last-stream-id is answered.
             break

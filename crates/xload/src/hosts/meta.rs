@@ -61,6 +61,12 @@ fn settings(a: &CommonArgs, p: &Prepared) -> BTreeMap<String, Value> {
         json!(format!("{:016x}", fnv1a(&p.plan.request))),
     );
     s.insert("pipeline".into(), json!(p.plan.pipeline));
+    if let Some(h) = &p.plan.h2 {
+        // HTTP/2: the streams each connection carries, and whether the
+        // server chooses the protocol (--alpn).
+        s.insert("h2_streams".into(), json!(h.streams));
+        s.insert("h2_alpn".into(), json!(h.alpn_optional));
+    }
     s.insert("keepalive".into(), json!(!p.closes));
     s.insert("duration_s".into(), secs(a.duration));
     s.insert("warmup_s".into(), secs(Some(a.warmup.unwrap_or_default())));

@@ -42,6 +42,10 @@ pub(crate) struct NginxOptions {
     pub tls: Option<NginxTls>,
     /// Listen on this Unix socket too (`listen unix:PATH`), beside the port.
     pub unix: Option<PathBuf>,
+    /// Speak HTTP/2 on the port (`listen ... http2`: h2c with prior
+    /// knowledge, or ALPN h2 with `tls`; stub_status then moves to a plain
+    /// HTTP/1.1 port of its own).
+    pub http2: bool,
 }
 
 /// `ssl_certificate`, `ssl_certificate_key` (PEM text) and `ssl_protocols`.
@@ -62,6 +66,7 @@ impl Default for NginxOptions {
             root: None,
             tls: None,
             unix: None,
+            http2: false,
         }
     }
 }
@@ -127,19 +132,23 @@ pub(crate) fn render_config(
     stub_port: u16,
     options: &NginxOptions,
 ) -> String {
+    // nginx 1.22 (Debian 12) has `listen ... http2`; `http2 on;` came in 1.25.
+    let h2 = if options.http2 { " http2" } else { "" };
+    let stub_server = format!(
+        "    server {{\n        listen 127.0.0.1:{stub_port};\n        \
+         location /stub {{ stub_status; }}\n    }}\n"
+    );
     let (listen, stub_server) = match &options.tls {
+        None if options.http2 => (format!("listen 127.0.0.1:{port}{h2};"), stub_server),
         None => (format!("listen 127.0.0.1:{port};"), String::new()),
         Some(t) => (
             format!(
-                "listen 127.0.0.1:{port} ssl;\n        ssl_certificate {d}/cert.pem;\n        \
+                "listen 127.0.0.1:{port} ssl{h2};\n        ssl_certificate {d}/cert.pem;\n        \
                  ssl_certificate_key {d}/key.pem;\n        ssl_protocols {p};",
                 d = dir.display(),
                 p = t.protocols
             ),
-            format!(
-                "    server {{\n        listen 127.0.0.1:{stub_port};\n        \
-                 location /stub {{ stub_status; }}\n    }}\n"
-            ),
+            stub_server,
         ),
     };
     let listen = match &options.unix {
@@ -225,6 +234,7 @@ impl Nginx {
         let dir = TempDir::new("nginx");
         let port = free_port();
         let stub_port = match &options.tls {
+            None if options.http2 => free_port(),
             None => port,
             Some(t) => {
                 std::fs::write(dir.join("cert.pem"), &t.cert_pem).map_err(|e| e.to_string())?;

@@ -1,0 +1,652 @@
+//! HTTP/2 (issue 33): `--http2` (h2c with prior knowledge on http://, ALPN
+//! h2 on https://) and `--streams`, on both engines. Counts reconcile
+//! exactly with nginx's stub_status at one stream and at a hundred per
+//! connection, in h2c and over TLS; hostile python3-h2 servers
+//! (crates/http/tests/h2/hostile.py: GOAWAY mid-run, REFUSED_STREAM every
+//! tenth stream, a 1-byte window, MAX_CONCURRENT_STREAMS 1 then 10, a
+//! CONTINUATION header block, a PING flood, a table size update to 0, a
+//! frame size error, SETTINGS never acknowledged) end on time with the
+//! right counts and named categories; bad flag combinations exit 2.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::nginx::{Nginx, NginxOptions};
+use support::run::exit_code;
+use support::tls::SelfSigned;
+use support::{read_json, run_xload_with_timeout, TempDir};
+use xload_testkit::both_engines;
+
+/// Hard kill for one run: each takes a few seconds at most.
+const HARD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One run's exit code, JSON report (Null if none) and output.
+struct Run {
+    code: i32,
+    json: Value,
+    out: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn u64_at(&self, pointer: &str) -> u64 {
+        self.json
+            .pointer(pointer)
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| panic!("{pointer} is not a count\n{}", self.out))
+    }
+
+    fn u64_or_0(&self, pointer: &str) -> u64 {
+        self.json
+            .pointer(pointer)
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+}
+
+fn xload(engine: &str, args: &[&str]) -> Run {
+    let dir = TempDir::new("h2");
+    let json = dir.join_str("r.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--engine", engine, "--json", &json]);
+    let (status, stdout, stderr, elapsed) = run_xload_with_timeout(&all, HARD_TIMEOUT);
+    let json = if std::path::Path::new(&json).exists() {
+        read_json(&json)
+    } else {
+        Value::Null
+    };
+    Run {
+        code: exit_code(status),
+        json,
+        out: format!("xload {all:?}\n{stdout}{stderr}"),
+        elapsed,
+    }
+}
+
+fn nginx_h2(tls: bool) -> Option<Nginx> {
+    Nginx::start(NginxOptions {
+        http2: true,
+        tls: tls.then(|| SelfSigned::new(&["localhost"]).nginx("TLSv1.2 TLSv1.3")),
+        ..NginxOptions::default()
+    })
+}
+
+/// `-n N` at `streams` per connection: xload's count, its 200s and nginx's
+/// stub_status agree exactly, and the report says h2 and what it used.
+fn reconciles_with_nginx(engine: &str, tls: bool, streams: u32) {
+    const N: u64 = 20_000;
+    let Some(nginx) = nginx_h2(tls) else {
+        return;
+    };
+    let (n, s) = (N.to_string(), streams.to_string());
+    let url = nginx.url("/");
+    let mut args = vec![&url[..], "--http2", "--streams", &s, "-n", &n, "-c", "4"];
+    if tls {
+        args.push("--insecure");
+    }
+    let r = xload(engine, &args);
+    assert_eq!(r.code, 0, "{}\n{}", r.out, nginx.logs());
+    assert_eq!(r.u64_at("/requests"), N, "{}", r.out);
+    assert_eq!(r.u64_at("/status/200"), N, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    assert_eq!(nginx.requests(), N, "nginx stub_status\n{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+    let h2 = &r.json["h2"];
+    assert_eq!(h2["streams_asked"], streams, "{}", r.out);
+    // nginx allows 128 streams at once (http2_max_concurrent_streams).
+    assert_eq!(h2["streams_per_connection"], streams.min(128), "{}", r.out);
+    assert_eq!(
+        h2["server_settings"]["max_concurrent_streams"], 128,
+        "{}",
+        r.out
+    );
+    assert_eq!(h2["goaways"], 0, "{}", r.out);
+}
+
+fn h2c_one_stream_reconciles_with_nginx(engine: &str) {
+    reconciles_with_nginx(engine, false, 1);
+}
+
+fn h2c_a_hundred_streams_reconcile_with_nginx(engine: &str) {
+    reconciles_with_nginx(engine, false, 100);
+}
+
+fn h2_over_tls_one_stream_reconciles_with_nginx(engine: &str) {
+    reconciles_with_nginx(engine, true, 1);
+}
+
+fn h2_over_tls_a_hundred_streams_reconcile_with_nginx(engine: &str) {
+    reconciles_with_nginx(engine, true, 100);
+}
+
+/// Open loop over h2: a stream is what is scheduled; every send is answered
+/// and nginx counted them all.
+fn h2c_open_loop_reconciles_with_nginx(engine: &str) {
+    let Some(nginx) = nginx_h2(false) else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &nginx.url("/"),
+            "--http2",
+            "--streams",
+            "8",
+            "--rate",
+            "2000",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    let requests = r.u64_at("/requests");
+    let sends = r.u64_at("/sends");
+    assert!(requests > 0, "{}", r.out);
+    // Every send of the window is answered in it or left in flight.
+    assert_eq!(
+        requests + r.u64_at("/unanswered_at_end/in_flight"),
+        sends,
+        "{}",
+        r.out
+    );
+    // nginx served the window's answers and whatever the window closed on.
+    let served = nginx.requests();
+    assert!(served >= requests, "nginx {served} < {requests}\n{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+}
+
+/// `--alpn h2,http/1.1`: the server chooses (nginx: h2), the report says so.
+fn alpn_lets_the_server_choose(engine: &str) {
+    let Some(nginx) = nginx_h2(true) else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &nginx.url("/"),
+            "--alpn",
+            "h2,http/1.1",
+            "--streams",
+            "10",
+            "-n",
+            "2000",
+            "-c",
+            "2",
+            "--insecure",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 2000, "{}", r.out);
+    assert_eq!(nginx.requests(), 2000, "{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+    // A server without h2: http/1.1 is what it chose.
+    let Some(h1) = Nginx::start(NginxOptions {
+        tls: Some(SelfSigned::new(&["localhost"]).nginx("TLSv1.2 TLSv1.3")),
+        ..NginxOptions::default()
+    }) else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &h1.url("/"),
+            "--alpn",
+            "h2,http/1.1",
+            "-n",
+            "500",
+            "-c",
+            "2",
+            "--insecure",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 500, "{}", r.out);
+    assert_eq!(h1.requests(), 500, "{}", r.out);
+    assert_eq!(r.json["protocol"], "http/1.1", "{}", r.out);
+    // --http2 to that server: refused before the run, clearly.
+    let r = xload(engine, &[&h1.url("/"), "--http2", "-n", "10", "--insecure"]);
+    assert_eq!(r.code, 1, "{}", r.out);
+    assert!(r.out.contains("enable HTTP/2 on the server"), "{}", r.out);
+}
+
+/// `--http2` on http:// to a server without h2c: refused before the run,
+/// naming the cause.
+fn h2c_to_an_http11_server_is_refused_before_the_run(engine: &str) {
+    let Some(nginx) = Nginx::start(NginxOptions::default()) else {
+        return;
+    };
+    let r = xload(engine, &[&nginx.url("/"), "--http2", "-n", "10"]);
+    assert_eq!(r.code, 1, "{}", r.out);
+    assert!(r.out.contains("it does not speak h2c"), "{}", r.out);
+}
+
+/// nghttpd (nghttp2's server: Huffman, an indexing HPACK encoder, DATA
+/// frames split at its frame size): a 40 kB file at 10 streams per
+/// connection, every byte and response counted.
+fn nghttpd_bodies_arrive_whole(engine: &str) {
+    let Some(bin) = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        eprintln!("nghttpd not installed (Debian nghttp2-server): skipped");
+        return;
+    };
+    let dir = TempDir::new("nghttpd");
+    let body = "0123456789abcdef".repeat(2500);
+    std::fs::write(dir.join("f"), &body).unwrap();
+    let port = support::run::free_port();
+    let mut child = Command::new(bin)
+        .args(["--no-tls", "-d"])
+        .arg(dir.path())
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nghttpd");
+    support::run::wait_listening(port);
+    let url = format!("http://127.0.0.1:{port}/f");
+    let r = xload(
+        engine,
+        &[
+            &url,
+            "--http2",
+            "--streams",
+            "10",
+            "-n",
+            "500",
+            "-c",
+            "2",
+            "-t",
+            "1",
+        ],
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 500, "{}", r.out);
+    assert_eq!(r.u64_at("/status/200"), 500, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    // Every body byte arrived (and the frames around them).
+    assert!(r.u64_at("/bytes") >= 500 * body.len() as u64, "{}", r.out);
+}
+
+// ---------------------------------------------------------------------------
+// Hostile servers.
+
+/// A hostile.py server in `mode`, serving one connection at a time.
+struct Hostile {
+    child: Child,
+    port: u16,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Hostile {
+    fn start(mode: &str) -> Option<Hostile> {
+        let python = "/usr/bin/python3";
+        let has_h2 = Command::new(python)
+            .args(["-c", "import h2"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !has_h2 {
+            eprintln!("python3-h2 not installed: skipped");
+            return None;
+        }
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../http/tests/h2/hostile.py");
+        let port = support::run::free_port();
+        let mut child = Command::new(python)
+            .arg(&script)
+            .arg(mode)
+            .arg(port.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("hostile.py");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let ready = lines.recv_timeout(Duration::from_secs(10));
+        assert_eq!(ready.as_deref(), Ok("ready"), "hostile.py {mode}");
+        Some(Hostile { child, port, lines })
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+
+    /// Requests received and answered over every connection so far (the
+    /// server prints them as each connection ends; xload closed them all).
+    fn totals(&self) -> (u64, u64) {
+        let mut last = None;
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(2000)) {
+            if let Some(rest) = line.strip_prefix("total ") {
+                let mut it = rest.split_whitespace().map(|w| w.parse::<u64>().unwrap());
+                last = Some((it.next().unwrap(), it.next().unwrap()));
+            }
+        }
+        last.unwrap_or((0, 0))
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A GOAWAY whose last-stream-id is the 50th request's: the streams above
+/// it were never processed and are sent again on a new connection; `-n`
+/// stays exact and the server answered exactly that many.
+fn goaway_mid_run_retries_the_streams_above_last_stream_id(engine: &str) {
+    let Some(server) = Hostile::start("goaway") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "--streams",
+            "10",
+            "-n",
+            "200",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 200, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    assert_eq!(r.u64_at("/h2/goaways"), 1, "{}", r.out);
+    // The server answered each request once: none of those refused (at
+    // most the 10 streams open above the last-stream-id) was processed.
+    let (_, answered) = server.totals();
+    assert_eq!(answered, 200, "{}", r.out);
+    assert!(r.u64_at("/h2/retried_streams") <= 10, "{}", r.out);
+    assert!(r.u64_at("/connects") >= 2, "{}", r.out);
+}
+
+/// RST_STREAM REFUSED_STREAM on every 10th stream: retried (never
+/// processed), counted by code, `-n` exact.
+fn refused_streams_are_retried_and_counted_by_code(engine: &str) {
+    let Some(server) = Hostile::start("rst") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "--streams",
+            "8",
+            "-n",
+            "300",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 300, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    let (received, answered) = server.totals();
+    assert_eq!(answered, 300, "{}", r.out);
+    let refused = received - answered;
+    assert_eq!(refused, received / 10, "{}", r.out);
+    assert_eq!(
+        r.u64_at("/h2/rst_stream/REFUSED_STREAM"),
+        refused,
+        "{}",
+        r.out
+    );
+    assert_eq!(r.u64_at("/h2/retried_streams"), refused, "{}", r.out);
+}
+
+/// A 1-byte stream window: POST bodies leave a byte per WINDOW_UPDATE;
+/// every request completes and the wait shows as flow-control stall.
+fn a_one_byte_window_stalls_bodies_but_completes(engine: &str) {
+    let Some(server) = Hostile::start("window") else {
+        return;
+    };
+    let body = "x".repeat(64);
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "--streams",
+            "4",
+            "-m",
+            "POST",
+            "--body",
+            &body,
+            "-n",
+            "40",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 40, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    assert_eq!(server.totals(), (40, 40), "{}", r.out);
+    let stall = r.json["h2"]["flow_control_stall_ms"].as_f64().unwrap();
+    assert!(stall > 0.0, "{}", r.out);
+    assert_eq!(
+        r.u64_at("/h2/server_settings/initial_window_size"),
+        1,
+        "{}",
+        r.out
+    );
+}
+
+/// MAX_CONCURRENT_STREAMS 1, raised to 10 by a later SETTINGS: the first
+/// SETTINGS is reported, the streams in use follow the raise.
+fn max_concurrent_streams_is_honoured_and_follows_a_raise(engine: &str) {
+    let Some(server) = Hostile::start("maxstreams") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "--streams",
+            "50",
+            "-n",
+            "200",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 200, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    assert_eq!(server.totals(), (200, 200), "{}", r.out);
+    assert_eq!(
+        r.u64_at("/h2/server_settings/max_concurrent_streams"),
+        1,
+        "{}",
+        r.out
+    );
+    assert_eq!(r.u64_at("/h2/streams_per_connection"), 10, "{}", r.out);
+}
+
+/// Servers odd but correct: a header block over CONTINUATION frames, a
+/// PING flood, a dynamic table size update to 0 mid-connection. Every
+/// request completes, no error.
+fn odd_but_correct_servers_are_served_in_full(engine: &str) {
+    for mode in ["continuation", "pingflood", "tableupdate"] {
+        let Some(server) = Hostile::start(mode) else {
+            return;
+        };
+        let r = xload(
+            engine,
+            &[
+                &server.url(),
+                "--http2",
+                "--streams",
+                "4",
+                "-n",
+                "100",
+                "-c",
+                "1",
+                "-t",
+                "1",
+            ],
+        );
+        assert_eq!(r.code, 0, "{mode}: {}", r.out);
+        assert_eq!(r.u64_at("/requests"), 100, "{mode}: {}", r.out);
+        assert_eq!(r.u64_at("/errors_total"), 0, "{mode}: {}", r.out);
+        assert_eq!(server.totals(), (100, 100), "{mode}: {}", r.out);
+    }
+}
+
+/// A frame of the wrong size: a connection error, named by its cause;
+/// the run ends on time (nothing ever completes).
+fn a_connection_error_is_named_and_the_run_ends_on_time(engine: &str) {
+    let Some(server) = Hostile::start("garbage") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[&server.url(), "--http2", "-d", "1s", "-c", "1", "-t", "1"],
+    );
+    assert!(r.elapsed < Duration::from_secs(15), "{}", r.out);
+    assert!(r.u64_at("/errors/h2_connection_error") > 0, "{}", r.out);
+    assert_eq!(
+        r.u64_at("/errors/h2_connection_error"),
+        r.u64_at("/h2/connection_errors/bad_frame_size"),
+        "{}",
+        r.out
+    );
+}
+
+/// SETTINGS never acknowledged: after the request timeout the connection
+/// is dropped (settings_timeout) and replaced; the run ends on time.
+fn settings_never_acknowledged_time_out(engine: &str) {
+    let Some(server) = Hostile::start("noack") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "-d",
+            "2s",
+            "--timeout",
+            "300ms",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert!(r.elapsed < Duration::from_secs(15), "{}", r.out);
+    assert!(
+        r.u64_or_0("/h2/connection_errors/settings_timeout") >= 1,
+        "{}",
+        r.out
+    );
+    assert_eq!(
+        r.u64_at("/errors/h2_connection_error"),
+        r.u64_at("/h2/connection_errors/settings_timeout"),
+        "{}",
+        r.out
+    );
+    assert!(r.u64_at("/connects") >= 2, "{}", r.out);
+}
+
+both_engines!(
+    h2c_one_stream_reconciles_with_nginx,
+    h2c_a_hundred_streams_reconcile_with_nginx,
+    h2_over_tls_one_stream_reconciles_with_nginx,
+    h2_over_tls_a_hundred_streams_reconcile_with_nginx,
+    h2c_open_loop_reconciles_with_nginx,
+    alpn_lets_the_server_choose,
+    h2c_to_an_http11_server_is_refused_before_the_run,
+    nghttpd_bodies_arrive_whole,
+    goaway_mid_run_retries_the_streams_above_last_stream_id,
+    refused_streams_are_retried_and_counted_by_code,
+    a_one_byte_window_stalls_bodies_but_completes,
+    max_concurrent_streams_is_honoured_and_follows_a_raise,
+    odd_but_correct_servers_are_served_in_full,
+    a_connection_error_is_named_and_the_run_ends_on_time,
+    settings_never_acknowledged_time_out,
+);
+
+// ---------------------------------------------------------------------------
+// Bad combinations: exit 2, a message naming the fix, nothing run.
+
+#[test]
+fn bad_flag_combinations_exit_2_with_a_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--streams", "4"], "--streams sets HTTP/2 streams"),
+        (
+            &["--http2", "--streams", "0"],
+            "invalid value '0' for '--streams",
+        ),
+        (
+            &["--http2", "--streams", "5000"],
+            "--streams must be between 1 and 4096",
+        ),
+        (
+            &["--http2", "--pipeline", "4"],
+            "--pipeline is HTTP/1.1 pipelining",
+        ),
+        (
+            &["--http2", "--no-keepalive"],
+            "HTTP/2 keeps connections open",
+        ),
+        (
+            &["--alpn", "h2"],
+            "--alpn is negotiated in the TLS handshake",
+        ),
+        (
+            &[
+                "--http2",
+                "--engine",
+                "xdp",
+                "--dev",
+                "lo",
+                "--src-ip",
+                "127.0.0.9",
+            ],
+            "--engine xdp speaks HTTP/1.1 only",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["http://127.0.0.1:9/", "-n", "1"];
+        all.extend_from_slice(args);
+        let (status, stdout, stderr, _) = run_xload_with_timeout(&all, HARD_TIMEOUT);
+        assert_eq!(exit_code(status), 2, "{all:?}\n{stdout}{stderr}");
+        assert!(stderr.contains(want), "{all:?}: want {want:?}\n{stderr}");
+    }
+    let (status, _, stderr, _) = run_xload_with_timeout(
+        ["https://127.0.0.1:9/", "--alpn", "h3", "-n", "1"],
+        HARD_TIMEOUT,
+    );
+    assert_eq!(exit_code(status), 2, "{stderr}");
+    assert!(stderr.contains("xload speaks h2 and http/1.1"), "{stderr}");
+}
