@@ -98,6 +98,9 @@ impl H2Error {
             FlowControlViolation => "flow_control_violation",
             HeaderBlockTooLarge => "header_block_too_large",
             Compression(_) => "compression",
+            BadPreface => "bad_preface",
+            SettingsFirst(_) => "settings_not_first",
+            EvenStream(_) => "even_stream_id",
         }
     }
 
