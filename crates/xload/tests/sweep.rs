@@ -320,9 +320,14 @@ fn rate_sweep_past_capacity_puts_the_knee_at_the_first_overloaded_step() {
     for (i, rate) in [(0, 100.0), (1, 300.0)] {
         let step = &run.json["steps"][i];
         let sent = step["requests"].as_f64().expect("requests")
-            + step["unanswered_at_end"]["in_flight"].as_f64().unwrap_or(0.0);
+            + step["unanswered_at_end"]["in_flight"]
+                .as_f64()
+                .unwrap_or(0.0);
         let duration = step["duration_s"].as_f64().expect("duration_s");
-        assert!(within(sent / duration, rate, 0.02), "rate {rate}: sent {sent}\n{shown}");
+        assert!(
+            within(sent / duration, rate, 0.02),
+            "rate {rate}: sent {sent}\n{shown}"
+        );
     }
     // Past capacity the achieved rate is the pool's, not the target: of
     // the pool's 1 s of answers, those to the warm-up's requests still in
