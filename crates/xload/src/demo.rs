@@ -30,10 +30,18 @@ pub(crate) struct DemoArgs {
     #[arg(long = "tls")]
     pub tls: bool,
 
+    /// Over HTTP/2: the responder speaks h2 (h2c, or h2 by ALPN with
+    /// --tls) and each connection carries DEMO_H2_STREAMS streams.
+    #[arg(long = "h2")]
+    pub h2: bool,
+
     /// Measured seconds per step.
     #[arg(long = "step", default_value = "1200ms", value_parser = crate::args::parse_positive_duration)]
     pub step: Duration,
 }
+
+/// Streams per connection in `xload demo --h2`.
+const DEMO_H2_STREAMS: u32 = 10;
 
 pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let t0 = Instant::now();
@@ -59,6 +67,9 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         (vec![None], None)
     };
     let tls = match a.tls {
+        true if a.h2 => Some(crate::serve::offer_h2(
+            &crate::tls::server(None, None)?.config,
+        )),
         true => Some(crate::tls::server(None, None)?.config),
         false => None,
     };
@@ -73,7 +84,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         send_timeout: None,
         tls,
         files: None,
-        h2: false,
+        h2: a.h2,
     })
     .map_err(|e| Failure::Run(format!("demo: cannot start the responder: {e}")))?;
     let scheme = if a.tls { "https" } else { "http" };
@@ -83,8 +94,13 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         serve_cpus[0].map_or("any".to_string(), |c| c.to_string()),
         gen_cpus.clone().unwrap_or_else(|| "any".into())
     );
+    let streams = if a.h2 {
+        format!(" over HTTP/2, {DEMO_H2_STREAMS} streams each")
+    } else {
+        String::new()
+    };
     crate::outln!(
-        "sweeping connections 1 → 256, {:.1}s per step after a short warm-up\n",
+        "sweeping connections 1 → 256{streams}, {:.1}s per step after a short warm-up\n",
         a.step.as_secs_f64()
     );
 
@@ -98,6 +114,13 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
     ];
     if a.tls {
         argv.push("--insecure".into());
+    }
+    if a.h2 {
+        argv.extend([
+            "--http2".into(),
+            "--streams".into(),
+            DEMO_H2_STREAMS.to_string(),
+        ]);
     }
     if let Some(c) = &gen_cpus {
         argv.push("--cpus".into());

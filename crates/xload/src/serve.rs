@@ -171,16 +171,21 @@ fn read_files(dir: &std::path::Path) -> Result<FileSet, Failure> {
     Ok(set)
 }
 
+/// The responder's TLS config offering h2 first and HTTP/1.1 for the rest:
+/// the client's ALPN chooses.
+pub(crate) fn offer_h2(config: &Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+    let mut c = (**config).clone();
+    c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Arc::new(c)
+}
+
 pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Failure> {
     let mut tls = match a.tls {
         true => Some(crate::tls::server(a.cert.as_deref(), a.key.as_deref())?),
         false => None,
     };
     if let (true, Some(t)) = (a.h2, tls.as_mut()) {
-        // The client's ALPN chooses: h2 first, HTTP/1.1 for the rest.
-        let mut c = (*t.config).clone();
-        c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        t.config = Arc::new(c);
+        t.config = offer_h2(&t.config);
     }
     if let Some(app) = a.app {
         return serve_app(a, app, tls, stop);

@@ -678,6 +678,39 @@ fn demo_over_tls_sweeps_the_embedded_https_responder() {
     }
 }
 
+/// `xload demo --h2` (and with --tls, h2 by ALPN): the sweep over HTTP/2,
+/// every step's responses reconciled with the protocol named.
+#[test]
+fn demo_over_h2_sweeps_the_embedded_h2_responder() {
+    let _serial = serial();
+    for tls in [false, true] {
+        let dir = TempDir::new("demo-h2");
+        let json = dir.join("demo.json");
+        let mut args = vec![
+            "demo",
+            "--h2",
+            "--step",
+            "200ms",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        if tls {
+            args.push("--tls");
+        }
+        let (status, out, err, _) = run_xload(args);
+        assert_eq!(exit_code(status), 0, "{out}\n{err}");
+        assert!(out.contains("over HTTP/2, 10 streams each"), "{out}");
+        let doc = read_json(&json);
+        let steps = doc["steps"].as_array().expect("steps");
+        assert_eq!(steps.len(), 9, "{out}");
+        for s in steps {
+            assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+            assert_eq!(s["errors_total"], 0, "{s}");
+            assert_eq!(s["protocol"], "h2", "tls {tls}: {s}");
+        }
+    }
+}
+
 /// Issue 21: the compliant-capacity search over workload sessions finds
 /// Little's law. `xload serve --delay 5ms --pool 64` (pinned to one CPU, so
 /// the pool is exact) serves at most 64 / 5 ms = 12,800 req/s; sessions that
