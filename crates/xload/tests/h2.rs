@@ -79,7 +79,7 @@ fn nginx_h2(tls: bool) -> Option<Nginx> {
 /// `-n N` at `streams` per connection: xload's count, its 200s and nginx's
 /// stub_status agree exactly, and the report says h2 and what it used.
 fn reconciles_with_nginx(engine: &str, tls: bool, streams: u32) {
-    const N: u64 = 20_000;
+    const N: u64 = 100_000;
     let Some(nginx) = nginx_h2(tls) else {
         return;
     };
