@@ -1,11 +1,11 @@
 //! HPACK (RFC 7541): a decoder for response header blocks and the encoder
 //! pieces that render a request's header block once.
 //!
-//! The decoder keeps its dynamic table in one byte ring reserved to the
-//! table's size up front, so decoding allocates nothing once the two scratch
-//! buffers (for Huffman strings and table entries) have grown to the largest
-//! field seen. Field names and values that are plain literals are handed out
-//! as slices of the block itself.
+//! The decoder keeps its dynamic table's bytes in one buffer reserved to
+//! twice the table's size up front, so decoding allocates nothing once the
+//! two scratch buffers (for Huffman strings and literal names) have grown to
+//! the largest field seen. Indexed fields are handed out as slices of the
+//! table, plain literals as slices of the block itself.
 
 use std::collections::VecDeque;
 
@@ -233,6 +233,20 @@ enum Str {
 
 /// Reads a string literal at `buf[*pos..]`; Huffman strings are decoded into `scratch`.
 fn decode_str(buf: &[u8], pos: &mut usize, scratch: &mut Vec<u8>) -> Result<Str, HpackError> {
+    let (huffman, a, z) = read_str(buf, pos)?;
+    if huffman {
+        scratch.clear();
+        huffman_decode(&buf[a..z], scratch)?;
+        Ok(Str::Scratch)
+    } else {
+        Ok(Str::Block(a, z))
+    }
+}
+
+/// Reads a string literal's header at `buf[*pos..]`: whether it is Huffman
+/// coded, and where its bytes are in `buf`.
+#[inline]
+fn read_str(buf: &[u8], pos: &mut usize) -> Result<(bool, usize, usize), HpackError> {
     let huffman = buf.get(*pos).ok_or(HpackError::Truncated)? & 0x80 != 0;
     let len = decode_int(buf, pos, 7)?;
     let start = *pos;
@@ -240,13 +254,46 @@ fn decode_str(buf: &[u8], pos: &mut usize, scratch: &mut Vec<u8>) -> Result<Str,
         return Err(HpackError::Truncated);
     }
     *pos += len;
-    if huffman {
+    Ok((huffman, start, start + len))
+}
+
+/// Huffman-coded literal values by their place in the block (the first
+/// [`MEMO_SLOTS`]): a server that sends the same fields in the same order
+/// without indexing them (nginx: `server`, `date`, `content-type` on every
+/// response) costs a comparison, not a decode.
+const MEMO_SLOTS: usize = 8;
+
+struct Memo {
+    /// The coded bytes of the value last decoded in this slot (empty: none).
+    coded: Vec<u8>,
+    decoded: Vec<u8>,
+}
+
+/// The decoding of the Huffman-coded `coded`, the block's value number
+/// `slot`: remembered in `memo[slot]`, or decoded into `scratch` past the
+/// memo's slots.
+#[inline]
+fn huffman_value<'a>(
+    memo: &'a mut [Memo],
+    slot: usize,
+    coded: &[u8],
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], HpackError> {
+    let Some(m) = memo.get_mut(slot) else {
         scratch.clear();
-        huffman_decode(&buf[start..start + len], scratch)?;
-        Ok(Str::Scratch)
-    } else {
-        Ok(Str::Block(start, start + len))
+        huffman_decode(coded, scratch)?;
+        return Ok(scratch);
+    };
+    if m.coded.is_empty() || m.coded != coded {
+        m.coded.clear();
+        m.decoded.clear();
+        if let Err(e) = huffman_decode(coded, &mut m.decoded) {
+            m.decoded.clear();
+            return Err(e);
+        }
+        m.coded.extend_from_slice(coded);
     }
+    Ok(&m.decoded)
 }
 
 // ---------------------------------------------------------------------------
@@ -269,12 +316,18 @@ impl Entry {
     }
 }
 
-/// The dynamic table: entries oldest first, their bytes in one ring.
+/// The dynamic table: entries oldest first, each one's name and value
+/// contiguous in one buffer (so a lookup hands out slices, no copy).
+/// Evicting only moves a mark; the evicted bytes are dropped from the
+/// front when an insert would outgrow the buffer (reserved to twice the
+/// table's size: amortized, one move per table's worth of inserts).
 struct DynamicTable {
-    bytes: VecDeque<u8>,
+    /// Bytes from stream offset `base` on (the live ones from `evicted`).
+    bytes: Vec<u8>,
     entries: VecDeque<Entry>,
-    /// Bytes ever inserted / evicted: an entry's bytes sit at `start - evicted`.
-    inserted: u64,
+    /// Stream offset of `bytes[0]`.
+    base: u64,
+    /// Bytes ever evicted: the oldest live entry starts here.
     evicted: u64,
     size: usize,
     max: usize,
@@ -283,9 +336,9 @@ struct DynamicTable {
 impl DynamicTable {
     fn new(max: usize) -> Self {
         DynamicTable {
-            bytes: VecDeque::with_capacity(max),
+            bytes: Vec::with_capacity(2 * max),
             entries: VecDeque::with_capacity(max / ENTRY_OVERHEAD),
-            inserted: 0,
+            base: 0,
             evicted: 0,
             size: 0,
             max,
@@ -295,9 +348,7 @@ impl DynamicTable {
     fn evict_to(&mut self, limit: usize) {
         while self.size > limit {
             let e = self.entries.pop_front().expect("size > 0 means entries");
-            let n = e.name_len as usize + e.value_len as usize;
-            self.bytes.drain(..n);
-            self.evicted += n as u64;
+            self.evicted += u64::from(e.name_len) + u64::from(e.value_len);
             self.size -= e.size();
         }
     }
@@ -314,38 +365,33 @@ impl DynamicTable {
             return;
         }
         self.evict_to(self.max - size);
+        let n = name.len() + value.len();
+        if self.bytes.len() + n > self.bytes.capacity() && self.evicted > self.base {
+            // Drop the evicted bytes rather than grow.
+            self.bytes.drain(..(self.evicted - self.base) as usize);
+            self.base = self.evicted;
+        }
         self.entries.push_back(Entry {
-            start: self.inserted,
+            start: self.base + self.bytes.len() as u64,
             name_len: name.len() as u32,
             value_len: value.len() as u32,
         });
-        self.bytes.extend(name);
-        self.bytes.extend(value);
-        self.inserted += (name.len() + value.len()) as u64;
+        self.bytes.extend_from_slice(name);
+        self.bytes.extend_from_slice(value);
         self.size += size;
     }
 
-    /// Entry `i` (0 = newest), copied into the given buffers.
-    fn get(&self, i: usize, name: Option<&mut Vec<u8>>, value: Option<&mut Vec<u8>>) -> bool {
-        let Some(e) = self
-            .entries
-            .len()
-            .checked_sub(i + 1)
-            .map(|k| self.entries[k])
-        else {
-            return false;
-        };
-        let at = (e.start - self.evicted) as usize;
+    /// Entry `i` (0 = newest): its name and value.
+    #[inline]
+    fn get(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        let k = self.entries.len().checked_sub(i + 1)?;
+        let e = self.entries[k];
+        let at = (e.start - self.base) as usize;
         let mid = at + e.name_len as usize;
-        if let Some(name) = name {
-            name.clear();
-            name.extend(self.bytes.range(at..mid));
-        }
-        if let Some(value) = value {
-            value.clear();
-            value.extend(self.bytes.range(mid..mid + e.value_len as usize));
-        }
-        true
+        Some((
+            &self.bytes[at..mid],
+            &self.bytes[mid..mid + e.value_len as usize],
+        ))
     }
 }
 
@@ -359,6 +405,7 @@ pub struct Decoder {
     allowed: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    memo: [Memo; MEMO_SLOTS],
 }
 
 impl Decoder {
@@ -369,6 +416,10 @@ impl Decoder {
             allowed: max_table_size,
             name: Vec::with_capacity(64),
             value: Vec::with_capacity(256),
+            memo: std::array::from_fn(|_| Memo {
+                coded: Vec::with_capacity(48),
+                decoded: Vec::with_capacity(64),
+            }),
         }
     }
 
@@ -398,8 +449,11 @@ impl Decoder {
             allowed,
             name,
             value,
+            memo,
         } = self;
         let mut pos = 0;
+        // Huffman-coded values so far (their memo slot).
+        let mut coded_values = 0;
         let mut seen_field = false;
         let mut last_was_update = false;
         while pos < block.len() {
@@ -415,10 +469,8 @@ impl Decoder {
                         field(n, v);
                     }
                     _ => {
-                        if !table.get(index - 62, Some(name), Some(value)) {
-                            return Err(HpackError::BadIndex);
-                        }
-                        field(name, value);
+                        let (n, v) = table.get(index - 62).ok_or(HpackError::BadIndex)?;
+                        field(n, v);
                     }
                 }
                 seen_field = true;
@@ -455,16 +507,20 @@ impl Decoder {
                 }
                 1..=61 => Some(STATIC_TABLE[index - 1].0),
                 _ => {
-                    if !table.get(index - 62, Some(name), None) {
-                        return Err(HpackError::BadIndex);
-                    }
+                    // Copied: the insert below may move the table's bytes.
+                    let (n, _) = table.get(index - 62).ok_or(HpackError::BadIndex)?;
+                    name.clear();
+                    name.extend_from_slice(n);
                     None
                 }
             };
             let n: &[u8] = static_name.unwrap_or(name);
-            let v: &[u8] = match decode_str(block, &mut pos, value)? {
-                Str::Block(a, z) => &block[a..z],
-                Str::Scratch => value,
+            let v: &[u8] = match read_str(block, &mut pos)? {
+                (false, a, z) => &block[a..z],
+                (true, a, z) => {
+                    coded_values += 1;
+                    huffman_value(memo, coded_values - 1, &block[a..z], value)?
+                }
             };
             field(n, v);
             if indexing {

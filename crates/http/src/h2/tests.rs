@@ -1354,3 +1354,50 @@ fn header_table_size_setting_after_ack() {
     );
     assert_eq!(e, H2Error::Compression(HpackError::SizeUpdateTooLarge));
 }
+
+/// nginx's way: every response's fields as Huffman-coded literals with
+/// incremental indexing, the table never referenced; values repeat by
+/// place in the block (remembered) and change now and then (decoded again),
+/// with more coded values than remembered places.
+#[test]
+fn repeated_huffman_values_by_place_match_loona() {
+    let mut rng = Rng(11);
+    let mut ours = Decoder::new(4096);
+    let mut theirs = loona_hpack::Decoder::new();
+    let mut values: Vec<Vec<u8>> = (0..12).map(|k| format!("v{k}").into_bytes()).collect();
+    for i in 0..400 {
+        if rng.below(4) == 0 {
+            let k = rng.below(values.len() as u64);
+            values[k] = format!("Sun, 06 Dec 2026 03:{:02}:{:02} GMT", i / 60, i % 60).into_bytes();
+        }
+        let n = 1 + rng.below(values.len() as u64);
+        let mut block = vec![0x88];
+        let mut want = vec![(b":status".to_vec(), b"200".to_vec())];
+        for (k, v) in values[..n].iter().enumerate() {
+            // Indexed names (static 1..=61), with incremental indexing.
+            let name_index = [54, 33, 31, 28][k % 4];
+            encode_int(name_index, 6, 0x40, &mut block);
+            let mut h = Vec::new();
+            huffman_encode(v, &mut h);
+            encode_int(h.len(), 7, 0x80, &mut block);
+            block.extend(h);
+            let name = [&b"server"[..], b"date", b"content-type", b"content-length"][k % 4];
+            want.push((name.to_vec(), v.clone()));
+        }
+        let a = decode_all(&mut ours, &block).unwrap();
+        assert_eq!(Some(a.clone()), oracle(&mut theirs, &block));
+        assert_eq!(a, want);
+    }
+    // A bad Huffman string in a remembered place is an error, and the
+    // place forgets it.
+    let mut block = vec![0x5c, 0x81, 0xff];
+    assert_eq!(
+        decode_all(&mut ours, &block),
+        Err(HpackError::HuffmanPadding)
+    );
+    block = vec![0x5c, 0x80];
+    assert_eq!(
+        decode_all(&mut ours, &block).unwrap(),
+        [(b"content-length".to_vec(), Vec::new())]
+    );
+}
