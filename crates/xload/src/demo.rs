@@ -54,18 +54,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         crate::output::writable(path).map_err(|e| Failure::Usage(format!("--json {path}: {e}")))?;
     }
     let allowed = xload_engine::pin::allowed_cpus().map_err(|e| Failure::Run(e.to_string()))?;
-    // With two CPUs or more, the responder gets the last one and xload the rest,
-    // so neither steals the other's CPU.
-    let (serve_cpus, gen_cpus): (Vec<Option<usize>>, Option<String>) = if allowed.len() >= 2 {
-        let last = *allowed.last().unwrap_or(&0);
-        let rest: Vec<String> = allowed[..allowed.len() - 1]
-            .iter()
-            .map(|c| c.to_string())
-            .collect();
-        (vec![Some(last)], Some(rest.join(",")))
-    } else {
-        (vec![None], None)
-    };
+    let (serve_cpus, gen_cpus) = split_cpus(&allowed);
     let tls = match a.tls {
         true if a.h2 => Some(crate::serve::offer_h2(
             &crate::tls::server(None, None)?.config,
@@ -104,29 +93,7 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
         a.step.as_secs_f64()
     );
 
-    let mut argv = vec![
-        "xload".to_string(),
-        "--quiet".into(),
-        "-d".into(),
-        format!("{}ms", a.step.as_millis()),
-        "--warmup".into(),
-        "300ms".into(),
-    ];
-    if a.tls {
-        argv.push("--insecure".into());
-    }
-    if a.h2 {
-        argv.extend([
-            "--http2".into(),
-            "--streams".into(),
-            DEMO_H2_STREAMS.to_string(),
-        ]);
-    }
-    if let Some(c) = &gen_cpus {
-        argv.push("--cpus".into());
-        argv.push(c.clone());
-    }
-    argv.push(url.clone());
+    let argv = demo_argv(a, &url, gen_cpus.as_deref());
     let common = crate::Cli::try_parse_from(&argv)
         .map_err(|e| Failure::Run(format!("demo: {e}")))?
         .run
@@ -174,4 +141,46 @@ pub(crate) fn main_demo(a: &DemoArgs, stop: Arc<AtomicBool>) -> Result<i32, Fail
     }
     crate::outln!("demo took {:.1}s — next: `xload sweep URL -c 1..256 --plot sweep.svg` against your own server", t0.elapsed().as_secs_f64());
     Ok(0)
+}
+
+/// With two CPUs or more, the responder gets the last one and xload the rest,
+/// so neither steals the other's CPU.
+fn split_cpus(allowed: &[usize]) -> (Vec<Option<usize>>, Option<String>) {
+    if allowed.len() < 2 {
+        return (vec![None], None);
+    }
+    let last = *allowed.last().unwrap_or(&0);
+    let rest: Vec<String> = allowed[..allowed.len() - 1]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    (vec![Some(last)], Some(rest.join(",")))
+}
+
+/// The command line each step of the demo runs with.
+fn demo_argv(a: &DemoArgs, url: &str, gen_cpus: Option<&str>) -> Vec<String> {
+    let mut argv = vec![
+        "xload".to_string(),
+        "--quiet".into(),
+        "-d".into(),
+        format!("{}ms", a.step.as_millis()),
+        "--warmup".into(),
+        "300ms".into(),
+    ];
+    if a.tls {
+        argv.push("--insecure".into());
+    }
+    if a.h2 {
+        argv.extend([
+            "--http2".into(),
+            "--streams".into(),
+            DEMO_H2_STREAMS.to_string(),
+        ]);
+    }
+    if let Some(c) = gen_cpus {
+        argv.push("--cpus".into());
+        argv.push(c.to_string());
+    }
+    argv.push(url.to_string());
+    argv
 }
