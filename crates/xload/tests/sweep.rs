@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::run::exit_code;
-use support::timing::{serial, undisturbed};
+use support::timing::{last_run_disturbed, serial, undisturbed};
 use support::{read_json, run_xload, Behavior, TempDir, TestServer};
 
 /// Capacity of [`pool_server`]: 8 slots / 20 ms.
@@ -270,10 +270,16 @@ fn rate_sweep_below_capacity_tracks_the_targets_and_finds_no_knee() {
         vec![100.0, 200.0, 300.0],
         "{shown}"
     );
+    assert_eq!(run.json["mode"], "rate", "{shown}");
+    if last_run_disturbed() {
+        // Three tries with the machine busy elsewhere: a stalled server or
+        // pacer says nothing about the sweep, so the rates are shown only.
+        eprintln!("every try was disturbed: rates not asserted\n{shown}");
+        return;
+    }
     for s in &st {
         assert!(within(s.1, s.0, 0.02), "rate {}: {shown}", s.0);
     }
-    assert_eq!(run.json["mode"], "rate", "{shown}");
     assert!(
         run.json["knee"].is_null(),
         "throughput kept rising: no knee, got {}\n{shown}",
@@ -697,17 +703,21 @@ fn demo_over_h2_sweeps_the_embedded_h2_responder() {
         if tls {
             args.push("--tls");
         }
-        let (status, out, err, _) = run_xload(args);
+        let (status, out, err, _) = undisturbed(|| run_xload(args.clone()));
         assert_eq!(exit_code(status), 0, "{out}\n{err}");
         assert!(out.contains("over HTTP/2, 10 streams each"), "{out}");
         let doc = read_json(&json);
         let steps = doc["steps"].as_array().expect("steps");
         assert_eq!(steps.len(), 9, "{out}");
+        // A 200 ms step on a CPU another job holds may see no answer at all.
+        let busy = last_run_disturbed();
         for s in steps {
-            assert!(s["requests"].as_u64().unwrap() > 0, "{s}");
+            assert!(busy || s["requests"].as_u64().unwrap() > 0, "{s}");
             assert_eq!(s["errors_total"], 0, "{s}");
             assert_eq!(s["protocol"], "h2", "tls {tls}: {s}");
         }
+        let total: u64 = steps.iter().filter_map(|s| s["requests"].as_u64()).sum();
+        assert!(total > 0, "{out}");
     }
 }
 
