@@ -162,6 +162,65 @@ fn h2c_open_loop_reconciles_with_nginx(engine: &str) {
     assert_eq!(r.json["protocol"], "h2", "{}", r.out);
 }
 
+/// Streams on a few connections batch the io_uring waits (a wait asks for
+/// answers on 1/4 to 3/4 of the connections), where one stream per
+/// connection does not (fewer than 16 connections): each receive then
+/// carries several answers and each send several requests. The count still
+/// reconciles with nginx.
+#[test]
+fn streams_on_few_connections_batch_their_waits() {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut version = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    if (version.next().unwrap_or(0), version.next().unwrap_or(0)) < (6, 4) {
+        eprintln!("kernel {release}: no multishot timeouts, no batching");
+        return;
+    }
+    let Some(nginx) = nginx_h2(false) else {
+        return;
+    };
+    let url = nginx.url("/");
+    let args = |streams| {
+        [
+            &url[..],
+            "--http2",
+            "--streams",
+            streams,
+            "-c",
+            "8",
+            "-t",
+            "1",
+        ]
+    };
+    let mut batched = args("10").to_vec();
+    batched.extend(["-n", "20000"]);
+    let r = xload("uring", &batched);
+    if r.json["engine"] == "epoll" {
+        eprintln!("io_uring unavailable: nothing to batch");
+        return;
+    }
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 20_000, "{}", r.out);
+    assert_eq!(nginx.requests(), 20_000, "nginx stub_status\n{}", r.out);
+    let b = &r.json["batching"];
+    let (lo, hi) = (b["cap_min"].as_u64(), b["cap_max"].as_u64());
+    // 8 connections: the cap stays within 2 (1/4) and 6 (3/4).
+    assert!(
+        r.u64_or_0("/batching/waits") > 0
+            && lo.is_some_and(|lo| lo >= 2)
+            && hi.is_some_and(|hi| hi <= 6),
+        "{}",
+        r.out
+    );
+    let mut single = args("1").to_vec();
+    single.extend(["-d", "1s"]);
+    let r = xload("uring", &single);
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert!(r.json.get("batching").is_none(), "{}", r.out);
+}
+
 /// `--alpn h2,http/1.1`: the server chooses (nginx: h2), the report says so.
 fn alpn_lets_the_server_choose(engine: &str) {
     let Some(nginx) = nginx_h2(true) else {

@@ -171,10 +171,13 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         .submitter()
         .register_files_sparse(nconns as u32)
         .is_ok();
-    // Closed loop with 16 connections or more: waits ask for several answers
-    // (as many as the climb allows). Open loop wakes for every completion and
-    // send time.
-    let climb = Climb::new(if plan.open_loop.is_some() { 0 } else { nconns });
+    // Closed loop with 16 connections or more (or HTTP/2 streams on a few):
+    // waits ask for several answers (as many as the climb allows). Open loop
+    // wakes for every completion and send time.
+    let climb = match plan.open_loop {
+        Some(_) => Climb::new(0, 1),
+        None => Climb::new(nconns, plan.h2.as_ref().map_or(1, |h| h.streams as usize)),
+    };
     let sock = || Sock {
         fd: -1,
         recv_armed: false,
@@ -200,8 +203,9 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         rtt: RoundTrip::new(now_ns()),
         fixed,
         waits: Batch::new(climb.cap),
-        // Batching at all (16 connections or more, closed loop).
-        tick: Tick::new(climb.cap > 1),
+        // Batching at all (closed loop, 16 connections or more, or HTTP/2
+        // streams on several).
+        tick: Tick::new(climb.batches()),
         climb,
         core,
         ctx,
