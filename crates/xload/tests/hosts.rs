@@ -167,7 +167,9 @@ fn start_at_after_a_warm_up_and_in_the_past() {
         &path,
     );
     let error = r.run.start_error_us.expect("start error");
-    assert!((0..5_000).contains(&error), "began {error} µs late");
+    // As above: never early within the clocks' reading precision, late by
+    // what the scheduler of a loaded machine takes.
+    assert!((-50..300_000).contains(&error), "began {error} µs late");
     assert!(server.requests() > r.requests, "the warm-up sent too");
     // An instant already past: the run starts at once and says how late.
     let (r, stderr) = run_to(
