@@ -1,22 +1,28 @@
 //! The io_uring driver.
 //!
-//! Per connection: `socket(2)` (synchronous, cheap), a Connect SQE linked to a
-//! LinkTimeout, one multishot Recv into the worker's provided buffer ring
-//! (armed once, re-armed only if the kernel ends it), and one Send SQE per
-//! batch of requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a
-//! successful send posts no completion at all. Per loop: one
-//! `io_uring_enter` submits everything queued and waits for completions
-//! (several at once in a closed loop with many connections, bounded by a
-//! multishot ring timeout: see [`Batch`]) or the next timer, then all
-//! completions are handled and the consumed receive buffers are published
-//! back in one store.
+//! Per connection: a socket, a Connect SQE linked to a LinkTimeout, one
+//! multishot Recv into the worker's provided buffer ring (armed once,
+//! re-armed only if the kernel ends it), and one Send SQE per batch of
+//! requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a successful
+//! send posts no completion at all. Per loop: one `io_uring_enter` submits
+//! everything queued and waits for completions (several at once in a closed
+//! loop with many connections, bounded by a multishot ring timeout: see
+//! [`Batch`]) or the next timer, then all completions are handled and the
+//! consumed receive buffers are published back in one store.
 //!
-//! Sockets are registered in the ring's file table (slot = connection index,
-//! updated by a FilesUpdate SQE queued ahead of the connect, so no extra
-//! syscall): sends and receives then name the slot, and the kernel skips the
+//! Sockets are registered in the ring's file table (slot = connection
+//! index): sends and receives name the slot, and the kernel skips the
 //! per-operation file lookup and reference count (`fget`/`fput`, atomics on
 //! the file in a multi-threaded process). Without a table (the registration
 //! failed) they name the descriptor.
+//!
+//! Direct sockets (Linux 6.7+, tried once per worker): the socket is created
+//! into its slot and TCP_NODELAY set on it by SQEs linked ahead of the
+//! connect, and closing cancels its receive and closes the slot, all in the
+//! ring: no descriptor, no syscall per connection. Otherwise (and with
+//! `--source` or receive low-water marks, which need a descriptor):
+//! `socket(2)`, and a FilesUpdate SQE queued ahead of the connect puts the
+//! descriptor in the slot; `shutdown(2)` and `close(2)` end it.
 
 use std::os::fd::RawFd;
 
@@ -52,13 +58,22 @@ const OP_TLS_SEND: u8 = 8;
 /// HTTP/2 over plain TCP: a send of a connection's output buffer (posts
 /// its completion: the buffer is reused only after it).
 const OP_H2_SEND: u8 = 9;
+/// Direct sockets: a socket created into its slot, TCP_NODELAY set on it,
+/// the slot closed, a receive cancelled. Each posts only when it fails.
+const OP_SOCKET: u8 = 10;
+const OP_SOCKOPT: u8 = 11;
+const OP_CLOSE: u8 = 12;
+const OP_CANCEL: u8 = 13;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
 
 /// The io_uring driver's part of a connection.
 struct Sock {
+    /// The socket's descriptor (-1: none, or it lives in the ring only).
     fd: RawFd,
+    /// Direct sockets: its slot holds a socket the ring created.
+    direct: bool,
     /// Its multishot receive is armed.
     recv_armed: bool,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
@@ -97,6 +112,9 @@ struct Driver<'c, 'p> {
     rtt: RoundTrip,
     /// Sockets are named by their slot in the ring's registered file table.
     fixed: bool,
+    /// Sockets are created into their slot and closed there by the ring
+    /// (no descriptor, no socket/setsockopt/shutdown/close syscalls).
+    direct: bool,
     /// Closed loop with many connections: how many answers a wait is for.
     waits: Batch,
     /// The multishot ring timeout that bounds those waits.
@@ -145,6 +163,12 @@ fn test_sq_entries() -> Option<u32> {
     std::env::var("XLOAD_TEST_RING_SQ").ok()?.parse().ok()
 }
 
+/// Tests only: `XLOAD_TEST_NO_DIRECT_SOCKETS=1` makes a worker set up its
+/// connections with descriptors, as on a kernel without the opcodes.
+fn test_no_direct() -> bool {
+    std::env::var_os("XLOAD_TEST_NO_DIRECT_SOCKETS").is_some_and(|v| v == "1")
+}
+
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
     let plan = ctx.plan;
     let nconns = plan.connections_of(_index);
@@ -175,8 +199,19 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     // (as many as the climb allows). Open loop wakes for every completion and
     // send time.
     let climb = Climb::new(if plan.open_loop.is_some() { 0 } else { nconns });
+    let lowat = Lowat::new(plan.pipeline.max(1), plan.open_loop.is_some());
+    let addr = target_addr(plan);
+    let mut ring = ring;
+    // Direct sockets need the table, no source address to bind (a syscall on
+    // a descriptor) and no receive low-water marks (setsockopt on one).
+    let direct = fixed
+        && plan.sources.is_empty()
+        && !lowat.on()
+        && !test_no_direct()
+        && probe::direct_sockets(&mut ring, addr.family).is_ok();
     let sock = || Sock {
         fd: -1,
+        direct: false,
         recv_armed: false,
         rcvlowat: 1,
     };
@@ -184,7 +219,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     let mut d = Driver {
         ring,
         bufs,
-        addr: target_addr(plan),
+        addr,
         sources: Sources::new(plan, _index),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         timeouts: Timeouts::of(plan),
@@ -196,9 +231,10 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         tls_sends_live: 0,
         h2_sends_live: 0,
         cq_entries,
-        lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
+        lowat,
         rtt: RoundTrip::new(now_ns()),
         fixed,
+        direct,
         waits: Batch::new(climb.cap),
         // Batching at all (16 connections or more, closed loop).
         tick: Tick::new(climb.cap > 1),
@@ -225,6 +261,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         mode,
         cq_overflow,
         fixed_files: d.fixed,
+        direct_sockets: d.direct,
         batching,
     })
 }
@@ -516,6 +553,10 @@ impl Driver<'_, '_> {
             OP_TLS_SEND => self.on_tls_send(tok, res, now),
             OP_H2_SEND => self.on_h2_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
+            OP_SOCKET => self.on_socket_failed(tok, res, now),
+            // A failed TCP_NODELAY (ignored, as with a descriptor), close or
+            // cancel (the receive had ended): nothing to do.
+            OP_SOCKOPT | OP_CLOSE | OP_CANCEL => self.waits.aside_cqes += 1,
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
             OP_TICK_REMOVE => self.waits.aside_cqes += 1,
@@ -724,6 +765,9 @@ impl Driver<'_, '_> {
             self.core.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
         }
+        if self.direct {
+            return self.open_direct(i, now);
+        }
         let fd = match self.sources.socket(self.addr.family, false, i) {
             Ok(fd) => fd,
             Err(errno) => {
@@ -776,10 +820,132 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// Direct sockets: one submission creates connection `i`'s socket in
+    /// its slot, sets TCP_NODELAY and connects it (bounded by a linked
+    /// timeout), with no descriptor and no syscall of its own. A failed
+    /// socket cancels the rest of the chain (see `on_socket_failed`).
+    fn open_direct(&mut self, i: usize, now: u64) {
+        let Ok(dest) = types::DestinationSlot::try_from_slot_target(i as u32) else {
+            self.direct = false;
+            return self.open_socket(i, now);
+        };
+        let c = &mut self.core.conns[i];
+        c.sock.direct = true;
+        c.sock.rcvlowat = 1;
+        c.state = State::Connecting { since_ns: now };
+        let tok = Token {
+            kind: OP_CONNECT,
+            gen: c.gen,
+            index: i as u32,
+        };
+        let with = |kind| Token { kind, ..tok }.encode();
+        let family = self.addr.family;
+        let socket = opcode::Socket::new(family, libc::SOCK_STREAM, 0)
+            .file_index(Some(dest))
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(with(OP_SOCKET));
+        // Hard-linked: the connect goes ahead even if the option fails (as
+        // with a descriptor, where its failure is ignored).
+        let nodelay = (family != libc::AF_UNIX).then(|| {
+            opcode::SetSockOpt::new(
+                types::Fixed(i as u32),
+                libc::IPPROTO_TCP as u32,
+                libc::TCP_NODELAY as u32,
+                (&probe::ONE as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
+            .build()
+            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(with(OP_SOCKOPT))
+        });
+        let connect = opcode::Connect::new(
+            types::Fixed(i as u32),
+            &self.addr.storage as *const _ as *const libc::sockaddr,
+            self.addr.len,
+        )
+        .build()
+        .flags(squeue::Flags::IO_LINK)
+        .user_data(tok.encode());
+        let timeout = opcode::LinkTimeout::new(&*self.connect_timeout)
+            .build()
+            .user_data(with(OP_LINK_TIMEOUT));
+        self.connects_live += 1;
+        // A chain must go in one submission: make room for all of it first.
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < 4 {
+            let _ = self.ring.submit();
+        }
+        // SAFETY: `addr`, `connect_timeout` and `ONE` are boxed in the
+        // driver or static.
+        unsafe {
+            self.push(&socket);
+            if let Some(e) = &nodelay {
+                self.push(e);
+            }
+            self.push(&connect);
+            self.push(&timeout);
+        }
+    }
+
+    /// Direct sockets: connection `i`'s socket could not be created (the
+    /// rest of its chain is cancelled and posts for the old generation).
+    fn on_socket_failed(&mut self, tok: Token, res: i32, now: u64) {
+        self.waits.aside_cqes += 1;
+        let i = tok.index as usize;
+        if self.core.conns[i].gen != tok.gen {
+            return;
+        }
+        record_errno(&mut self.ctx.rec, Phase::Socket, -res);
+        // Nothing in the slot to close.
+        self.core.conns[i].sock.direct = false;
+        self.back_off(i, now);
+    }
+
     /// Closes connection `i` (its in-flight requests are abandoned).
     fn close_socket(&mut self, i: usize) {
         let c = &mut self.core.conns[i];
-        if c.sock.fd >= 0 {
+        if c.sock.direct {
+            // In the ring: the armed receive (which holds the socket open)
+            // is cancelled and the slot closed; the socket is released, and
+            // its FIN sent, once nothing in flight uses it.
+            let armed = c.sock.recv_armed;
+            let tok = Token {
+                kind: OP_RECV,
+                gen: c.gen,
+                index: i as u32,
+            };
+            c.sock.direct = false;
+            if armed {
+                let cancel = opcode::AsyncCancel::new(tok.encode())
+                    .build()
+                    .flags(squeue::Flags::SKIP_SUCCESS)
+                    .user_data(
+                        Token {
+                            kind: OP_CANCEL,
+                            ..tok
+                        }
+                        .encode(),
+                    );
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&cancel) };
+            }
+            let close = opcode::Close::new(types::Fixed(i as u32))
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(
+                    Token {
+                        kind: OP_CLOSE,
+                        ..tok
+                    }
+                    .encode(),
+                );
+            // SAFETY: the entry points to no memory.
+            unsafe { self.push(&close) };
+        } else if c.sock.fd >= 0 {
             if c.sock.recv_armed {
                 // A pending multishot receive holds the socket open: end it.
                 // SAFETY: fd is ours.
@@ -884,8 +1050,29 @@ impl Driver<'_, '_> {
         self.tick.on = false;
         self.tick.armed = false;
         let _ = self.ring.submit();
-        for c in &self.core.conns {
-            if c.sock.fd >= 0 {
+        for i in 0..self.core.conns.len() {
+            let c = &self.core.conns[i];
+            if c.sock.direct {
+                // Everything on the slot (receive, connect) is cancelled and
+                // the slot closed, which releases the socket.
+                let slot = types::Fixed(i as u32);
+                let tok = Token {
+                    kind: OP_CANCEL,
+                    gen: c.gen,
+                    index: i as u32,
+                }
+                .encode();
+                let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(slot).all())
+                    .build()
+                    .user_data(tok);
+                let close = opcode::Close::new(slot).build().user_data(tok);
+                // SAFETY: the entries point to no memory.
+                unsafe {
+                    self.push(&cancel);
+                    self.push(&close);
+                }
+                self.core.conns[i].sock.direct = false;
+            } else if c.sock.fd >= 0 {
                 // SAFETY: fd is ours; shutting it down ends any receive still armed.
                 unsafe { libc::shutdown(c.sock.fd, libc::SHUT_RDWR) };
             }
