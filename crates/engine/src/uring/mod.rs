@@ -1053,25 +1053,21 @@ impl Driver<'_, '_> {
         for i in 0..self.core.conns.len() {
             let c = &self.core.conns[i];
             if c.sock.direct {
-                // Everything on the slot (receive, connect) is cancelled and
-                // the slot closed, which releases the socket.
-                let slot = types::Fixed(i as u32);
+                // As shutdown(2) below: the receive reads what has arrived
+                // and ends, a connect is aborted, the FIN leaves (a cancel
+                // would leave answers unread, and the close then resets).
+                // The slot is closed after the drain.
                 let tok = Token {
                     kind: OP_CANCEL,
                     gen: c.gen,
                     index: i as u32,
                 }
                 .encode();
-                let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(slot).all())
+                let e = opcode::Shutdown::new(types::Fixed(i as u32), libc::SHUT_RDWR)
                     .build()
                     .user_data(tok);
-                let close = opcode::Close::new(slot).build().user_data(tok);
-                // SAFETY: the entries point to no memory.
-                unsafe {
-                    self.push(&cancel);
-                    self.push(&close);
-                }
-                self.core.conns[i].sock.direct = false;
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&e) };
             } else if c.sock.fd >= 0 {
                 // SAFETY: fd is ours; shutting it down ends any receive still armed.
                 unsafe { libc::shutdown(c.sock.fd, libc::SHUT_RDWR) };
@@ -1127,13 +1123,23 @@ impl Driver<'_, '_> {
                 c.ex.leak_h2();
             }
         }
-        for c in &mut self.core.conns {
-            if c.sock.fd >= 0 {
+        for i in 0..self.core.conns.len() {
+            let c = &mut self.core.conns[i];
+            if c.sock.direct {
+                c.sock.direct = false;
+                let e = opcode::Close::new(types::Fixed(i as u32))
+                    .build()
+                    .flags(squeue::Flags::SKIP_SUCCESS)
+                    .user_data(0);
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&e) };
+            } else if c.sock.fd >= 0 {
                 // SAFETY: fd is ours and closed once.
                 unsafe { libc::close(c.sock.fd) };
                 c.sock.fd = -1;
             }
         }
+        let _ = self.ring.submit();
     }
 }
 
