@@ -329,6 +329,13 @@ fn connect_timeouts_are_counted_as_such_on_each_path() {
             "{path:?}: only connect timeouts\n{}",
             out.show()
         );
+        // 200 ms each, two connections, 800 ms (plus back-off): at most
+        // ~8; more would be timeouts fired early or twice per attempt.
+        assert!(
+            timeouts <= 12,
+            "{path:?}: {timeouts} connect timeouts\n{}",
+            out.show()
+        );
         drop(listener);
     }
 }

@@ -94,6 +94,11 @@ struct Driver<'c, 'p> {
     timeouts: Timeouts,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
     rearm: Vec<u32>,
+    /// Direct sockets: receives of closed connections (tokens) to cancel
+    /// before the next enter, unless their end is reaped first (a server
+    /// that closes sends its FIN right after the answer: the end is then
+    /// usually in the same reap, and the cancel would find nothing).
+    cancels: Vec<u64>,
     /// A receive found no buffer in this reap: the ring grows before the next.
     short_of_bufs: bool,
     cqes: Vec<cqueue::Entry>,
@@ -224,6 +229,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         timeouts: Timeouts::of(plan),
         rearm: Vec::with_capacity(nconns),
+        cancels: Vec::with_capacity(nconns),
         short_of_bufs: false,
         cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
@@ -376,6 +382,13 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
             match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Open => self.expire(i, now, self.timeouts.request_ns),
+                // Direct sockets: their connects have no linked timeout.
+                State::Connecting { since_ns }
+                    if self.core.conns[i].sock.direct
+                        && now.saturating_sub(since_ns) >= self.timeouts.connect_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
                 State::Handshaking { since_ns }
                     if now.saturating_sub(since_ns) >= self.timeouts.handshake_ns =>
                 {
@@ -392,11 +405,14 @@ impl Driver<'_, '_> {
         let now = now_ns();
         self.ramp_up(now);
         self.arm_tick();
-        // A tenth of the request timeout: connects end by a linked timeout.
-        let mut sweeper = Sweeper::new(
-            now,
-            self.timeouts.request_ns.min(self.timeouts.handshake_ns),
-        );
+        // A tenth of the request timeout: connects end by a linked timeout
+        // (direct sockets: a tenth of the connect timeout too, if shorter).
+        let watched = if self.direct {
+            self.timeouts.shortest_ns()
+        } else {
+            self.timeouts.request_ns.min(self.timeouts.handshake_ns)
+        };
+        let mut sweeper = Sweeper::new(now, watched);
         loop {
             let now = now_ns();
             if !self.tick_common(now, &mut sweeper) {
@@ -438,6 +454,7 @@ impl Driver<'_, '_> {
 
     /// Submits what is queued and waits up to `wait_ns` for a completion.
     fn wait(&mut self, wait_ns: u64) {
+        self.queue_cancels();
         let res = if wait_ns < 2_000 {
             // No time to sleep, but completions must still come in: with
             // DEFER_TASKRUN they are only posted by an enter that asks for
@@ -581,6 +598,13 @@ impl Driver<'_, '_> {
         if !current {
             if let Some(b) = bid {
                 self.bufs.recycle(b);
+            }
+            if !more {
+                // A closed connection's receive ended: no cancel needed.
+                let tok = tok.encode();
+                if let Some(k) = self.cancels.iter().rposition(|&t| t == tok) {
+                    self.cancels.swap_remove(k);
+                }
             }
             return;
         }
@@ -821,8 +845,8 @@ impl Driver<'_, '_> {
     }
 
     /// Direct sockets: one submission creates connection `i`'s socket in
-    /// its slot, sets TCP_NODELAY and connects it (bounded by a linked
-    /// timeout), with no descriptor and no syscall of its own. A failed
+    /// its slot, sets TCP_NODELAY and connects it (timed by the sweep), with
+    /// no descriptor and no syscall of its own. A failed
     /// socket cancels the rest of the chain (see `on_socket_failed`).
     fn open_direct(&mut self, i: usize, now: u64) {
         let Ok(dest) = types::DestinationSlot::try_from_slot_target(i as u32) else {
@@ -859,35 +883,31 @@ impl Driver<'_, '_> {
             .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(with(OP_SOCKOPT))
         });
+        // Timed by the sweep, not a linked timeout (one SQE, one completion
+        // and a kernel timer less per connection).
         let connect = opcode::Connect::new(
             types::Fixed(i as u32),
             &self.addr.storage as *const _ as *const libc::sockaddr,
             self.addr.len,
         )
         .build()
-        .flags(squeue::Flags::IO_LINK)
         .user_data(tok.encode());
-        let timeout = opcode::LinkTimeout::new(&*self.connect_timeout)
-            .build()
-            .user_data(with(OP_LINK_TIMEOUT));
         self.connects_live += 1;
         // A chain must go in one submission: make room for all of it first.
         let room = {
             let sq = self.ring.submission();
             sq.capacity() - sq.len()
         };
-        if room < 4 {
+        if room < 3 {
             let _ = self.ring.submit();
         }
-        // SAFETY: `addr`, `connect_timeout` and `ONE` are boxed in the
-        // driver or static.
+        // SAFETY: `addr` is boxed in the driver and `ONE` static.
         unsafe {
             self.push(&socket);
             if let Some(e) = &nodelay {
                 self.push(e);
             }
             self.push(&connect);
-            self.push(&timeout);
         }
     }
 
@@ -909,9 +929,9 @@ impl Driver<'_, '_> {
     fn close_socket(&mut self, i: usize) {
         let c = &mut self.core.conns[i];
         if c.sock.direct {
-            // In the ring: the armed receive (which holds the socket open)
-            // is cancelled and the slot closed; the socket is released, and
-            // its FIN sent, once nothing in flight uses it.
+            // In the ring: the connect or the armed receive (which hold the
+            // socket open) is cancelled and the slot closed; the socket is
+            // released, and its FIN sent, once nothing in flight uses it.
             let armed = c.sock.recv_armed;
             let tok = Token {
                 kind: OP_RECV,
@@ -919,8 +939,13 @@ impl Driver<'_, '_> {
                 index: i as u32,
             };
             c.sock.direct = false;
-            if armed {
-                let cancel = opcode::AsyncCancel::new(tok.encode())
+            if matches!(c.state, State::Connecting { .. }) {
+                // A connect in flight holds the socket too: end it.
+                let connect = Token {
+                    kind: OP_CONNECT,
+                    ..tok
+                };
+                let cancel = opcode::AsyncCancel::new(connect.encode())
                     .build()
                     .flags(squeue::Flags::SKIP_SUCCESS)
                     .user_data(
@@ -932,6 +957,10 @@ impl Driver<'_, '_> {
                     );
                 // SAFETY: the entry points to no memory.
                 unsafe { self.push(&cancel) };
+            }
+            if armed {
+                // Cancelled before the next enter unless it ends first.
+                self.cancels.push(tok.encode());
             }
             let close = opcode::Close::new(types::Fixed(i as u32))
                 .build()
@@ -963,6 +992,25 @@ impl Driver<'_, '_> {
         c.gen = next_gen(c.gen);
         c.sock.recv_armed = false;
         c.ex.reset();
+    }
+
+    /// Queues the cancels of closed connections' receives that have not
+    /// ended yet (see `cancels`).
+    fn queue_cancels(&mut self) {
+        while let Some(tok) = self.cancels.pop() {
+            let cancel = opcode::AsyncCancel::new(tok)
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(
+                    Token {
+                        kind: OP_CANCEL,
+                        ..Token::decode(tok)
+                    }
+                    .encode(),
+                );
+            // SAFETY: the entry points to no memory.
+            unsafe { self.push(&cancel) };
+        }
     }
 
     /// Connection `i`'s slot in the registered file table, if sockets are registered.
@@ -1049,6 +1097,7 @@ impl Driver<'_, '_> {
         // in the kernel, is cancelled below).
         self.tick.on = false;
         self.tick.armed = false;
+        self.queue_cancels();
         let _ = self.ring.submit();
         for i in 0..self.core.conns.len() {
             let c = &self.core.conns[i];
