@@ -398,3 +398,32 @@ fn refused_connects_are_counted_as_such_on_each_path() {
         server.assert_reconciles(requests, 4);
     }
 }
+
+/// `--no-keepalive` with answers of 200 KB: a connection's single-shot
+/// receives (one per buffer of 16 KiB) are re-armed until its answer is
+/// whole; every answer counts, with every byte, on each path.
+#[test]
+fn answers_larger_than_a_receive_buffer_complete_on_each_path() {
+    const N: u64 = 60;
+    const BODY: usize = 200_000;
+    for path in PATHS {
+        let server = TestServer::start(support::Behavior::Ok { body_len: BODY });
+        let Some(out) = run(
+            &server.url("/"),
+            &["--no-keepalive", "-n", &N.to_string(), "-c", "3"],
+            path,
+        ) else {
+            continue;
+        };
+        assert_eq!(out.code, 0, "{path:?}\n{}", out.show());
+        out.assert_path(path);
+        assert_eq!(out.u64_at("/errors_total"), 0, "{path:?}\n{}", out.show());
+        assert_eq!(out.u64_at("/requests"), N, "{path:?}\n{}", out.show());
+        assert!(
+            out.u64_at("/bytes") >= N * BODY as u64,
+            "{path:?}: every body whole\n{}",
+            out.show()
+        );
+        server.assert_reconciles(N, 3);
+    }
+}

@@ -67,6 +67,11 @@ const OP_CANCEL: u8 = 13;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
+/// TCP's smallest default MSS (`TCP_MSS_DEFAULT`): a request this long or
+/// shorter always leaves in one segment.
+const ONE_SEGMENT: usize = 536;
+/// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19): wait for data before trying.
+const RECVSEND_POLL_FIRST: u16 = 1;
 
 /// The io_uring driver's part of a connection.
 struct Sock {
@@ -120,6 +125,17 @@ struct Driver<'c, 'p> {
     /// Sockets are created into their slot and closed there by the ring
     /// (no descriptor, no socket/setsockopt/shutdown/close syscalls).
     direct: bool,
+    /// Every request closes its connection (plain HTTP/1.1, `Connection:
+    /// close`): receives are single-shot, re-armed only while an answer is
+    /// incomplete, so the server's FIN is not read after the answer that
+    /// ends the connection (a multishot receive would read it: one more
+    /// wake-up and completion per connection).
+    one_answer: bool,
+    /// Direct sockets get TCP_NODELAY. Not when each carries one request
+    /// that fits one segment of the smallest MSS: Nagle's algorithm only
+    /// holds a segment back while earlier data is unacknowledged, so it
+    /// could never delay anything there (one SQE less per connection).
+    nodelay: bool,
     /// Closed loop with many connections: how many answers a wait is for.
     waits: Batch,
     /// The multishot ring timeout that bounds those waits.
@@ -241,6 +257,11 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         rtt: RoundTrip::new(now_ns()),
         fixed,
         direct,
+        one_answer: plan.tls.is_none()
+            && plan.h2.is_none()
+            && plan.workload.is_none()
+            && request_closes(&plan.request),
+        nodelay: true,
         waits: Batch::new(climb.cap),
         // Batching at all (16 connections or more, closed loop).
         tick: Tick::new(climb.cap > 1),
@@ -248,6 +269,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         core,
         ctx,
     };
+    d.nodelay = !(d.one_answer && plan.request.len() <= ONE_SEGMENT);
     d.main_loop();
     // Answers that arrived before the loop ended but were not reaped yet
     // are not requests left unanswered: one last look, no wait, nothing
@@ -538,7 +560,7 @@ impl Driver<'_, '_> {
         }
         self.bufs.publish();
         while let Some(i) = self.rearm.pop() {
-            self.arm_recv(i as usize);
+            self.arm_recv(i as usize, false);
         }
         self.tend(now);
     }
@@ -641,13 +663,13 @@ impl Driver<'_, '_> {
             if self.ctx.plan.tls.is_some() {
                 if self.start_handshake(i, now) {
                     // The receive first, then the ClientHello.
-                    self.arm_recv(i);
+                    self.arm_recv(i, true);
                     self.send_records(i, now);
                 }
                 return;
             }
             self.established(i, now);
-            self.arm_recv(i);
+            self.arm_recv(i, true);
             self.ready(i, now);
             self.set_lowat(i);
         } else {
@@ -761,7 +783,8 @@ impl Driver<'_, '_> {
         self.set_lowat(i);
     }
 
-    fn arm_recv(&mut self, i: usize) {
+    /// Arms connection `i`'s receive (`first`: it has just connected).
+    fn arm_recv(&mut self, i: usize, first: bool) {
         if self.core.conns[i].sock.recv_armed || !self.receiving(i) {
             return;
         }
@@ -774,9 +797,23 @@ impl Driver<'_, '_> {
         }
         .encode();
         let bgid = self.bufs.bgid();
-        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
-            opcode::RecvMulti::new(s, bgid).build()
-        })
+        let e = if self.one_answer {
+            // Nothing has arrived on a new connection (its request has not
+            // even left): poll first rather than try a receive.
+            let ioprio = if first { RECVSEND_POLL_FIRST } else { 0 };
+            let len = self.bufs.buf_size();
+            on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+                opcode::Recv::new(s, std::ptr::null_mut(), len)
+                    .buf_group(bgid)
+                    .ioprio(ioprio)
+                    .build()
+                    .flags(squeue::Flags::BUFFER_SELECT)
+            })
+        } else {
+            on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+                opcode::RecvMulti::new(s, bgid).build()
+            })
+        }
         .user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
@@ -871,7 +908,7 @@ impl Driver<'_, '_> {
             .user_data(with(OP_SOCKET));
         // Hard-linked: the connect goes ahead even if the option fails (as
         // with a descriptor, where its failure is ignored).
-        let nodelay = (family != libc::AF_UNIX).then(|| {
+        let nodelay = (family != libc::AF_UNIX && self.nodelay).then(|| {
             opcode::SetSockOpt::new(
                 types::Fixed(i as u32),
                 libc::IPPROTO_TCP as u32,
@@ -1192,9 +1229,49 @@ impl Driver<'_, '_> {
     }
 }
 
+/// The request asks the server to close the connection after its answer
+/// (a `Connection` header with the `close` option).
+fn request_closes(request: &[u8]) -> bool {
+    let head_end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(request.len());
+    request[..head_end]
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            line[..colon]
+                .eq_ignore_ascii_case(b"connection")
+                .then(|| &line[colon + 1..])
+        })
+        .any(|value| {
+            value
+                .split(|&b| b == b',')
+                .any(|o| o.trim_ascii().eq_ignore_ascii_case(b"close"))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_that_close_their_connection_are_recognized() {
+        let closes = |r: &str| request_closes(r.as_bytes());
+        assert!(closes(
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        ));
+        assert!(closes("GET / HTTP/1.1\r\nconnection:CLOSE\r\n\r\n"));
+        assert!(closes("GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nX-Connection: close\r\n\r\n"));
+        // Only the head counts, not a body that looks like a header.
+        assert!(!closes(
+            "POST / HTTP/1.1\r\nContent-Length: 19\r\n\r\nConnection: close\r\n"
+        ));
+    }
 
     #[test]
     fn ring_sizes_stop_growing_within_kernel_limits() {
