@@ -18,11 +18,16 @@
 //!
 //! Direct sockets (Linux 6.7+, tried once per worker): the socket is created
 //! into its slot and TCP_NODELAY set on it by SQEs linked ahead of the
-//! connect, and closing cancels its receive and closes the slot, all in the
-//! ring: no descriptor, no syscall per connection. Otherwise (and with
-//! `--source` or receive low-water marks, which need a descriptor):
-//! `socket(2)`, and a FilesUpdate SQE queued ahead of the connect puts the
-//! descriptor in the slot; `shutdown(2)` and `close(2)` end it.
+//! connect (timed by the sweep, no LinkTimeout), and closing closes the slot
+//! (and cancels the receive if it has not ended), all in the ring: no
+//! descriptor, no syscall per connection. Otherwise (and with `--source` or
+//! receive low-water marks, which need a descriptor): `socket(2)`, and a
+//! FilesUpdate SQE queued ahead of the connect puts the descriptor in the
+//! slot; `shutdown(2)` and `close(2)` end it.
+//!
+//! When every request closes its connection (plain HTTP/1.1), the receive
+//! is single-shot, re-armed only while the answer is incomplete: the
+//! server's FIN after it is never read.
 
 use std::os::fd::RawFd;
 
