@@ -30,18 +30,15 @@ const HARD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How a run sets up its connections.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Path {
-    /// io_uring, sockets created in the ring (where the kernel can), each
-    /// connection's request linked behind its connect.
+    /// io_uring, sockets created in the ring (where the kernel can).
     Direct,
-    /// The same, the request sent once the connect has completed.
-    Unlinked,
     /// io_uring with descriptors, as on a kernel without the opcodes.
     Fallback,
     /// The epoll engine.
     Epoll,
 }
 
-const PATHS: [Path; 4] = [Path::Direct, Path::Unlinked, Path::Fallback, Path::Epoll];
+const PATHS: [Path; 3] = [Path::Direct, Path::Fallback, Path::Epoll];
 
 /// Linux 6.7 or later: the ring can set socket options, so direct sockets
 /// must be used.
@@ -86,29 +83,16 @@ impl Run {
     fn assert_path(&self, path: Path) {
         let reason = self.reason();
         match path {
-            Path::Direct | Path::Unlinked if kernel_has_direct_sockets() => {
+            Path::Direct if kernel_has_direct_sockets() => {
                 assert!(reason.contains("direct sockets"), "{}", self.show())
             }
-            Path::Direct | Path::Unlinked => {}
+            Path::Direct => {}
             Path::Fallback => {
                 assert!(reason.contains("registered sockets"), "{}", self.show());
                 assert!(!reason.contains("direct sockets"), "{}", self.show());
             }
             Path::Epoll => assert_eq!(self.json["engine"], "epoll", "{}", self.show()),
         }
-    }
-}
-
-/// The test switches that put a run on `path`.
-fn set_path_env(cmd: &mut Command, path: Path) {
-    match path {
-        Path::Fallback => {
-            cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
-        }
-        Path::Unlinked => {
-            cmd.env("XLOAD_TEST_NO_LINKED_SEND", "1");
-        }
-        Path::Direct | Path::Epoll => {}
     }
 }
 
@@ -127,7 +111,9 @@ fn run(url: &str, args: &[&str], path: Path) -> Option<Run> {
             "uring"
         },
     ]);
-    set_path_env(&mut cmd, path);
+    if path == Path::Fallback {
+        cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
+    }
     let out = run_command_with_timeout(cmd, HARD_TIMEOUT);
     assert!(!out.timed_out, "xload still running\n{}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
@@ -381,7 +367,9 @@ fn refused_connects_are_counted_as_such_on_each_path() {
                 "uring"
             },
         ]);
-        set_path_env(&mut cmd, path);
+        if path == Path::Fallback {
+            cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
+        }
         let child = support::run::XloadChild::spawn(cmd);
         let deadline = Instant::now() + Duration::from_secs(10);
         while server.served() < 100 && Instant::now() < deadline {
@@ -437,77 +425,5 @@ fn answers_larger_than_a_receive_buffer_complete_on_each_path() {
             out.show()
         );
         server.assert_reconciles(N, 3);
-    }
-}
-
-/// `-n` while the server goes away and comes back on the same port: the
-/// requests linked behind connects that were refused never left and go back
-/// to the quota, so every one of the N requests is answered or failed (a
-/// refused connect is not a request), on each path.
-#[test]
-fn refused_connects_give_their_requests_back_to_n() {
-    const N: u64 = 3000;
-    for path in PATHS {
-        let first = TestServer::start(support::Behavior::Ok { body_len: 10 });
-        let addr = first.addr();
-        let dir = TempDir::new("direct-refund");
-        let json_path = dir.join("report.json");
-        let mut cmd = Command::new(xload_bin());
-        cmd.args([
-            first.url("/").as_str(),
-            "--no-keepalive",
-            "-n",
-            &N.to_string(),
-            "-c",
-            "4",
-            "--json",
-            json_path.to_str().expect("utf-8 path"),
-            "--engine",
-            if path == Path::Epoll {
-                "epoll"
-            } else {
-                "uring"
-            },
-        ]);
-        set_path_env(&mut cmd, path);
-        let child = support::run::XloadChild::spawn(cmd);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while first.served() < 200 && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(2));
-        }
-        first.stop();
-        // Long enough for every connection to be refused a few times.
-        thread::sleep(Duration::from_millis(300));
-        let listener = TcpListener::bind(addr).expect("listen again on the same port");
-        let second = TestServer::start_with(listener, support::Behavior::Ok { body_len: 10 });
-        let output = child.wait_timeout(HARD_TIMEOUT);
-        if !json_path.exists() && path != Path::Epoll && output.stderr.contains("io_uring") {
-            eprintln!("skipping the io_uring run: {}", output.stderr.trim());
-            continue;
-        }
-        let out = Run {
-            code: exit_code(output.status),
-            stderr: output.stderr,
-            json: read_json(&json_path),
-        };
-        assert_eq!(out.code, 0, "{path:?}\n{}", out.show());
-        out.assert_path(path);
-        let refused = out.errors("connect_refused");
-        assert!(refused > 0, "{path:?}: no connect_refused\n{}", out.show());
-        let requests = out.u64_at("/requests");
-        let failed = out.u64_at("/errors_total") - refused;
-        assert_eq!(
-            requests + failed,
-            N,
-            "{path:?}: {requests} answered and {failed} failed of {N}\n{}",
-            out.show()
-        );
-        assert!(second.served() > 0, "{path:?}\n{}", out.show());
-        assert_eq!(
-            first.served() + second.served(),
-            requests,
-            "{path:?}: the servers answered what xload counted\n{}",
-            out.show()
-        );
     }
 }

@@ -35,7 +35,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use xload_stats::{ErrorKind, Recorder};
 
 use crate::clock::now_ns;
-use crate::conn::{record_errno, Phase, Sent};
+use crate::conn::{record_errno, Phase};
 use crate::ctx::Ctx;
 use crate::drive::{Core, DriverStats, State, Sweeper, Timeouts, Transport};
 use crate::lowat::{Lowat, RoundTrip};
@@ -141,10 +141,6 @@ struct Driver<'c, 'p> {
     /// holds a segment back while earlier data is unacknowledged, so it
     /// could never delay anything there (one SQE less per connection).
     nodelay: bool,
-    /// Direct sockets, closed loop, every request closing its connection:
-    /// a connection's request and receive are linked behind its connect,
-    /// in the same submission.
-    link_send: bool,
     /// Closed loop with many connections: how many answers a wait is for.
     waits: Batch,
     /// The multishot ring timeout that bounds those waits.
@@ -197,12 +193,6 @@ fn test_sq_entries() -> Option<u32> {
 /// connections with descriptors, as on a kernel without the opcodes.
 fn test_no_direct() -> bool {
     std::env::var_os("XLOAD_TEST_NO_DIRECT_SOCKETS").is_some_and(|v| v == "1")
-}
-
-/// Tests only: `XLOAD_TEST_NO_LINKED_SEND=1` makes direct connects wait
-/// for their completion before sending, as before the requests were linked.
-fn test_no_linked_send() -> bool {
-    std::env::var_os("XLOAD_TEST_NO_LINKED_SEND").is_some_and(|v| v == "1")
 }
 
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
@@ -277,7 +267,6 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
             && plan.workload.is_none()
             && request_closes(&plan.request),
         nodelay: true,
-        link_send: false,
         waits: Batch::new(climb.cap),
         // Batching at all (16 connections or more, closed loop).
         tick: Tick::new(climb.cap > 1),
@@ -286,7 +275,6 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         ctx,
     };
     d.nodelay = !(d.one_answer && plan.request.len() <= ONE_SEGMENT);
-    d.link_send = d.direct && d.one_answer && plan.open_loop.is_none() && !test_no_linked_send();
     d.main_loop();
     // Answers that arrived before the loop ended but were not reaped yet
     // are not requests left unanswered: one last look, no wait, nothing
@@ -426,7 +414,6 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
                     if self.core.conns[i].sock.direct
                         && now.saturating_sub(since_ns) >= self.timeouts.connect_ns =>
                 {
-                    self.refund_linked(i);
                     self.connect_failed(i, libc::ETIMEDOUT, now);
                 }
                 State::Handshaking { since_ns }
@@ -691,7 +678,6 @@ impl Driver<'_, '_> {
             self.ready(i, now);
             self.set_lowat(i);
         } else {
-            self.refund_linked(i);
             record_errno(&mut self.ctx.rec, Phase::Connect, -res);
             self.back_off(i, now);
         }
@@ -939,28 +925,14 @@ impl Driver<'_, '_> {
             .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(with(OP_SOCKOPT))
         });
-        // The request (and the receive for its answer) can go behind the
-        // connect when the quota allows one now.
-        let n = if self.link_send {
-            let want = self.core.conns[i].ex.room(self.core.pipeline);
-            self.ctx.allow(want)
-        } else {
-            0
-        };
         // Timed by the sweep, not a linked timeout (one SQE, one completion
         // and a kernel timer less per connection).
-        let link = if n > 0 {
-            squeue::Flags::IO_LINK
-        } else {
-            squeue::Flags::empty()
-        };
         let connect = opcode::Connect::new(
             types::Fixed(i as u32),
             &self.addr.storage as *const _ as *const libc::sockaddr,
             self.addr.len,
         )
         .build()
-        .flags(link)
         .user_data(tok.encode());
         self.connects_live += 1;
         // A chain must go in one submission: make room for all of it first.
@@ -968,7 +940,7 @@ impl Driver<'_, '_> {
             let sq = self.ring.submission();
             sq.capacity() - sq.len()
         };
-        if room < 5 {
+        if room < 3 {
             let _ = self.ring.submit();
         }
         // SAFETY: `addr` is boxed in the driver and `ONE` static.
@@ -979,71 +951,6 @@ impl Driver<'_, '_> {
             }
             self.push(&connect);
         }
-        if n > 0 {
-            self.link_request(i, n, now);
-        }
-    }
-
-    /// Direct sockets: queues connection `i`'s first `n` requests and the
-    /// receive for their answer behind its connect (just pushed with
-    /// IO_LINK): they leave as soon as it connects, without a turn through
-    /// this loop, and the server is woken once for both. A failed connect
-    /// cancels them (see `refund_linked`). Their latency counts from the
-    /// connect.
-    fn link_request(&mut self, i: usize, n: usize, now: u64) {
-        let sent = Sent {
-            intended_ns: now,
-            sent_ns: now,
-            counted: true,
-        };
-        let c = &mut self.core.conns[i];
-        for _ in 0..n {
-            c.ex.push(sent);
-        }
-        let bytes = c.ex.outgoing(&self.core.batch[..n * self.core.req_len]);
-        let (buf, len) = (bytes.as_ptr(), bytes.len() as u32);
-        self.ctx.rec.add_bytes_sent(u64::from(len));
-        let tok = Token {
-            kind: OP_SEND,
-            gen: c.gen,
-            index: i as u32,
-        };
-        c.sock.recv_armed = true;
-        let send = opcode::Send::new(types::Fixed(i as u32), buf, len)
-            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-            .build()
-            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(tok.encode());
-        let recv = opcode::Recv::new(
-            types::Fixed(i as u32),
-            std::ptr::null_mut(),
-            self.bufs.buf_size(),
-        )
-        .buf_group(self.bufs.bgid())
-        .ioprio(RECVSEND_POLL_FIRST)
-        .build()
-        .flags(squeue::Flags::BUFFER_SELECT)
-        .user_data(
-            Token {
-                kind: OP_RECV,
-                ..tok
-            }
-            .encode(),
-        );
-        self.recvs_live += 1;
-        // SAFETY: `batch` is owned by the driver and outlives the ring's use
-        // of it; the buffers come from the registered ring.
-        unsafe {
-            self.push(&send);
-            self.push(&recv);
-        }
-    }
-
-    /// Connection `i`'s connect failed: requests linked behind it never
-    /// left (they are cancelled) and go back to the quota.
-    fn refund_linked(&mut self, i: usize) {
-        let n = self.core.conns[i].ex.in_flight();
-        self.ctx.refund(n);
     }
 
     /// Direct sockets: connection `i`'s socket could not be created (the
@@ -1054,7 +961,6 @@ impl Driver<'_, '_> {
         if self.core.conns[i].gen != tok.gen {
             return;
         }
-        self.refund_linked(i);
         record_errno(&mut self.ctx.rec, Phase::Socket, -res);
         // Nothing in the slot to close.
         self.core.conns[i].sock.direct = false;
