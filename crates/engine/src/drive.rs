@@ -772,5 +772,8 @@ pub(crate) struct DriverStats {
     pub cq_overflow: u64,
     /// io_uring: sockets were named by their slot in a registered file table.
     pub fixed_files: bool,
+    /// io_uring: connections were set up and closed in the ring, their
+    /// sockets never in the process's descriptor table.
+    pub direct_sockets: bool,
     pub batching: Option<xload_stats::Batching>,
 }

@@ -97,6 +97,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<DriverStats,
         mode: "epoll",
         cq_overflow: 0,
         fixed_files: false,
+        direct_sockets: false,
         batching: None,
     })
 }

@@ -101,6 +101,11 @@ impl Lowat {
         }
     }
 
+    /// Marks are set at all (they need a descriptor per socket).
+    pub(crate) fn on(&self) -> bool {
+        self.on
+    }
+
     /// Sets `fd`'s mark (now `*mark`) to the bytes of the answers `ex` still
     /// waits for. Nothing due or nothing learned yet: left as it is (the next
     /// batch's send sets it).

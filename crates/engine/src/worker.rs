@@ -28,6 +28,8 @@ pub struct WorkerInfo {
     pub cq_overflow: u64,
     /// io_uring: sockets were named by their slot in a registered file table.
     pub fixed_files: bool,
+    /// io_uring: connections were set up and closed in the ring.
+    pub direct_sockets: bool,
     /// Open loop: intended sends dropped because the queue was full.
     pub dropped: u64,
     /// A failure that stopped this worker early, if any.
@@ -153,6 +155,9 @@ pub fn run_observed(
         } else {
             ", socket descriptors (no registered file table)"
         });
+        if on_uring.clone().all(|w| w.direct_sockets) {
+            engine_reason.push_str(", direct sockets");
+        }
     }
     if engine == EngineKind::Xdp {
         // No fallback: a socket or program that cannot be set up fails the run.
@@ -222,6 +227,7 @@ impl Worker {
             mode: "epoll",
             cq_overflow: 0,
             fixed_files: false,
+            direct_sockets: false,
             dropped: 0,
             error: None,
             fallback: None,
@@ -256,6 +262,7 @@ impl Worker {
                 info.mode = stats.mode;
                 info.cq_overflow = stats.cq_overflow;
                 info.fixed_files = stats.fixed_files;
+                info.direct_sockets = stats.direct_sockets;
                 info.batching = stats.batching;
             }
             Err(e) => info.error = Some(e),

@@ -222,6 +222,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, index: usize) -> Result<XdpStats, St
             mode: "xdp",
             cq_overflow: 0,
             fixed_files: false,
+            direct_sockets: false,
             batching: None,
         },
         detail,

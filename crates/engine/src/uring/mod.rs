@@ -1,22 +1,33 @@
 //! The io_uring driver.
 //!
-//! Per connection: `socket(2)` (synchronous, cheap), a Connect SQE linked to a
-//! LinkTimeout, one multishot Recv into the worker's provided buffer ring
-//! (armed once, re-armed only if the kernel ends it), and one Send SQE per
-//! batch of requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a
-//! successful send posts no completion at all. Per loop: one
-//! `io_uring_enter` submits everything queued and waits for completions
-//! (several at once in a closed loop with many connections, bounded by a
-//! multishot ring timeout: see [`Batch`]) or the next timer, then all
-//! completions are handled and the consumed receive buffers are published
-//! back in one store.
+//! Per connection: a socket, a Connect SQE linked to a LinkTimeout, one
+//! multishot Recv into the worker's provided buffer ring (armed once,
+//! re-armed only if the kernel ends it), and one Send SQE per batch of
+//! requests flagged `CQE_SKIP_SUCCESS` with `MSG_WAITALL`, so a successful
+//! send posts no completion at all. Per loop: one `io_uring_enter` submits
+//! everything queued and waits for completions (several at once in a closed
+//! loop with many connections, bounded by a multishot ring timeout: see
+//! [`Batch`]) or the next timer, then all completions are handled and the
+//! consumed receive buffers are published back in one store.
 //!
-//! Sockets are registered in the ring's file table (slot = connection index,
-//! updated by a FilesUpdate SQE queued ahead of the connect, so no extra
-//! syscall): sends and receives then name the slot, and the kernel skips the
+//! Sockets are registered in the ring's file table (slot = connection
+//! index): sends and receives name the slot, and the kernel skips the
 //! per-operation file lookup and reference count (`fget`/`fput`, atomics on
 //! the file in a multi-threaded process). Without a table (the registration
 //! failed) they name the descriptor.
+//!
+//! Direct sockets (Linux 6.7+, tried once per worker): the socket is created
+//! into its slot and TCP_NODELAY set on it by SQEs linked ahead of the
+//! connect (timed by the sweep, no LinkTimeout), and closing closes the slot
+//! (and cancels the receive if it has not ended), all in the ring: no
+//! descriptor, no syscall per connection. Otherwise (and with `--source` or
+//! receive low-water marks, which need a descriptor): `socket(2)`, and a
+//! FilesUpdate SQE queued ahead of the connect puts the descriptor in the
+//! slot; `shutdown(2)` and `close(2)` end it.
+//!
+//! When every request closes its connection (plain HTTP/1.1), the receive
+//! is single-shot, re-armed only while the answer is incomplete: the
+//! server's FIN after it is never read.
 
 use std::os::fd::RawFd;
 
@@ -52,13 +63,27 @@ const OP_TLS_SEND: u8 = 8;
 /// HTTP/2 over plain TCP: a send of a connection's output buffer (posts
 /// its completion: the buffer is reused only after it).
 const OP_H2_SEND: u8 = 9;
+/// Direct sockets: a socket created into its slot, TCP_NODELAY set on it,
+/// the slot closed, a receive cancelled. Each posts only when it fails.
+const OP_SOCKET: u8 = 10;
+const OP_SOCKOPT: u8 = 11;
+const OP_CLOSE: u8 = 12;
+const OP_CANCEL: u8 = 13;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
+/// TCP's smallest default MSS (`TCP_MSS_DEFAULT`): a request this long or
+/// shorter always leaves in one segment.
+const ONE_SEGMENT: usize = 536;
+/// `IORING_RECVSEND_POLL_FIRST` (Linux 5.19): wait for data before trying.
+const RECVSEND_POLL_FIRST: u16 = 1;
 
 /// The io_uring driver's part of a connection.
 struct Sock {
+    /// The socket's descriptor (-1: none, or it lives in the ring only).
     fd: RawFd,
+    /// Direct sockets: its slot holds a socket the ring created.
+    direct: bool,
     /// Its multishot receive is armed.
     recv_armed: bool,
     /// The socket's SO_RCVLOWAT (1 = the kernel's default).
@@ -79,6 +104,11 @@ struct Driver<'c, 'p> {
     timeouts: Timeouts,
     /// Connections whose multishot receive ended (ENOBUFS) and must be re-armed.
     rearm: Vec<u32>,
+    /// Direct sockets: receives of closed connections (tokens) to cancel
+    /// before the next enter, unless their end is reaped first (a server
+    /// that closes sends its FIN right after the answer: the end is then
+    /// usually in the same reap, and the cancel would find nothing).
+    cancels: Vec<u64>,
     /// A receive found no buffer in this reap: the ring grows before the next.
     short_of_bufs: bool,
     cqes: Vec<cqueue::Entry>,
@@ -97,6 +127,20 @@ struct Driver<'c, 'p> {
     rtt: RoundTrip,
     /// Sockets are named by their slot in the ring's registered file table.
     fixed: bool,
+    /// Sockets are created into their slot and closed there by the ring
+    /// (no descriptor, no socket/setsockopt/shutdown/close syscalls).
+    direct: bool,
+    /// Every request closes its connection (plain HTTP/1.1, `Connection:
+    /// close`): receives are single-shot, re-armed only while an answer is
+    /// incomplete, so the server's FIN is not read after the answer that
+    /// ends the connection (a multishot receive would read it: one more
+    /// wake-up and completion per connection).
+    one_answer: bool,
+    /// Direct sockets get TCP_NODELAY. Not when each carries one request
+    /// that fits one segment of the smallest MSS: Nagle's algorithm only
+    /// holds a segment back while earlier data is unacknowledged, so it
+    /// could never delay anything there (one SQE less per connection).
+    nodelay: bool,
     /// Closed loop with many connections: how many answers a wait is for.
     waits: Batch,
     /// The multishot ring timeout that bounds those waits.
@@ -145,6 +189,12 @@ fn test_sq_entries() -> Option<u32> {
     std::env::var("XLOAD_TEST_RING_SQ").ok()?.parse().ok()
 }
 
+/// Tests only: `XLOAD_TEST_NO_DIRECT_SOCKETS=1` makes a worker set up its
+/// connections with descriptors, as on a kernel without the opcodes.
+fn test_no_direct() -> bool {
+    std::env::var_os("XLOAD_TEST_NO_DIRECT_SOCKETS").is_some_and(|v| v == "1")
+}
+
 pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats, String> {
     let plan = ctx.plan;
     let nconns = plan.connections_of(_index);
@@ -178,8 +228,19 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         Some(_) => Climb::new(0, 1),
         None => Climb::new(nconns, plan.h2.as_ref().map_or(1, |h| h.streams as usize)),
     };
+    let lowat = Lowat::new(plan.pipeline.max(1), plan.open_loop.is_some());
+    let addr = target_addr(plan);
+    let mut ring = ring;
+    // Direct sockets need the table, no source address to bind (a syscall on
+    // a descriptor) and no receive low-water marks (setsockopt on one).
+    let direct = fixed
+        && plan.sources.is_empty()
+        && !lowat.on()
+        && !test_no_direct()
+        && probe::direct_sockets(&mut ring, addr.family).is_ok();
     let sock = || Sock {
         fd: -1,
+        direct: false,
         recv_armed: false,
         rcvlowat: 1,
     };
@@ -187,11 +248,12 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     let mut d = Driver {
         ring,
         bufs,
-        addr: target_addr(plan),
+        addr,
         sources: Sources::new(plan, _index),
         connect_timeout: Box::new(types::Timespec::from(plan.connect_timeout)),
         timeouts: Timeouts::of(plan),
         rearm: Vec::with_capacity(nconns),
+        cancels: Vec::with_capacity(nconns),
         short_of_bufs: false,
         cqes: Vec::with_capacity(size.cq as usize),
         recvs_live: 0,
@@ -199,9 +261,15 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         tls_sends_live: 0,
         h2_sends_live: 0,
         cq_entries,
-        lowat: Lowat::new(core.pipeline, plan.open_loop.is_some()),
+        lowat,
         rtt: RoundTrip::new(now_ns()),
         fixed,
+        direct,
+        one_answer: plan.tls.is_none()
+            && plan.h2.is_none()
+            && plan.workload.is_none()
+            && request_closes(&plan.request),
+        nodelay: true,
         waits: Batch::new(climb.cap),
         // Batching at all (closed loop, 16 connections or more, or HTTP/2
         // streams on several).
@@ -210,6 +278,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         core,
         ctx,
     };
+    d.nodelay = !(d.one_answer && plan.request.len() <= ONE_SEGMENT);
     d.main_loop();
     // Answers that arrived before the loop ended but were not reaped yet
     // are not requests left unanswered: one last look, no wait, nothing
@@ -229,6 +298,7 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
         mode,
         cq_overflow,
         fixed_files: d.fixed,
+        direct_sockets: d.direct,
         batching,
     })
 }
@@ -343,6 +413,13 @@ impl<'p> Transport<'p> for Driver<'_, 'p> {
             match self.core.conns[i].state {
                 State::Closed { until_ns } if now >= until_ns => self.open(i, now),
                 State::Open => self.expire(i, now, self.timeouts.request_ns),
+                // Direct sockets: their connects have no linked timeout.
+                State::Connecting { since_ns }
+                    if self.core.conns[i].sock.direct
+                        && now.saturating_sub(since_ns) >= self.timeouts.connect_ns =>
+                {
+                    self.connect_failed(i, libc::ETIMEDOUT, now);
+                }
                 State::Handshaking { since_ns }
                     if now.saturating_sub(since_ns) >= self.timeouts.handshake_ns =>
                 {
@@ -359,11 +436,14 @@ impl Driver<'_, '_> {
         let now = now_ns();
         self.ramp_up(now);
         self.arm_tick();
-        // A tenth of the request timeout: connects end by a linked timeout.
-        let mut sweeper = Sweeper::new(
-            now,
-            self.timeouts.request_ns.min(self.timeouts.handshake_ns),
-        );
+        // A tenth of the request timeout: connects end by a linked timeout
+        // (direct sockets: a tenth of the connect timeout too, if shorter).
+        let watched = if self.direct {
+            self.timeouts.shortest_ns()
+        } else {
+            self.timeouts.request_ns.min(self.timeouts.handshake_ns)
+        };
+        let mut sweeper = Sweeper::new(now, watched);
         loop {
             let now = now_ns();
             if !self.tick_common(now, &mut sweeper) {
@@ -405,6 +485,7 @@ impl Driver<'_, '_> {
 
     /// Submits what is queued and waits up to `wait_ns` for a completion.
     fn wait(&mut self, wait_ns: u64) {
+        self.queue_cancels();
         let res = if wait_ns < 2_000 {
             // No time to sleep, but completions must still come in: with
             // DEFER_TASKRUN they are only posted by an enter that asks for
@@ -488,7 +569,7 @@ impl Driver<'_, '_> {
         }
         self.bufs.publish();
         while let Some(i) = self.rearm.pop() {
-            self.arm_recv(i as usize);
+            self.arm_recv(i as usize, false);
         }
         self.tend(now);
     }
@@ -520,6 +601,10 @@ impl Driver<'_, '_> {
             OP_TLS_SEND => self.on_tls_send(tok, res, now),
             OP_H2_SEND => self.on_h2_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
+            OP_SOCKET => self.on_socket_failed(tok, res, now),
+            // A failed TCP_NODELAY (ignored, as with a descriptor), close or
+            // cancel (the receive had ended): nothing to do.
+            OP_SOCKOPT | OP_CLOSE | OP_CANCEL => self.waits.aside_cqes += 1,
             // Only a failed remove posts (SKIP_SUCCESS): that tick was
             // expiring; its next completion is seen as old and removed then.
             OP_TICK_REMOVE => self.waits.aside_cqes += 1,
@@ -544,6 +629,13 @@ impl Driver<'_, '_> {
         if !current {
             if let Some(b) = bid {
                 self.bufs.recycle(b);
+            }
+            if !more {
+                // A closed connection's receive ended: no cancel needed.
+                let tok = tok.encode();
+                if let Some(k) = self.cancels.iter().rposition(|&t| t == tok) {
+                    self.cancels.swap_remove(k);
+                }
             }
             return;
         }
@@ -580,13 +672,13 @@ impl Driver<'_, '_> {
             if self.ctx.plan.tls.is_some() {
                 if self.start_handshake(i, now) {
                     // The receive first, then the ClientHello.
-                    self.arm_recv(i);
+                    self.arm_recv(i, true);
                     self.send_records(i, now);
                 }
                 return;
             }
             self.established(i, now);
-            self.arm_recv(i);
+            self.arm_recv(i, true);
             self.ready(i, now);
             self.set_lowat(i);
         } else {
@@ -700,7 +792,8 @@ impl Driver<'_, '_> {
         self.set_lowat(i);
     }
 
-    fn arm_recv(&mut self, i: usize) {
+    /// Arms connection `i`'s receive (`first`: it has just connected).
+    fn arm_recv(&mut self, i: usize, first: bool) {
         if self.core.conns[i].sock.recv_armed || !self.receiving(i) {
             return;
         }
@@ -713,9 +806,23 @@ impl Driver<'_, '_> {
         }
         .encode();
         let bgid = self.bufs.bgid();
-        let e = on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
-            opcode::RecvMulti::new(s, bgid).build()
-        })
+        let e = if self.one_answer {
+            // Nothing has arrived on a new connection (its request has not
+            // even left): poll first rather than try a receive.
+            let ioprio = if first { RECVSEND_POLL_FIRST } else { 0 };
+            let len = self.bufs.buf_size();
+            on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+                opcode::Recv::new(s, std::ptr::null_mut(), len)
+                    .buf_group(bgid)
+                    .ioprio(ioprio)
+                    .build()
+                    .flags(squeue::Flags::BUFFER_SELECT)
+            })
+        } else {
+            on_socket!(self.slot(i), self.core.conns[i].sock.fd, |s| {
+                opcode::RecvMulti::new(s, bgid).build()
+            })
+        }
         .user_data(tok);
         self.recvs_live += 1;
         // SAFETY: the buffers come from the registered ring, owned by the driver.
@@ -727,6 +834,9 @@ impl Driver<'_, '_> {
         if self.ctx.exhausted() || self.ctx.closing() {
             self.core.conns[i].state = State::Closed { until_ns: u64::MAX };
             return;
+        }
+        if self.direct {
+            return self.open_direct(i, now);
         }
         let fd = match self.sources.socket(self.addr.family, false, i) {
             Ok(fd) => fd,
@@ -780,10 +890,137 @@ impl Driver<'_, '_> {
         }
     }
 
+    /// Direct sockets: one submission creates connection `i`'s socket in
+    /// its slot, sets TCP_NODELAY and connects it (timed by the sweep), with
+    /// no descriptor and no syscall of its own. A failed
+    /// socket cancels the rest of the chain (see `on_socket_failed`).
+    fn open_direct(&mut self, i: usize, now: u64) {
+        let Ok(dest) = types::DestinationSlot::try_from_slot_target(i as u32) else {
+            self.direct = false;
+            return self.open_socket(i, now);
+        };
+        let c = &mut self.core.conns[i];
+        c.sock.direct = true;
+        c.sock.rcvlowat = 1;
+        c.state = State::Connecting { since_ns: now };
+        let tok = Token {
+            kind: OP_CONNECT,
+            gen: c.gen,
+            index: i as u32,
+        };
+        let with = |kind| Token { kind, ..tok }.encode();
+        let family = self.addr.family;
+        let socket = opcode::Socket::new(family, libc::SOCK_STREAM, 0)
+            .file_index(Some(dest))
+            .build()
+            .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(with(OP_SOCKET));
+        // Hard-linked: the connect goes ahead even if the option fails (as
+        // with a descriptor, where its failure is ignored).
+        let nodelay = (family != libc::AF_UNIX && self.nodelay).then(|| {
+            opcode::SetSockOpt::new(
+                types::Fixed(i as u32),
+                libc::IPPROTO_TCP as u32,
+                libc::TCP_NODELAY as u32,
+                (&probe::ONE as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
+            .build()
+            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(with(OP_SOCKOPT))
+        });
+        // Timed by the sweep, not a linked timeout (one SQE, one completion
+        // and a kernel timer less per connection).
+        let connect = opcode::Connect::new(
+            types::Fixed(i as u32),
+            &self.addr.storage as *const _ as *const libc::sockaddr,
+            self.addr.len,
+        )
+        .build()
+        .user_data(tok.encode());
+        self.connects_live += 1;
+        // A chain must go in one submission: make room for all of it first.
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < 3 {
+            let _ = self.ring.submit();
+        }
+        // SAFETY: `addr` is boxed in the driver and `ONE` static.
+        unsafe {
+            self.push(&socket);
+            if let Some(e) = &nodelay {
+                self.push(e);
+            }
+            self.push(&connect);
+        }
+    }
+
+    /// Direct sockets: connection `i`'s socket could not be created (the
+    /// rest of its chain is cancelled and posts for the old generation).
+    fn on_socket_failed(&mut self, tok: Token, res: i32, now: u64) {
+        self.waits.aside_cqes += 1;
+        let i = tok.index as usize;
+        if self.core.conns[i].gen != tok.gen {
+            return;
+        }
+        record_errno(&mut self.ctx.rec, Phase::Socket, -res);
+        // Nothing in the slot to close.
+        self.core.conns[i].sock.direct = false;
+        self.back_off(i, now);
+    }
+
     /// Closes connection `i` (its in-flight requests are abandoned).
     fn close_socket(&mut self, i: usize) {
         let c = &mut self.core.conns[i];
-        if c.sock.fd >= 0 {
+        if c.sock.direct {
+            // In the ring: the connect or the armed receive (which hold the
+            // socket open) is cancelled and the slot closed; the socket is
+            // released, and its FIN sent, once nothing in flight uses it.
+            let armed = c.sock.recv_armed;
+            let tok = Token {
+                kind: OP_RECV,
+                gen: c.gen,
+                index: i as u32,
+            };
+            c.sock.direct = false;
+            if matches!(c.state, State::Connecting { .. }) {
+                // A connect in flight holds the socket too: end it.
+                let connect = Token {
+                    kind: OP_CONNECT,
+                    ..tok
+                };
+                let cancel = opcode::AsyncCancel::new(connect.encode())
+                    .build()
+                    .flags(squeue::Flags::SKIP_SUCCESS)
+                    .user_data(
+                        Token {
+                            kind: OP_CANCEL,
+                            ..tok
+                        }
+                        .encode(),
+                    );
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&cancel) };
+            }
+            if armed {
+                // Cancelled before the next enter unless it ends first.
+                self.cancels.push(tok.encode());
+            }
+            let close = opcode::Close::new(types::Fixed(i as u32))
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(
+                    Token {
+                        kind: OP_CLOSE,
+                        ..tok
+                    }
+                    .encode(),
+                );
+            // SAFETY: the entry points to no memory.
+            unsafe { self.push(&close) };
+        } else if c.sock.fd >= 0 {
             if c.sock.recv_armed {
                 // A pending multishot receive holds the socket open: end it.
                 // SAFETY: fd is ours.
@@ -801,6 +1038,25 @@ impl Driver<'_, '_> {
         c.gen = next_gen(c.gen);
         c.sock.recv_armed = false;
         c.ex.reset();
+    }
+
+    /// Queues the cancels of closed connections' receives that have not
+    /// ended yet (see `cancels`).
+    fn queue_cancels(&mut self) {
+        while let Some(tok) = self.cancels.pop() {
+            let cancel = opcode::AsyncCancel::new(tok)
+                .build()
+                .flags(squeue::Flags::SKIP_SUCCESS)
+                .user_data(
+                    Token {
+                        kind: OP_CANCEL,
+                        ..Token::decode(tok)
+                    }
+                    .encode(),
+                );
+            // SAFETY: the entry points to no memory.
+            unsafe { self.push(&cancel) };
+        }
     }
 
     /// Connection `i`'s slot in the registered file table, if sockets are registered.
@@ -887,9 +1143,27 @@ impl Driver<'_, '_> {
         // in the kernel, is cancelled below).
         self.tick.on = false;
         self.tick.armed = false;
+        self.queue_cancels();
         let _ = self.ring.submit();
-        for c in &self.core.conns {
-            if c.sock.fd >= 0 {
+        for i in 0..self.core.conns.len() {
+            let c = &self.core.conns[i];
+            if c.sock.direct {
+                // As shutdown(2) below: the receive reads what has arrived
+                // and ends, a connect is aborted, the FIN leaves (a cancel
+                // would leave answers unread, and the close then resets).
+                // The slot is closed after the drain.
+                let tok = Token {
+                    kind: OP_CANCEL,
+                    gen: c.gen,
+                    index: i as u32,
+                }
+                .encode();
+                let e = opcode::Shutdown::new(types::Fixed(i as u32), libc::SHUT_RDWR)
+                    .build()
+                    .user_data(tok);
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&e) };
+            } else if c.sock.fd >= 0 {
                 // SAFETY: fd is ours; shutting it down ends any receive still armed.
                 unsafe { libc::shutdown(c.sock.fd, libc::SHUT_RDWR) };
             }
@@ -944,19 +1218,69 @@ impl Driver<'_, '_> {
                 c.ex.leak_h2();
             }
         }
-        for c in &mut self.core.conns {
-            if c.sock.fd >= 0 {
+        for i in 0..self.core.conns.len() {
+            let c = &mut self.core.conns[i];
+            if c.sock.direct {
+                c.sock.direct = false;
+                let e = opcode::Close::new(types::Fixed(i as u32))
+                    .build()
+                    .flags(squeue::Flags::SKIP_SUCCESS)
+                    .user_data(0);
+                // SAFETY: the entry points to no memory.
+                unsafe { self.push(&e) };
+            } else if c.sock.fd >= 0 {
                 // SAFETY: fd is ours and closed once.
                 unsafe { libc::close(c.sock.fd) };
                 c.sock.fd = -1;
             }
         }
+        let _ = self.ring.submit();
     }
+}
+
+/// The request asks the server to close the connection after its answer
+/// (a `Connection` header with the `close` option).
+fn request_closes(request: &[u8]) -> bool {
+    let head_end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(request.len());
+    request[..head_end]
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            line[..colon]
+                .eq_ignore_ascii_case(b"connection")
+                .then(|| &line[colon + 1..])
+        })
+        .any(|value| {
+            value
+                .split(|&b| b == b',')
+                .any(|o| o.trim_ascii().eq_ignore_ascii_case(b"close"))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_that_close_their_connection_are_recognized() {
+        let closes = |r: &str| request_closes(r.as_bytes());
+        assert!(closes(
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+        ));
+        assert!(closes("GET / HTTP/1.1\r\nconnection:CLOSE\r\n\r\n"));
+        assert!(closes("GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nHost: a\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n"));
+        assert!(!closes("GET / HTTP/1.1\r\nX-Connection: close\r\n\r\n"));
+        // Only the head counts, not a body that looks like a header.
+        assert!(!closes(
+            "POST / HTTP/1.1\r\nContent-Length: 19\r\n\r\nConnection: close\r\n"
+        ));
+    }
 
     #[test]
     fn ring_sizes_stop_growing_within_kernel_limits() {

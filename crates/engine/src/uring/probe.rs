@@ -3,7 +3,7 @@
 
 use std::io;
 
-use io_uring::{cqueue, opcode, types};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::ring::{build_ring, BufRing};
 
@@ -73,3 +73,55 @@ pub(crate) fn probe() -> Result<&'static str, String> {
     drop(ring);
     result
 }
+
+/// Whether connections can be set up without the file table, tried for
+/// real on slot 0 of `ring`'s registered table (empty, nothing queued yet):
+/// a socket created into the slot (`IORING_OP_SOCKET`, Linux 5.19+),
+/// TCP_NODELAY set on it through the ring (`SOCKET_URING_OP_SETSOCKOPT`,
+/// 6.7+) and the slot closed (`IORING_OP_CLOSE` on a fixed file, 5.15+).
+/// `family` is the target's address family (TCP_NODELAY only for IP).
+pub(crate) fn direct_sockets(ring: &mut IoUring, family: i32) -> Result<(), String> {
+    let slot = types::DestinationSlot::try_from_slot_target(0).map_err(|_| "no slot 0")?;
+    let mut ops = vec![(
+        "socket",
+        opcode::Socket::new(family, libc::SOCK_STREAM, 0)
+            .file_index(Some(slot))
+            .build()
+            .flags(squeue::Flags::IO_LINK),
+    )];
+    if family != libc::AF_UNIX {
+        ops.push((
+            "setsockopt",
+            opcode::SetSockOpt::new(
+                types::Fixed(0),
+                libc::IPPROTO_TCP as u32,
+                libc::TCP_NODELAY as u32,
+                (&ONE as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as u32,
+            )
+            .build()
+            // Hard: the close runs even if this fails.
+            .flags(squeue::Flags::IO_HARDLINK),
+        ));
+    }
+    ops.push(("close", opcode::Close::new(types::Fixed(0)).build()));
+    for (n, (_, e)) in ops.iter().enumerate() {
+        // SAFETY: the entries point only to the static `ONE`.
+        unsafe { ring.submission().push(&e.clone().user_data(n as u64)) }
+            .map_err(|_| "submission queue full".to_string())?;
+    }
+    ring.submit_and_wait(ops.len())
+        .map_err(|e| format!("io_uring_enter: {e}"))?;
+    let mut failed = None;
+    for cqe in ring.completion() {
+        let what = ops.get(cqe.user_data() as usize).map_or("?", |o| o.0);
+        if cqe.result() < 0 && failed.is_none() {
+            let e = io::Error::from_raw_os_error(-cqe.result());
+            failed = Some(format!("{what} through the ring: {e}"));
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// The value of a boolean socket option that is on.
+pub(crate) static ONE: libc::c_int = 1;
