@@ -38,6 +38,21 @@ enum Path {
     Epoll,
 }
 
+impl Path {
+    /// Makes `cmd` take this path: the engine, and the fallback forced.
+    fn select(self, cmd: &mut Command) {
+        let engine = if self == Path::Epoll {
+            "epoll"
+        } else {
+            "uring"
+        };
+        cmd.args(["--engine", engine]);
+        if self == Path::Fallback {
+            cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
+        }
+    }
+}
+
 const PATHS: [Path; 3] = [Path::Direct, Path::Fallback, Path::Epoll];
 
 /// Linux 6.7 or later: the ring can set socket options, so direct sockets
@@ -103,17 +118,7 @@ fn run(url: &str, args: &[&str], path: Path) -> Option<Run> {
     let json_path = dir.join("report.json");
     let mut cmd = Command::new(xload_bin());
     cmd.arg(url).args(args).arg("--json").arg(&json_path);
-    cmd.args([
-        "--engine",
-        if path == Path::Epoll {
-            "epoll"
-        } else {
-            "uring"
-        },
-    ]);
-    if path == Path::Fallback {
-        cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
-    }
+    path.select(&mut cmd);
     let out = run_command_with_timeout(cmd, HARD_TIMEOUT);
     assert!(!out.timed_out, "xload still running\n{}", out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
@@ -360,16 +365,8 @@ fn refused_connects_are_counted_as_such_on_each_path() {
             "1500ms",
             "--json",
             json_path.to_str().expect("utf-8 path"),
-            "--engine",
-            if path == Path::Epoll {
-                "epoll"
-            } else {
-                "uring"
-            },
         ]);
-        if path == Path::Fallback {
-            cmd.env("XLOAD_TEST_NO_DIRECT_SOCKETS", "1");
-        }
+        path.select(&mut cmd);
         let child = support::run::XloadChild::spawn(cmd);
         let deadline = Instant::now() + Duration::from_secs(10);
         while server.served() < 100 && Instant::now() < deadline {

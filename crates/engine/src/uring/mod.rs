@@ -876,17 +876,23 @@ impl Driver<'_, '_> {
         }
         self.connects_live += 1;
         // The two must be adjacent in the queue: make room for both first.
-        let room = {
-            let sq = self.ring.submission();
-            sq.capacity() - sq.len()
-        };
-        if room < 2 {
-            let _ = self.ring.submit();
-        }
+        self.make_room(2);
         // SAFETY: `addr` and `connect_timeout` are boxed and owned by the driver.
         unsafe {
             self.push(&connect);
             self.push(&timeout);
+        }
+    }
+
+    /// Submits what is queued when fewer than `n` entries are free, so the
+    /// next `n` pushes (a linked chain) land together.
+    fn make_room(&mut self, n: usize) {
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < n {
+            let _ = self.ring.submit();
         }
     }
 
@@ -940,13 +946,7 @@ impl Driver<'_, '_> {
         .user_data(tok.encode());
         self.connects_live += 1;
         // A chain must go in one submission: make room for all of it first.
-        let room = {
-            let sq = self.ring.submission();
-            sq.capacity() - sq.len()
-        };
-        if room < 3 {
-            let _ = self.ring.submit();
-        }
+        self.make_room(3);
         // SAFETY: `addr` is boxed in the driver and `ONE` static.
         unsafe {
             self.push(&socket);
