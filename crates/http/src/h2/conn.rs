@@ -282,6 +282,55 @@ impl H2Request {
         })
     }
 
+    /// An empty request whose buffers [`H2Request::render_http1`] fills.
+    pub fn empty() -> Self {
+        H2Request {
+            block: Vec::new(),
+            body: Vec::new(),
+            is_head: false,
+        }
+    }
+
+    /// Renders an HTTP/1.1 request as [`RequestTemplate`] writes it (request
+    /// line, fields, empty line, body) into this one, reusing its buffers:
+    /// the same header block [`H2Request::new`] makes of the same request,
+    /// with `:scheme` https or http. For requests rendered per send (a
+    /// session's cookies and captured values). False, and left empty, when
+    /// the bytes hold no request line and empty line.
+    pub fn render_http1(&mut self, request: &[u8], https: bool) -> bool {
+        self.block.clear();
+        self.body.clear();
+        self.is_head = false;
+        let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return false;
+        };
+        let mut lines = request[..end]
+            .split(|&b| b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+        let line = lines.next().unwrap_or(b"");
+        let mut words = line.split(|&b| b == b' ');
+        let (Some(method), Some(path)) = (words.next(), words.next()) else {
+            return false;
+        };
+        let fields = lines.clone().filter_map(split_field);
+        let authority = fields
+            .clone()
+            .find(|(n, _)| n.eq_ignore_ascii_case(b"host"))
+            .map_or(&b""[..], |(_, v)| v);
+        let scheme: &[u8] = if https { b"https" } else { b"http" };
+        let block = &mut self.block;
+        hpack::encode_field(b":method", method, block);
+        hpack::encode_field(b":scheme", scheme, block);
+        hpack::encode_field(b":authority", authority, block);
+        hpack::encode_field(b":path", path, block);
+        for (name, value) in fields {
+            encode_lower(name, value, block);
+        }
+        self.body.extend_from_slice(&request[end + 4..]);
+        self.is_head = method == b"HEAD";
+        true
+    }
+
     /// The HPACK header block.
     pub fn block(&self) -> &[u8] {
         &self.block
@@ -291,6 +340,38 @@ impl H2Request {
     pub fn body(&self) -> &[u8] {
         &self.body
     }
+}
+
+/// A field line `Name: value` as (name, trimmed value).
+fn split_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
+    let colon = line.iter().position(|&b| b == b':')?;
+    Some((&line[..colon], line[colon + 1..].trim_ascii()))
+}
+
+/// Appends a request field with its name in lower case, as
+/// [`H2Request::new`] does (no allocation: names up to 64 bytes are
+/// lowered on the stack; longer ones, which no static entry or
+/// connection-specific name has, are written as plain literals).
+fn encode_lower(name: &[u8], value: &[u8], block: &mut Vec<u8>) {
+    let mut buf = [0u8; 64];
+    let Some(lower) = buf.get_mut(..name.len()) else {
+        block.push(0x00);
+        hpack::encode_int(name.len(), 7, 0, block);
+        block.extend(name.iter().map(u8::to_ascii_lowercase));
+        hpack::encode_str(value, block);
+        return;
+    };
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let lower = &*lower;
+    if connection_specific(lower) || lower == b"host" {
+        return;
+    }
+    if lower == b"te" && !value.eq_ignore_ascii_case(b"trailers") {
+        return;
+    }
+    hpack::encode_field(lower, value, block);
 }
 
 /// What happened, in the order the bytes said it. `T` is the caller's tag of each stream.
@@ -312,6 +393,9 @@ pub enum Event<'a, T> {
         name: &'a [u8],
         value: &'a [u8],
     },
+    /// Payload bytes of a stream's final response (DATA frames' data, no
+    /// padding), in order, as they arrive; they are not kept.
+    Data { tag: T, data: &'a [u8] },
     /// A stream's response ended well.
     Response {
         tag: T,
@@ -707,10 +791,17 @@ impl<T: Copy> Connection<T> {
                 body,
             } => {
                 let n = (left as usize).min(input.len()) as u32;
+                let chunk = &input[..n as usize];
                 *input = &input[n as usize..];
                 let b = n.min(body);
                 if let Some(s) = self.streams.iter_mut().find(|s| s.id == stream) {
                     s.body_bytes += u64::from(b);
+                    if b > 0 {
+                        events(Event::Data {
+                            tag: s.tag,
+                            data: &chunk[..b as usize],
+                        });
+                    }
                 }
                 self.rx = Rx::Data {
                     stream,

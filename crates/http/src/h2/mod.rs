@@ -4,11 +4,12 @@
 //!
 //! - [`H2Request`]: a request's HPACK header block rendered once (static
 //!   table indices and plain literals, nothing indexed), so opening a stream
-//!   only copies bytes.
+//!   only copies bytes; [`H2Request::render_http1`] makes the same block of
+//!   a request rendered per send as HTTP/1.1 bytes, reusing its buffers.
 //! - [`Connection`]: one connection's client state machine: preface and
 //!   SETTINGS (the server's MAX_CONCURRENT_STREAMS, INITIAL_WINDOW_SIZE,
 //!   MAX_FRAME_SIZE honoured), streams up to a limit, HEADERS/CONTINUATION,
-//!   DATA counted and never kept, flow control on the connection and each
+//!   DATA counted and handed over as [`Event::Data`], never kept, flow control on the connection and each
 //!   stream in both directions, PING, RST_STREAM, GOAWAY (streams above the
 //!   last-stream-id come back as [`Event::Refused`] for a retry), padding,
 //!   unknown frames skipped. Every connection error is an [`H2Error`]

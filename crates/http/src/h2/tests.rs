@@ -371,6 +371,7 @@ fn own(e: Event<'_, u32>) -> Ev {
         Event::Malformed { stream, why, .. } => Ev::Malformed(stream, why),
         Event::Refused { stream, .. } => Ev::Refused(stream),
         Event::GoAway { last_stream, code } => Ev::GoAway(last_stream, code),
+        Event::Data { .. } => unreachable!("kept in Client::bodies"),
     }
 }
 
@@ -379,6 +380,8 @@ struct Client {
     reqs: Vec<H2Request>,
     out: Vec<u8>,
     events: Vec<Ev>,
+    /// The DATA of each stream, as [`Event::Data`] gave it.
+    bodies: std::collections::BTreeMap<u32, Vec<u8>>,
 }
 
 impl Client {
@@ -412,6 +415,7 @@ impl Client {
             reqs,
             out,
             events: Vec::new(),
+            bodies: Default::default(),
         }
     }
 
@@ -425,10 +429,14 @@ impl Client {
     }
 
     fn feed(&mut self, bytes: &[u8]) -> Result<(), H2Error> {
-        let events = &mut self.events;
-        self.conn.recv(bytes, &self.reqs, &mut self.out, &mut |e| {
-            events.push(own(e))
-        })
+        let (events, bodies) = (&mut self.events, &mut self.bodies);
+        self.conn
+            .recv(bytes, &self.reqs, &mut self.out, &mut |e| match e {
+                Event::Data { tag, data } => {
+                    bodies.entry(tag / 10).or_default().extend_from_slice(data)
+                }
+                e => events.push(own(e)),
+            })
     }
 
     fn open(&mut self, request: usize) -> u32 {
@@ -543,6 +551,51 @@ fn request_block_decodes_to_the_request() {
     assert!(H2Request::new(&bad).is_err());
 }
 
+/// A request rendered as HTTP/1.1 bytes (a session's, per send) becomes
+/// the same header block and body as the request made directly, reusing
+/// one H2Request for each.
+#[test]
+fn http1_bytes_render_to_the_same_block_as_the_request() {
+    let url = parse_url("http://127.0.0.1:8080/a?b=1").unwrap();
+    let tls = parse_url("https://localhost/x").unwrap();
+    let h = |n: &str, v: &str| (n.to_string(), v.to_string());
+    let long = "X-".to_string() + &"Long".repeat(20);
+    let sets: [Vec<(String, String)>; 4] = [
+        vec![],
+        vec![h("Host", "example.test"), h("Connection", "keep-alive")],
+        vec![
+            h("X-Trace", "abc"),
+            h("Cookie", "a=1; b=2"),
+            h("TE", "gzip"),
+        ],
+        vec![h(&long, "v"), h("te", "trailers"), h("Accept", "*/*")],
+    ];
+    let mut r = H2Request::empty();
+    for (url, https) in [(&url, false), (&tls, true)] {
+        for headers in &sets {
+            for (method, body) in [("GET", &b""[..]), ("POST", b"hello"), ("HEAD", b"")] {
+                let spec = RequestSpec {
+                    method,
+                    url,
+                    headers,
+                    body,
+                };
+                let direct = H2Request::new(&spec).unwrap();
+                let bytes = crate::RequestTemplate::new(&spec).unwrap().bytes().to_vec();
+                assert!(r.render_http1(&bytes, https));
+                assert_eq!(r, direct, "{}", String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    // A long name is lowered and sent as a literal, as H2Request::new does.
+    let fields = decode_all(&mut Decoder::new(4096), r.block()).unwrap();
+    assert!(fields
+        .iter()
+        .any(|(n, _)| *n == long.to_lowercase().as_bytes()));
+    assert!(!r.render_http1(b"GET / HTTP/1.1\r\nHost: a\r\n", false));
+    assert_eq!((r.block(), r.body()), (&b""[..], &b""[..]));
+}
+
 /// A response to `stream`: head with content-length, `body` in DATA frames of `chunk` bytes.
 fn response(stream: u32, body: &[u8], chunk: usize) -> Vec<u8> {
     let mut v = frame(
@@ -603,6 +656,9 @@ fn responses_are_the_same_at_every_split() {
             c.feed(p).unwrap();
         }
         let sent = c.sent();
+        // The DATA's bytes, without padding, whatever the split.
+        let bodies: Vec<_> = c.bodies.into_iter().collect();
+        assert_eq!(bodies, [(1, vec![b'a'; 300]), (3, b"xy".to_vec())]);
         (c.events, sent)
     };
     let (whole, sent) = run(&[&wire]);
