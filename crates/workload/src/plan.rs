@@ -213,6 +213,8 @@ pub struct RequestPlan {
     pub host: String,
     pub https: bool,
     class_cdf: Cdf,
+    /// Per class: the index of its first variant among all (see [`RequestPlan::index`]).
+    first: Vec<u32>,
 }
 
 impl RequestPlan {
@@ -231,7 +233,16 @@ impl RequestPlan {
             .map(|c| class_plan(workload, c, url, prefix))
             .collect::<Result<Vec<_>, _>>()?;
         let class_cdf = Cdf::new(workload.classes.iter().map(|c| c.weight));
+        let first = classes
+            .iter()
+            .scan(0u32, |n, c| {
+                let at = *n;
+                *n += c.variants.len() as u32;
+                Some(at)
+            })
+            .collect();
         Ok(RequestPlan {
+            first,
             classes,
             captures: workload.captures.clone(),
             host: url.host.to_ascii_lowercase(),
@@ -272,6 +283,19 @@ impl RequestPlan {
     /// The bytes to send for a pick.
     pub fn request(&self, pick: Pick) -> &[u8] {
         &self.variant(pick).request
+    }
+
+    /// Every variant of every class, in class order: a pick's
+    /// [`index`](Self::index) is its place here (a table of requests
+    /// prebuilt in another form, e.g. HTTP/2's, is indexed by it).
+    pub fn variants(&self) -> impl Iterator<Item = &Variant> + '_ {
+        self.classes.iter().flat_map(|c| c.variants.iter())
+    }
+
+    /// The place of a pick's variant in [`variants`](Self::variants).
+    #[inline]
+    pub fn index(&self, pick: Pick) -> usize {
+        (self.first[pick.class as usize] + pick.variant) as usize
     }
 }
 

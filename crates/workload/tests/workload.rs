@@ -111,6 +111,12 @@ fn plan_is_deterministic_and_prebuilt() {
     let first = a.iter().filter(|p| p.class == 0 && p.variant == 0).count();
     let last = a.iter().filter(|p| p.class == 0 && p.variant == 49).count();
     assert!(first > 10 * last.max(1), "{first} vs {last}");
+    // Every pick has its own place among all the variants.
+    let all: Vec<_> = plan.variants().collect();
+    assert_eq!(all.len(), 51);
+    for p in &a {
+        assert_eq!(all[plan.index(*p)], plan.variant(*p));
+    }
 }
 
 /// A manifest with two files in a temporary directory, and their bytes.
