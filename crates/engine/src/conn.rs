@@ -258,14 +258,19 @@ impl Exchange {
         }
     }
 
-    /// Workload runs: the next request sent on this connection is `pick`
-    /// (one request in flight per connection).
+    /// Workload runs: the next request sent on this connection (the next
+    /// [`Exchange::push`]) is `pick`. HTTP/1.1: one request in flight, slot 0;
+    /// HTTP/2: the slot of the stream it opens.
     #[inline]
     pub(crate) fn start(&mut self, pick: xload_workload::Pick, now_ns: u64) {
-        if let Some(mix) = &mut self.mix {
-            let head = mix.start(pick, now_ns);
-            self.parser.set_head(head);
+        let Some(mix) = &mut self.mix else { return };
+        if self.h2_on {
+            if let Some(h) = self.h2.as_deref_mut() {
+                return h.start_request(mix, pick, now_ns);
+            }
         }
+        let head = mix.start(0, pick, now_ns);
+        self.parser.set_head(head);
     }
 
     pub(crate) fn has_mix(&self) -> bool {
@@ -273,14 +278,16 @@ impl Exchange {
     }
 
     /// Workload runs: gives the connection the plan's requests (once), and
-    /// with sessions the session and its seed.
+    /// with sessions the session and its seed; `slots`: requests in flight
+    /// at most (HTTP/2's streams per connection, else 1).
     pub(crate) fn attach_mix(
         &mut self,
         requests: Option<std::sync::Arc<xload_workload::RequestPlan>>,
         session: Option<(&xload_workload::Session, u64)>,
         cookies: bool,
+        slots: usize,
     ) {
-        self.mix = requests.map(|r| Box::new(ConnMix::new(r, session, cookies)));
+        self.mix = requests.map(|r| Box::new(ConnMix::new(r, session, cookies, slots)));
     }
 
     /// Workload runs: the connection's workload state, if any.
@@ -293,7 +300,7 @@ impl Exchange {
     #[inline]
     pub(crate) fn outgoing<'a>(&'a self, batch: &'a [u8]) -> &'a [u8] {
         match &self.mix {
-            Some(m) => m.request(),
+            Some(m) => m.request(0),
             None => batch,
         }
     }
@@ -329,7 +336,7 @@ impl Exchange {
     ) -> (u32, Fed) {
         if self.h2_on {
             if let Some(h) = self.h2.as_deref_mut() {
-                return h.feed(data, now_ns, rec, timing);
+                return h.feed(data, now_ns, rec, timing, self.mix.as_deref_mut());
             }
         }
         let mut done = 0;
@@ -344,8 +351,8 @@ impl Exchange {
             let parsed = match &mut self.mix {
                 // (A workload has one request in flight: what follows a held
                 // response is no body of its.)
-                Some(m) if m.feeds_body() && held.is_none() => {
-                    self.parser.parse_body(data, |b| m.body(b))
+                Some(m) if m.feeds_body(0) && held.is_none() => {
+                    self.parser.parse_body(data, |b| m.body(0, b))
                 }
                 _ => self.parser.parse(data),
             };
@@ -402,7 +409,8 @@ impl Exchange {
             timing,
         );
         if let Some(m) = &mut self.mix {
-            m.finish(rec, latency_us, &response, now_ns);
+            let (status, body) = (response.status, response.body_bytes);
+            m.finish(0, rec, latency_us, status, body, now_ns);
         }
     }
 
@@ -433,7 +441,8 @@ impl Exchange {
                         timing,
                     );
                     if let Some(m) = &mut self.mix {
-                        m.finish(rec, latency_us, &response, now_ns);
+                        let (status, body) = (response.status, response.body_bytes);
+                        m.finish(0, rec, latency_us, status, body, now_ns);
                     }
                     (true, None)
                 }
@@ -480,6 +489,23 @@ pub(crate) struct H2Conn {
     /// Streams to send again (never processed by the server) since the last
     /// [`H2Conn::take_retries`].
     retries: usize,
+    /// Streams ended (answered or not) since the last [`H2Conn::take_ended`].
+    ended: usize,
+    /// Workload runs that render each request (cookies, captures): each
+    /// stream slot's request, by tag (empty: the plan's table serves).
+    own: Vec<H2Request>,
+    /// The request the next [`H2Conn::open`] sends, in the table in use.
+    next_request: u32,
+}
+
+/// The requests streams are opened with: a connection's own (rendered per
+/// send) once it has them, else the plan's.
+fn table<'a>(reqs: &'a [H2Request], own: &'a [H2Request]) -> &'a [H2Request] {
+    if own.is_empty() {
+        reqs
+    } else {
+        own
+    }
 }
 
 impl H2Conn {
@@ -503,6 +529,9 @@ impl H2Conn {
             stall_since: None,
             settings_noted: false,
             retries: 0,
+            ended: 0,
+            own: Vec::new(),
+            next_request: 0,
         };
         c.reset();
         c
@@ -528,6 +557,8 @@ impl H2Conn {
         self.stall_since = None;
         self.settings_noted = false;
         self.retries = 0;
+        self.ended = 0;
+        self.next_request = 0;
     }
 
     fn start(&mut self, rec: &mut Recorder, now: u64) {
@@ -561,7 +592,31 @@ impl H2Conn {
             .map(|(s, _)| *s)
     }
 
-    /// Opens a stream for the run's request (the caller checked `room`).
+    /// Workload runs: the next stream carries `pick`. Its slot's checker
+    /// starts; a connection that renders its requests (cookies, captures)
+    /// turns the slot's HTTP/1.1 bytes into its own header block, the
+    /// others send the plan's prebuilt one.
+    fn start_request(&mut self, mix: &mut ConnMix, pick: xload_workload::Pick, now: u64) {
+        let Some(&tag) = self.free.last() else {
+            debug_assert!(false, "start_request() without a free slot");
+            return;
+        };
+        let slot = tag as usize;
+        mix.start(slot, pick, now);
+        if !mix.renders() {
+            self.next_request = mix.index(slot) as u32;
+            return;
+        }
+        if self.own.len() < self.slots.len() {
+            self.own.resize_with(self.slots.len(), H2Request::empty);
+        }
+        let ok = self.own[slot].render_http1(mix.request(slot), mix.https());
+        debug_assert!(ok, "a rendered request has its request line and empty line");
+        self.next_request = tag;
+    }
+
+    /// Opens a stream for the run's request, or the workload's started by
+    /// [`H2Conn::start_request`] (the caller checked `room`).
     fn open(&mut self, sent: Sent) {
         let Some(tag) = self.free.pop() else {
             debug_assert!(false, "open() without a free slot");
@@ -570,10 +625,17 @@ impl H2Conn {
         self.slots[tag as usize] = sent;
         self.live[tag as usize] = true;
         self.in_flight += 1;
-        self.conn.open(&self.reqs, 0, tag, &mut self.out);
-        if self.has_body && self.stall_since.is_none() && self.conn.send_blocked(&self.reqs) {
+        let reqs = table(&self.reqs, &self.own);
+        let request = std::mem::take(&mut self.next_request) as usize;
+        self.conn.open(reqs, request, tag, &mut self.out);
+        if self.has_body && self.stall_since.is_none() && self.conn.send_blocked(reqs) {
             self.stall_since = Some(sent.sent_ns);
         }
+    }
+
+    /// Streams ended since the last call.
+    pub(crate) fn take_ended(&mut self) -> usize {
+        std::mem::take(&mut self.ended)
     }
 
     /// Streams to send again since the last call (refunded to the quota by the caller).
@@ -628,7 +690,17 @@ impl H2Conn {
         Some(slots[tag as usize])
     }
 
-    fn feed(&mut self, data: &[u8], now: u64, rec: &mut Recorder, timing: Timing) -> (u32, Fed) {
+    /// Feeds received bytes; records each completed response (workload
+    /// runs: for its stream's class, checked, with its fields and body
+    /// given to `mix`).
+    fn feed(
+        &mut self,
+        data: &[u8],
+        now: u64,
+        rec: &mut Recorder,
+        timing: Timing,
+        mut mix: Option<&mut ConnMix>,
+    ) -> (u32, Fed) {
         rec.add_bytes_received(data.len() as u64);
         let mut done = 0u32;
         let mut ended = 0usize;
@@ -637,13 +709,14 @@ impl H2Conn {
         let H2Conn {
             conn,
             reqs,
+            own,
             slots,
             live,
             free,
             out,
             ..
         } = self;
-        let r = conn.recv(data, reqs, out, &mut |ev| {
+        let r = conn.recv(data, table(reqs, own), out, &mut |ev| {
             let tag = match ev {
                 Event::Response { tag, .. }
                 | Event::Reset { tag, .. }
@@ -651,6 +724,24 @@ impl H2Conn {
                 | Event::Refused { tag, .. } => tag,
                 Event::Settings => return settings = true,
                 Event::GoAway { .. } => return rec.record_h2_goaway(),
+                Event::Field { tag, name, value } => {
+                    if let Some(m) = mix.as_deref_mut() {
+                        m.field(tag as usize, name, value);
+                    }
+                    return;
+                }
+                Event::Head { tag, .. } => {
+                    if let Some(m) = mix.as_deref_mut() {
+                        m.head_done(tag as usize);
+                    }
+                    return;
+                }
+                Event::Data { tag, data } => {
+                    if let Some(m) = mix.as_deref_mut().filter(|m| m.feeds_body(tag as usize)) {
+                        m.body(tag as usize, data);
+                    }
+                    return;
+                }
                 _ => return,
             };
             let Some(sent) = Self::take(slots, live, free, tag) else {
@@ -658,9 +749,15 @@ impl H2Conn {
             };
             ended += 1;
             match ev {
-                Event::Response { status, .. } => {
-                    record(rec, sent, now, status, 0, timing);
+                Event::Response {
+                    status, body_bytes, ..
+                } => {
+                    let latency_us = record(rec, sent, now, status, 0, timing);
+                    if let Some(m) = mix.as_deref_mut() {
+                        m.finish(tag as usize, rec, latency_us, status, body_bytes, now);
+                    }
                     done += 1;
+                    return;
                 }
                 Event::Reset { code, .. } => {
                     rec.record_h2_reset(code.name().unwrap_or("unknown"));
@@ -679,8 +776,13 @@ impl H2Conn {
                     retries += 1;
                 }
             }
+            // Ended without a response: a session starts over.
+            if let Some(m) = mix.as_deref_mut() {
+                m.abandon();
+            }
         });
         self.in_flight -= ended;
+        self.ended += ended;
         self.retries += retries;
         if settings && !self.settings_noted {
             self.settings_noted = true;
@@ -713,7 +815,7 @@ impl H2Conn {
 
     /// Requests with bodies: time streams wait for the server's window.
     fn note_stall(&mut self, now: u64, rec: &mut Recorder) {
-        let blocked = self.conn.send_blocked(&self.reqs);
+        let blocked = self.conn.send_blocked(table(&self.reqs, &self.own));
         match (self.stall_since, blocked) {
             (None, true) => self.stall_since = Some(now),
             (Some(t), false) => {
@@ -965,7 +1067,7 @@ mod tests {
         let mut rec = Recorder::new();
         rec.set_classes(&["a", "h"]);
         let mut ex = Exchange::new(false, 1);
-        ex.attach_mix(Some(plan), None, false);
+        ex.attach_mix(Some(plan), None, false, 1);
         let a = xload_workload::Pick {
             class: 0,
             variant: 0,
@@ -1062,6 +1164,178 @@ mod tests {
         // A new connection starts over.
         ex.reset();
         assert!(!ex.is_h2() && ex.is_idle());
+    }
+
+    /// One frame: header and payload.
+    fn frame(kind: h2::FrameKind, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        h2::frame::write_header(&mut v, payload.len(), kind, flags, stream);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    /// The HEADERS frames in `out`: (stream, header block).
+    fn headers_sent(mut out: &[u8]) -> Vec<(u32, Vec<u8>)> {
+        let mut v = Vec::new();
+        while out.len() >= 9 {
+            let len = u32::from_be_bytes([0, out[0], out[1], out[2]]) as usize;
+            let stream = u32::from_be_bytes([out[5], out[6], out[7], out[8]]) & 0x7fff_ffff;
+            if out[3] == h2::FrameKind::HEADERS.0 {
+                v.push((stream, out[9..9 + len].to_vec()));
+            }
+            out = &out[9 + len..];
+        }
+        v
+    }
+
+    /// A workload's h2 plan: every variant's block, in `RequestPlan::index` order.
+    fn workload_over_h2(
+        toml: &str,
+        streams: u32,
+    ) -> (Arc<xload_workload::RequestPlan>, crate::plan::H2Plan) {
+        let w = xload_workload::parse(toml, "w.toml", std::path::Path::new(".")).unwrap();
+        let url = xload_http::parse_url("http://127.0.0.1:1/").unwrap();
+        let plan = Arc::new(xload_workload::RequestPlan::build(&w, &url).unwrap());
+        let table: Vec<H2Request> = plan
+            .variants()
+            .map(|v| {
+                let mut r = H2Request::empty();
+                assert!(r.render_http1(&v.request, false));
+                r
+            })
+            .collect();
+        let h2 = crate::plan::H2Plan {
+            streams,
+            request: table.into(),
+            alpn_optional: false,
+        };
+        (plan, h2)
+    }
+
+    const SETTINGS: [u8; 9] = [0, 0, 0, 4, 0, 0, 0, 0, 0];
+    const STATUS_200: u8 = 0x88;
+
+    /// A workload over HTTP/2: each stream opens with its own pick's
+    /// prebuilt block; answers end in any order, their DATA checked for
+    /// their own class; a failed status or body check is a consistency
+    /// error of the stream's class, as over HTTP/1.1.
+    #[test]
+    fn h2_workload_streams_carry_their_own_request_and_check() {
+        let toml = "[classes.a]\npath = \"/a/{n}\"\nn = { range = [1, 2] }\ncheck = { status = 200, contains = \"ok\" }\n\
+                    [classes.b]\npath = \"/b\"\ncheck = { status = 404 }\n";
+        let (plan, h2plan) = workload_over_h2(toml, 3);
+        let mut rec = Recorder::new();
+        rec.set_classes(&["a", "b"]);
+        let mut ex = Exchange::new(false, 1);
+        ex.begin(Some(&h2plan), &mut rec, 0);
+        ex.attach_mix(Some(plan), None, false, 3);
+        ex.feed(&SETTINGS, 0, &mut rec, Timing::Closed);
+        ex.h2().unwrap().out.clear();
+        let sent = Sent {
+            intended_ns: 0,
+            sent_ns: 0,
+            counted: true,
+        };
+        let picks = [(0, 1), (1, 0), (0, 0)];
+        for (class, variant) in picks {
+            ex.start(xload_workload::Pick { class, variant }, 0);
+            ex.push(sent);
+        }
+        let blocks: Vec<_> = h2plan.request.iter().map(|r| r.block().to_vec()).collect();
+        assert_eq!(
+            headers_sent(&ex.h2().unwrap().out),
+            [
+                (1, blocks[1].clone()),
+                (3, blocks[2].clone()),
+                (5, blocks[0].clone())
+            ]
+        );
+        // Stream 3 (b) answers 200; stream 5 (/a/1) "ok" in two DATA
+        // frames; stream 1 (/a/2) "no": two consistency errors.
+        use h2::frame::flags::{END_HEADERS, END_STREAM};
+        let mut wire = frame(
+            h2::FrameKind::HEADERS,
+            END_HEADERS | END_STREAM,
+            3,
+            &[STATUS_200],
+        );
+        wire.extend(frame(h2::FrameKind::HEADERS, END_HEADERS, 5, &[STATUS_200]));
+        wire.extend(frame(h2::FrameKind::HEADERS, END_HEADERS, 1, &[STATUS_200]));
+        wire.extend(frame(h2::FrameKind::DATA, 0, 5, b"o"));
+        wire.extend(frame(h2::FrameKind::DATA, 0, 1, b"n"));
+        wire.extend(frame(h2::FrameKind::DATA, END_STREAM, 5, b"k"));
+        wire.extend(frame(h2::FrameKind::DATA, END_STREAM, 1, b"o"));
+        for piece in wire.chunks(5) {
+            ex.feed(piece, 0, &mut rec, Timing::Closed);
+        }
+        assert!(ex.is_idle());
+        let c = rec.classes();
+        assert_eq!((c[0].requests(), c[1].requests()), (2, 1));
+        assert_eq!(
+            (c[0].consistency_errors(), c[1].consistency_errors()),
+            (1, 1)
+        );
+        assert_eq!(c[0].offenders()[0].path, "/a/2");
+        assert_eq!(c[0].offenders()[0].reason, "body lacks contains[0]");
+        assert_eq!(c[1].offenders()[0].reason, "status 200 not expected");
+        assert_eq!(rec.error_count(ErrorKind::Consistency), 2);
+        assert_eq!(rec.requests(), 3);
+    }
+
+    /// A stateful workload over HTTP/2: a response's `set-cookie` field
+    /// and a header capture reach the session; its next request is
+    /// rendered with them into the stream slot's own header block.
+    #[test]
+    fn h2_session_takes_cookies_and_captures_from_decoded_fields() {
+        let toml =
+            "[classes.login]\npath = \"/login\"\ncapture = { token = { header = \"X-Token\" } }\n\
+                    [classes.next]\npath = \"/next?t={token}\"\n\
+                    [session]\nsequence = [\"login\", \"next\"]\nthink = \"1ms\"\n";
+        let (plan, h2plan) = workload_over_h2(toml, 1);
+        let w = xload_workload::parse(toml, "w.toml", std::path::Path::new(".")).unwrap();
+        let session = w.session.unwrap();
+        let mut rec = Recorder::new();
+        rec.set_classes(&["login", "next"]);
+        let mut ex = Exchange::new(false, 1);
+        ex.begin(Some(&h2plan), &mut rec, 0);
+        ex.attach_mix(Some(plan), Some((&session, 1)), true, 1);
+        ex.feed(&SETTINGS, 0, &mut rec, Timing::Closed);
+        let sent = Sent {
+            intended_ns: 0,
+            sent_ns: 0,
+            counted: true,
+        };
+        let fields_of_next = |ex: &mut Exchange, rec: &mut Recorder| {
+            let pick = ex.mix_mut().unwrap().session_pick(rec).unwrap();
+            ex.h2().unwrap().out.clear();
+            ex.start(pick, 0);
+            ex.push(sent);
+            let (_, block) = headers_sent(&ex.h2().unwrap().out).remove(0);
+            let mut fields = Vec::new();
+            h2::hpack::Decoder::new(4096)
+                .decode(&block, |n, v| {
+                    fields.push(format!(
+                        "{}: {}",
+                        String::from_utf8_lossy(n),
+                        String::from_utf8_lossy(v)
+                    ))
+                })
+                .unwrap();
+            fields
+        };
+        let login = fields_of_next(&mut ex, &mut rec);
+        assert!(login.contains(&":path: /login".to_string()), "{login:?}");
+        let mut block = vec![STATUS_200];
+        h2::hpack::encode_field(b"set-cookie", b"sid=9; Path=/", &mut block);
+        h2::hpack::encode_field(b"x-token", b"t42", &mut block);
+        use h2::frame::flags::{END_HEADERS, END_STREAM};
+        let wire = frame(h2::FrameKind::HEADERS, END_HEADERS | END_STREAM, 1, &block);
+        let (done, _) = ex.feed(&wire, 0, &mut rec, Timing::Closed);
+        assert_eq!(done, 1);
+        let next = fields_of_next(&mut ex, &mut rec);
+        assert!(next.contains(&":path: /next?t=t42".to_string()), "{next:?}");
+        assert!(next.contains(&"cookie: sid=9".to_string()), "{next:?}");
+        assert_eq!(rec.classes()[0].capture_failures(), 0);
     }
 
     #[test]

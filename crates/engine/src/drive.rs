@@ -409,20 +409,26 @@ pub(crate) trait Transport<'p> {
     #[inline]
     fn send(&mut self, i: usize, n: usize, sent: Sent, now: u64) {
         if self.ctx().mix_requests().is_some() {
-            // A workload: one request in flight per connection (pipeline 1).
-            debug_assert_eq!(n, 1);
-            let Some(pick) = self.workload_pick(i) else {
-                // The session ended: the next one starts on a new connection.
-                self.ctx().refund(n);
-                self.replace(i, now, false);
-                return;
-            };
-            self.exchange(i).start(pick, now);
+            // A workload: each request its own pick (HTTP/1.1: one in
+            // flight, pipeline 1; HTTP/2: one per stream).
+            for k in 0..n {
+                let Some(pick) = self.workload_pick(i) else {
+                    // The session ended: the next one starts on a new connection.
+                    self.ctx().refund(n - k);
+                    self.replace(i, now, false);
+                    return;
+                };
+                let ex = self.exchange(i);
+                ex.start(pick, now);
+                ex.push(sent);
+            }
+        } else {
+            let ex = self.exchange(i);
+            for _ in 0..n {
+                ex.push(sent);
+            }
         }
         let ex = self.exchange(i);
-        for _ in 0..n {
-            ex.push(sent);
-        }
         if ex.is_h2() {
             self.push_output(i, now);
         } else {
@@ -484,7 +490,9 @@ pub(crate) trait Transport<'p> {
             let session = self.ctx().session_of(i);
             let session = session.as_ref().map(|(s, seed)| (s, *seed));
             let cookies = self.ctx().cookies();
-            self.exchange(i).attach_mix(requests, session, cookies);
+            let slots = self.core().depth;
+            self.exchange(i)
+                .attach_mix(requests, session, cookies, slots);
         }
     }
 
@@ -656,11 +664,16 @@ pub(crate) trait Transport<'p> {
         if let Some(h) = self.exchange(i).h2() {
             // Streams the server never processed go back to the quota.
             let retries = h.take_retries();
+            let ended = h.take_ended();
             self.ctx().refund(retries);
             if fed == Fed::More {
                 // New streams where there is room, sent with the ACKs and
                 // WINDOW_UPDATEs due (one send), or those alone.
-                self.ready(i, now);
+                if self.ctx().sessions() {
+                    self.h2_session_turn(i, ended, now);
+                } else {
+                    self.ready(i, now);
+                }
                 self.push_output(i, now);
                 return;
             }
@@ -677,6 +690,24 @@ pub(crate) trait Transport<'p> {
                 record_fed_error(&mut self.ctx().rec, &fed);
                 self.replace(i, now, true);
             }
+        }
+    }
+
+    /// HTTP/2 sessions (one stream per connection): after a stream ended
+    /// the session thinks, as after an HTTP/1.1 response; a session neither
+    /// waiting for an answer nor thinking (its connection's SETTINGS just
+    /// came) sends. Other frames (PING, WINDOW_UPDATE) send nothing.
+    fn h2_session_turn(&mut self, i: usize, ended: usize, now: u64) {
+        let ex = self.exchange(i);
+        if !ex.is_idle() {
+            return;
+        }
+        if ended > 0 {
+            return self.after_response(i, now);
+        }
+        let thinking = ex.mix_mut().is_some_and(|m| m.think_due_ns != 0);
+        if !thinking {
+            self.ready(i, now);
         }
     }
 
