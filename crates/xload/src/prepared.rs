@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use xload_engine::{Arrival, EngineChoice, OpenLoop, Plan, XdpTarget};
+use xload_http::h2::H2Request;
 use xload_http::{parse_header_arg, parse_url, RequestSpec, RequestTemplate, Url};
 use xload_stats::gate::Gate;
 
@@ -102,7 +103,8 @@ pub(crate) fn prepare_with(
             .map_err(|e| Failure::Usage(format!("request: {e}")))?;
     }
     check_pipeline(a.pipeline, rate, tpl.closes())?;
-    let h2 = h2_plan(a, &alpn, &spec, tpl.closes())?;
+    let workload = crate::workload::resolve(a, &url)?;
+    let h2 = h2_plan(a, &alpn, &spec, tpl.closes(), workload.as_ref())?;
     if connections == 0 {
         return Err(Failure::Usage("-c must be at least 1".into()));
     }
@@ -154,7 +156,7 @@ pub(crate) fn prepare_with(
     };
     let scheme = if url.tls { "https" } else { "http" };
     let target = format!("{scheme}://{}{}", url.authority, url.path_and_query);
-    let (plan, class_limits) = match crate::workload::resolve(a, &url)? {
+    let (plan, class_limits) = match workload {
         Some(w) => (
             Plan {
                 workload: Some(w.engine),
@@ -201,12 +203,14 @@ fn alpn_of(a: &CommonArgs, tls: bool) -> Result<Vec<Vec<u8>>, Failure> {
 }
 
 /// `--http2` / `--alpn` with h2 and `--streams`, checked: the HTTP/2 part
-/// of the plan (None: HTTP/1.1 only).
+/// of the plan (None: HTTP/1.1 only). With a workload, every variant of
+/// every class is encoded once, in `RequestPlan::index` order.
 fn h2_plan(
     a: &CommonArgs,
     alpn: &[Vec<u8>],
     spec: &RequestSpec,
     closes: bool,
+    workload: Option<&crate::workload::Resolved>,
 ) -> Result<Option<xload_engine::H2Plan>, Failure> {
     let usage = |m: &str| Err(Failure::Usage(m.into()));
     let h2 = a.http2 || (a.alpn.is_some() && alpn.iter().any(|p| p == b"h2"));
@@ -231,14 +235,21 @@ fn h2_plan(
     if closes {
         return usage("HTTP/2 keeps connections open: drop --no-keepalive / Connection: close");
     }
-    if a.workload.is_some() {
-        return usage("workloads (-w) speak HTTP/1.1 only for now: drop --http2");
-    }
-    let request = xload_http::h2::H2Request::new(spec)
-        .map_err(|e| Failure::Usage(format!("request: {e}")))?;
+    let request = match workload {
+        None => vec![H2Request::new(spec).map_err(|e| Failure::Usage(format!("request: {e}")))?],
+        Some(w) => (w.engine.requests)
+            .variants()
+            .map(|v| {
+                let mut r = H2Request::empty();
+                r.render_http1(&v.request, w.engine.requests.https)
+                    .then_some(r)
+                    .ok_or_else(|| Failure::Usage(format!("{}: not a request", v.path)))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     Ok(Some(xload_engine::H2Plan {
         streams: streams as u32,
-        request: vec![request].into(),
+        request: request.into(),
         alpn_optional: a.alpn.is_some(),
     }))
 }

@@ -59,7 +59,7 @@ pub(crate) fn resolve(a: &CommonArgs, url: &Url) -> Result<Option<Resolved>, Fai
     ];
     if let Some((_, flag)) = shaped.iter().find(|(given, _)| *given) {
         return Err(Failure::Usage(format!(
-            "{flag} does not apply with a workload: its classes say what each request is (one request in flight per connection)"
+            "{flag} does not apply with a workload: its classes say what each request is (HTTP/1.1: one request in flight per connection; HTTP/2: --streams)"
         )));
     }
     let w = load(path)?;
@@ -108,6 +108,11 @@ pub(crate) fn enable_sessions(
             "--sessions needs a workload: xload run FILE --sessions N".into(),
         ));
     };
+    if plan.h2.as_ref().is_some_and(|h| h.streams > 1) {
+        return Err(Failure::Usage(
+            "--sessions with --http2: a session sends one request at a time, on a connection of its own with one stream: drop --streams".into(),
+        ));
+    }
     let session = load(path)?.session.ok_or_else(|| {
         Failure::Usage(format!(
             "{}: --sessions needs a [session] table (sequence or markov, think)",

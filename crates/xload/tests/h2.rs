@@ -7,6 +7,11 @@
 //! CONTINUATION header block, a PING flood, a table size update to 0, a
 //! frame size error, SETTINGS never acknowledged) end on time with the
 //! right counts and named categories; bad flag combinations exit 2.
+//! Workloads over h2: a two-class mix at ten streams per connection
+//! reconciles with `xload serve --h2`'s /stats, failed status and body
+//! checks are consistency errors of their class, and sessions keep the
+//! cookie and the ids a python3-h2 application
+//! (tests/support/h2_session_app.py) hands out.
 
 mod support;
 
@@ -348,6 +353,19 @@ struct Hostile {
 
 impl Hostile {
     fn start(mode: &str) -> Option<Hostile> {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../http/tests/h2/hostile.py");
+        Self::spawn(script, Some(mode))
+    }
+
+    /// tests/support/h2_session_app.py: logins, cookies and ids over h2c.
+    fn session_app() -> Option<Hostile> {
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/h2_session_app.py");
+        Self::spawn(script, None)
+    }
+
+    /// `python3 SCRIPT [MODE] PORT`, once it prints "ready" (None without python3-h2).
+    fn spawn(script: PathBuf, mode: Option<&str>) -> Option<Hostile> {
         let python = "/usr/bin/python3";
         let has_h2 = Command::new(python)
             .args(["-c", "import h2"])
@@ -357,11 +375,10 @@ impl Hostile {
             eprintln!("python3-h2 not installed: skipped");
             return None;
         }
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../http/tests/h2/hostile.py");
         let port = support::run::free_port();
         let mut child = Command::new(python)
             .arg(&script)
-            .arg(mode)
+            .args(mode)
             .arg(port.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -377,7 +394,12 @@ impl Hostile {
             }
         });
         let ready = lines.recv_timeout(Duration::from_secs(10));
-        assert_eq!(ready.as_deref(), Ok("ready"), "hostile.py {mode}");
+        assert_eq!(
+            ready.as_deref(),
+            Ok("ready"),
+            "{} {mode:?}",
+            script.display()
+        );
         Some(Hostile { child, port, lines })
     }
 
@@ -388,14 +410,24 @@ impl Hostile {
     /// Requests received and answered over every connection so far (the
     /// server prints them as each connection ends; xload closed them all).
     fn totals(&self) -> (u64, u64) {
-        let mut last = None;
+        match self.last_total()[..] {
+            [received, answered] => (received, answered),
+            _ => (0, 0),
+        }
+    }
+
+    /// The numbers of the last "total ..." line printed (none: empty).
+    fn last_total(&self) -> Vec<u64> {
+        let mut last = Vec::new();
         while let Ok(line) = self.lines.recv_timeout(Duration::from_millis(2000)) {
             if let Some(rest) = line.strip_prefix("total ") {
-                let mut it = rest.split_whitespace().map(|w| w.parse::<u64>().unwrap());
-                last = Some((it.next().unwrap(), it.next().unwrap()));
+                last = rest
+                    .split_whitespace()
+                    .map(|w| w.parse().unwrap())
+                    .collect();
             }
         }
-        last.unwrap_or((0, 0))
+        last
     }
 }
 
@@ -635,6 +667,256 @@ fn settings_never_acknowledged_time_out(engine: &str) {
         r.out
     );
     assert!(r.u64_at("/connects") >= 2, "{}", r.out);
+}
+
+// ---------------------------------------------------------------------------
+// Workloads (-w, xload run) over HTTP/2.
+
+/// Class `a` GETs /a/1../a/50 (weight 3), its 64-byte body checked for
+/// `x`s as it arrives in DATA; `b` HEADs /b. Then `extra`.
+fn h2_workload(dir: &TempDir, extra: &str) -> String {
+    let text = format!(
+        "[classes.a]\npath = \"/a/{{n}}\"\nn = {{ range = [1, 50] }}\nweight = 3\n\
+         check = {{ status = 200, body_size = 64, contains = \"xxxxxxxx\" }}\n\
+         [classes.b]\nmethod = \"HEAD\"\npath = \"/b\"\ncheck = {{ status = 200, body_size = 0 }}\n{extra}"
+    );
+    dir.file("w.toml", &text)
+}
+
+/// `xload serve --h2`'s count of answers (`/stats` over h2c, by curl).
+fn served_h2(port: u16) -> u64 {
+    let mut c = Command::new("curl");
+    c.args(["-sS", "--max-time", "10", "--http2-prior-knowledge"])
+        .arg(format!("http://127.0.0.1:{port}/stats"));
+    let out = support::run::run_command_with_timeout(c, Duration::from_secs(15));
+    assert!(out.status.success(), "curl: {}", out.stderr);
+    let v: Value = serde_json::from_str(&out.stdout).expect("stats JSON");
+    v["requests"].as_u64().expect("requests")
+}
+
+/// A weighted two-class workload over h2c with ten streams per
+/// connection: each stream carries its own pick and check; the classes'
+/// counts add up to `-n`, to the 200s and to the responder's `/stats`.
+fn workload_classes_over_h2_reconcile_with_serve(engine: &str) {
+    const N: u64 = 3000;
+    let srv = support::serve::Serve::start(&["--h2", "--body-size", "64"]);
+    let dir = TempDir::new("h2-workload");
+    let w = h2_workload(&dir, "");
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let n = N.to_string();
+    let r = xload(
+        engine,
+        &[
+            "run",
+            &w,
+            &url,
+            "--http2",
+            "--streams",
+            "10",
+            "-n",
+            &n,
+            "-c",
+            "4",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+    assert_eq!(r.json["h2"]["streams_per_connection"], 10, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), N, "{}", r.out);
+    assert_eq!(r.u64_at("/status/200"), N, "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    let (a, b) = (
+        r.u64_at("/classes/0/requests"),
+        r.u64_at("/classes/1/requests"),
+    );
+    assert_eq!(a + b, N, "{}", r.out);
+    // Weights 3:1, drawn: about 2250 and 750.
+    assert!((2000..2500).contains(&a), "{}", r.out);
+    for c in 0..2 {
+        assert_eq!(
+            r.u64_at(&format!("/classes/{c}/consistency_errors")),
+            0,
+            "{}",
+            r.out
+        );
+    }
+    assert_eq!(served_h2(srv.port), N, "the responder's count\n{}", r.out);
+}
+
+/// Over h2 as over HTTP/1.1: a class whose status check fails (`b`
+/// wants 404) and one whose body check fails (`c`: no `x` allowed) count
+/// every response as a consistency error of their class, with the path
+/// and reason among the offenders; the class whose checks hold has none.
+fn failed_checks_over_h2_are_consistency_errors(engine: &str) {
+    let srv = support::serve::Serve::start(&["--h2", "--body-size", "64"]);
+    let dir = TempDir::new("h2-workload-bad");
+    let w = h2_workload(
+        &dir,
+        "[classes.c]\npath = \"/c/{n}\"\nn = { range = [1, 3] }\ncheck = { not_contains = \"x\" }\n",
+    );
+    let w = std::fs::read_to_string(&w).unwrap().replace(
+        "check = { status = 200, body_size = 0 }",
+        "check = { status = 404 }",
+    );
+    let w = dir.file("w.toml", &w);
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let r = xload(
+        engine,
+        &[
+            "-w",
+            &w,
+            &url,
+            "--http2",
+            "--streams",
+            "10",
+            "-n",
+            "600",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--fail-if",
+            "consistency>0",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 600, "{}", r.out);
+    let class = |i: usize, k: &str| r.u64_at(&format!("/classes/{i}/{k}"));
+    assert_eq!(class(0, "consistency_errors"), 0, "{}", r.out);
+    for i in [1, 2] {
+        assert!(class(i, "requests") > 0, "{}", r.out);
+        assert_eq!(
+            class(i, "consistency_errors"),
+            class(i, "requests"),
+            "{}",
+            r.out
+        );
+    }
+    assert_eq!(
+        r.u64_at("/errors/consistency"),
+        class(1, "requests") + class(2, "requests"),
+        "{}",
+        r.out
+    );
+    let offender = |i: usize| &r.json["classes"][i]["offending"][0];
+    assert_eq!(offender(1)["path"], "/b", "{}", r.out);
+    assert_eq!(
+        offender(1)["reason"],
+        "status 200 not expected",
+        "{}",
+        r.out
+    );
+    assert!(
+        offender(2)["path"].as_str().unwrap().starts_with("/c/"),
+        "{}",
+        r.out
+    );
+    assert_eq!(
+        offender(2)["reason"],
+        "body holds not_contains[0]",
+        "{}",
+        r.out
+    );
+}
+
+/// Sessions over h2c against tests/support/h2_session_app.py: each logs
+/// in, keeps the cookie the server set and the token (a header) and id
+/// (JSON body) it captured, and echoes them on every later request; the
+/// server finds every one its session's own.
+fn h2_sessions_carry_their_cookie_and_captured_ids(engine: &str) {
+    const SESSIONS: u64 = 4;
+    let Some(app) = Hostile::session_app() else {
+        return;
+    };
+    let dir = TempDir::new("h2-sessions");
+    let w = dir.file(
+        "w.toml",
+        "[classes.login]\npath = \"/login\"\ncheck = { status = 200 }\n\
+         capture = { token = { header = \"X-Token\" }, uid = { json = \"$.user.id\" } }\n\
+         [classes.account]\npath = \"/account/{uid}\"\nheaders = { X-Token = \"{token}\" }\n\
+         check = { status = 200, contains = \"balance ok\" }\n\
+         [session]\nsequence = [\"login\", \"account\", \"account\"]\nthink = \"5ms\"\n",
+    );
+    let sessions = SESSIONS.to_string();
+    let r = xload(
+        engine,
+        &[
+            "run",
+            &w,
+            &app.url(),
+            "--http2",
+            "--sessions",
+            &sessions,
+            "-d",
+            "1s",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    let class = |i: usize, k: &str| r.u64_at(&format!("/classes/{i}/{k}"));
+    for i in 0..2 {
+        for k in ["consistency_errors", "capture_failures", "session_restarts"] {
+            assert_eq!(class(i, k), 0, "{k}\n{}", r.out);
+        }
+    }
+    let (logins, accounts) = (class(0, "requests"), class(1, "requests"));
+    assert!(logins >= SESSIONS && accounts >= logins, "{}", r.out);
+    // The server found every account request its session's own; it saw at
+    // most the requests in flight at the end more than the client counted.
+    let t = app.last_total();
+    let [_, served_logins, checked, mismatches] = t[..] else {
+        panic!("no totals: {t:?}\n{}", r.out);
+    };
+    assert_eq!(mismatches, 0, "{t:?}\n{}", r.out);
+    assert!(
+        (accounts..=accounts + SESSIONS).contains(&checked),
+        "{t:?}\n{}",
+        r.out
+    );
+    assert!(
+        (logins..=logins + SESSIONS).contains(&served_logins),
+        "{t:?}\n{}",
+        r.out
+    );
+}
+
+both_engines!(
+    workload_classes_over_h2_reconcile_with_serve,
+    failed_checks_over_h2_are_consistency_errors,
+    h2_sessions_carry_their_cookie_and_captured_ids,
+);
+
+/// A session sends one request at a time: over HTTP/2 it has a connection
+/// and one stream of its own, so `--streams` above 1 is refused.
+#[test]
+fn sessions_over_h2_refuse_more_streams() {
+    let dir = TempDir::new("h2-sessions-streams");
+    let w = h2_workload(
+        &dir,
+        "[session]\nsequence = [\"a\", \"b\"]\nthink = \"5ms\"\n",
+    );
+    let (status, stdout, stderr, _) = run_xload_with_timeout(
+        [
+            "run",
+            &w,
+            "http://127.0.0.1:9/",
+            "--http2",
+            "--streams",
+            "4",
+            "--sessions",
+            "2",
+            "-d",
+            "1s",
+        ],
+        HARD_TIMEOUT,
+    );
+    assert_eq!(exit_code(status), 2, "{stdout}{stderr}");
+    assert!(stderr.contains("--sessions with --http2"), "{stderr}");
 }
 
 both_engines!(
