@@ -1,6 +1,7 @@
 //! `h2_frames`: the HTTP/2 client codec on a server byte stream fed whole,
 //! split in two at a fuzzer-chosen point, and in fuzzer-chosen piece sizes
-//! gives the same events, the same bytes to send and the same connection
+//! gives the same events, the same DATA bytes per stream (however the
+//! pieces cut them), the same bytes to send and the same connection
 //! error; nothing panics; the streams' books balance.
 //!
 //! Input layout: byte 0 = options (bits 0..1: streams opened - 1; bits
@@ -20,6 +21,8 @@ use xload_http::{parse_url, RequestSpec};
 #[derive(Debug, PartialEq, Eq)]
 struct Outcome {
     events: Vec<String>,
+    /// Each stream's DATA bytes (`Event::Data`), by tag.
+    bodies: Vec<Vec<u8>>,
     out: Vec<u8>,
     end: Result<(), H2Error>,
     active: usize,
@@ -68,9 +71,13 @@ fn drive<'a>(pieces: impl IntoIterator<Item = &'a [u8]>, streams: usize) -> Outc
     }
     let mut finished = 0;
     let mut events = Vec::new();
+    let mut bodies = vec![Vec::new(); streams];
     let mut end = Ok(());
     for piece in pieces {
         end = conn.recv(piece, &reqs, &mut out, &mut |e| {
+            if let Event::Data { tag, data } = e {
+                return bodies[tag].extend_from_slice(data);
+            }
             if matches!(
                 e,
                 Event::Response { .. }
@@ -91,6 +98,7 @@ fn drive<'a>(pieces: impl IntoIterator<Item = &'a [u8]>, streams: usize) -> Outc
     }
     Outcome {
         events,
+        bodies,
         out,
         end,
         active: conn.active(),
