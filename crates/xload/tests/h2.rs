@@ -8,9 +8,9 @@
 //! frame size error, SETTINGS never acknowledged) end on time with the
 //! right counts and named categories; bad flag combinations exit 2.
 //! Workloads over h2: a two-class mix at ten streams per connection
-//! reconciles with `xload serve --h2`'s /stats, failed status and body
-//! checks are consistency errors of their class, and sessions keep the
-//! cookie and the ids a python3-h2 application
+//! reconciles with `xload serve --h2`'s /stats (and runs in open loop),
+//! failed status and body checks are consistency errors of their class,
+//! and sessions keep the cookie and the ids a python3-h2 application
 //! (tests/support/h2_session_app.py) hands out.
 
 mod support;
@@ -745,6 +745,46 @@ fn workload_classes_over_h2_reconcile_with_serve(engine: &str) {
     assert_eq!(served_h2(srv.port), N, "the responder's count\n{}", r.out);
 }
 
+/// Open loop: a workload over h2 paced by `--rate`: each stream scheduled,
+/// picked and checked on its own; the classes add up to the run's count.
+fn workload_over_h2_in_open_loop(engine: &str) {
+    let srv = support::serve::Serve::start(&["--h2", "--body-size", "64"]);
+    let dir = TempDir::new("h2-workload-open");
+    let w = h2_workload(&dir, "");
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let r = xload(
+        engine,
+        &[
+            "run",
+            &w,
+            &url,
+            "--http2",
+            "--streams",
+            "4",
+            "--rate",
+            "2000",
+            "-d",
+            "1s",
+            "-c",
+            "4",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    assert_eq!(r.json["protocol"], "h2", "{}", r.out);
+    let n = r.u64_at("/requests");
+    // 2000 intended over 1 s; a loaded machine may answer fewer in the window.
+    assert!((1000..=2100).contains(&n), "{}", r.out);
+    assert_eq!(r.u64_at("/errors_total"), 0, "{}", r.out);
+    let (a, b) = (
+        r.u64_at("/classes/0/requests"),
+        r.u64_at("/classes/1/requests"),
+    );
+    assert_eq!(a + b, n, "{}", r.out);
+    assert!(a > b && b > 0, "{}", r.out);
+}
+
 /// Over h2 as over HTTP/1.1: a class whose status check fails (`b`
 /// wants 404) and one whose body check fails (`c`: no `x` allowed) count
 /// every response as a consistency error of their class, with the path
@@ -887,6 +927,7 @@ fn h2_sessions_carry_their_cookie_and_captured_ids(engine: &str) {
 
 both_engines!(
     workload_classes_over_h2_reconcile_with_serve,
+    workload_over_h2_in_open_loop,
     failed_checks_over_h2_are_consistency_errors,
     h2_sessions_carry_their_cookie_and_captured_ids,
 );
