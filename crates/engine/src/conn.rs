@@ -485,6 +485,9 @@ pub(crate) struct H2Conn {
     started_ns: u64,
     /// Since when a request body waits for window (None: none waits).
     stall_since: Option<u64>,
+    /// Since when the server's SETTINGS allow no stream at all and none is
+    /// open (None: streams may open, or some are).
+    shut_since: Option<u64>,
     settings_noted: bool,
     /// Streams to send again (never processed by the server) since the last
     /// [`H2Conn::take_retries`].
@@ -527,6 +530,7 @@ impl H2Conn {
             listed: false,
             started_ns: 0,
             stall_since: None,
+            shut_since: None,
             settings_noted: false,
             retries: 0,
             ended: 0,
@@ -555,6 +559,7 @@ impl H2Conn {
         self.out.clear();
         self.written = 0;
         self.stall_since = None;
+        self.shut_since = None;
         self.settings_noted = false;
         self.retries = 0;
         self.ended = 0;
@@ -582,6 +587,20 @@ impl H2Conn {
     /// `timeout_ns` of the connection's start.
     pub(crate) fn settings_overdue(&self, now: u64, timeout_ns: u64) -> bool {
         !self.conn.settings_acked() && now.saturating_sub(self.started_ns) >= timeout_ns
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS is 0 with no stream open,
+    /// and no later SETTINGS raised it within `timeout_ns`: nothing can be
+    /// sent on this connection.
+    pub(crate) fn shut_overdue(&mut self, now: u64, timeout_ns: u64) -> bool {
+        let shut = self.conn.peer_settings_seen()
+            && self.conn.stream_limit() == 0
+            && self.conn.active() == 0;
+        if !shut {
+            self.shut_since = None;
+            return false;
+        }
+        now.saturating_sub(*self.shut_since.get_or_insert(now)) >= timeout_ns
     }
 
     fn sent_iter(&self) -> impl Iterator<Item = Sent> + '_ {

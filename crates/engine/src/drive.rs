@@ -792,7 +792,21 @@ pub(crate) trait Transport<'p> {
             self.ctx()
                 .rec
                 .record_h2_connection_error("settings_timeout");
-            self.replace(i, now, true);
+            return self.replace(i, now, true);
+        }
+        // HTTP/2: the server allows no stream (MAX_CONCURRENT_STREAMS 0) and
+        // did not raise it in time: the request waiting for one fails.
+        if self
+            .exchange(i)
+            .h2()
+            .is_some_and(|h| h.shut_overdue(now, timeout_ns))
+        {
+            self.ctx()
+                .rec
+                .record_h2_connection_error("no_streams_allowed");
+            // That failure stands for a request never sent: it spends quota.
+            let _ = self.ctx().allow(1);
+            self.replace(i, now, false);
         }
     }
 }

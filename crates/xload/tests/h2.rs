@@ -3,7 +3,7 @@
 //! exactly with nginx's stub_status at one stream and at a hundred per
 //! connection, in h2c and over TLS; hostile python3-h2 servers
 //! (crates/http/tests/h2/hostile.py: GOAWAY mid-run, REFUSED_STREAM every
-//! tenth stream, a 1-byte window, MAX_CONCURRENT_STREAMS 1 then 10, a
+//! tenth stream, a 1-byte window, MAX_CONCURRENT_STREAMS 1 then 10 (and 0), a
 //! CONTINUATION header block, a PING flood, a table size update to 0, a
 //! frame size error, SETTINGS never acknowledged) end on time with the
 //! right counts and named categories; bad flag combinations exit 2.
@@ -960,6 +960,40 @@ fn sessions_over_h2_refuse_more_streams() {
     assert!(stderr.contains("--sessions with --http2"), "{stderr}");
 }
 
+/// MAX_CONCURRENT_STREAMS 0, never raised: no request can be sent. Each
+/// connection gives up after the request timeout (no_streams_allowed), the
+/// request it held counts as failed, and a `-n` run ends.
+fn no_streams_allowed_fail_in_time_and_a_count_run_ends(engine: &str) {
+    let Some(server) = Hostile::start("nostreams") else {
+        return;
+    };
+    let r = xload(
+        engine,
+        &[
+            &server.url(),
+            "--http2",
+            "-n",
+            "4",
+            "--timeout",
+            "300ms",
+            "-c",
+            "1",
+            "-t",
+            "1",
+        ],
+    );
+    assert!(r.elapsed < Duration::from_secs(20), "{}", r.out);
+    assert_eq!(r.u64_or_0("/requests"), 0, "{}", r.out);
+    assert_eq!(
+        r.u64_at("/h2/connection_errors/no_streams_allowed"),
+        4,
+        "{}",
+        r.out
+    );
+    assert_eq!(r.u64_at("/errors/h2_connection_error"), 4, "{}", r.out);
+    assert_eq!(server.totals().0, 0, "{}", r.out);
+}
+
 both_engines!(
     h2c_one_stream_reconciles_with_nginx,
     h2c_a_hundred_streams_reconcile_with_nginx,
@@ -976,6 +1010,7 @@ both_engines!(
     odd_but_correct_servers_are_served_in_full,
     a_connection_error_is_named_and_the_run_ends_on_time,
     settings_never_acknowledged_time_out,
+    no_streams_allowed_fail_in_time_and_a_count_run_ends,
 );
 
 // ---------------------------------------------------------------------------

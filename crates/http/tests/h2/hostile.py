@@ -14,6 +14,7 @@ Modes (each answers GET with 200 and "ok", POST with its body's length):
   continuation a 40 kB response field: the header block spans CONTINUATION frames
   pingflood    100 PINGs before every response
   garbage      a PING frame of 7 bytes on the first request (a FRAME_SIZE_ERROR)
+  nostreams    SETTINGS_MAX_CONCURRENT_STREAMS 0, never raised
   noack        never acknowledges the client's SETTINGS (answers requests all the same)
 """
 
@@ -65,6 +66,8 @@ def serve(sock):
         settings[h2.settings.SettingCodes.INITIAL_WINDOW_SIZE] = 1
     if MODE == "maxstreams":
         settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 1
+    if MODE == "nostreams":
+        settings[h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS] = 0
     conn = h2.connection.H2Connection(
         config=h2.config.H2Configuration(client_side=False, header_encoding=None)
     )
