@@ -925,7 +925,57 @@ fn h2_sessions_carry_their_cookie_and_captured_ids(engine: &str) {
     );
 }
 
+/// A concurrency sweep over h2c: each step speaks h2 with its streams, and
+/// `--fail-if` judges an h2 run as any other (exit 3 on its condition).
+fn sweeps_and_gates_run_over_h2(engine: &str) {
+    let srv = support::serve::Serve::start(&["--h2"]);
+    let url = format!("http://127.0.0.1:{}/", srv.port);
+    let r = xload(
+        engine,
+        &[
+            "sweep",
+            &url,
+            "--http2",
+            "--streams",
+            "4",
+            "-c",
+            "1,2",
+            "-d",
+            "300ms",
+            "-t",
+            "1",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.out);
+    let steps = r.json["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "{}", r.out);
+    for s in steps {
+        assert_eq!(s["protocol"], "h2", "{}", r.out);
+        assert_eq!(s["h2"]["streams_per_connection"], 4, "{}", r.out);
+        assert!(s["requests"].as_u64().unwrap_or(0) > 0, "{}", r.out);
+        assert_eq!(s["errors_total"], 0, "{}", r.out);
+    }
+    let r = xload(
+        engine,
+        &[
+            &url,
+            "--http2",
+            "-n",
+            "500",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--fail-if",
+            "p99>1us",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.out);
+    assert_eq!(r.u64_at("/requests"), 500, "{}", r.out);
+}
+
 both_engines!(
+    sweeps_and_gates_run_over_h2,
     workload_classes_over_h2_reconcile_with_serve,
     workload_over_h2_in_open_loop,
     failed_checks_over_h2_are_consistency_errors,
