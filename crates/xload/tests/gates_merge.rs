@@ -763,6 +763,7 @@ fn sweep_csv_has_a_row_for_every_second_of_every_step() {
     let server = ok_server();
     let dir = TempDir::new("sweep-csv");
     let csv = dir.join("sweep.csv");
+    let json = dir.join("sweep.json");
     let (code, stdout, stderr) = xload(&[
         "sweep",
         &server.url("/"),
@@ -776,15 +777,34 @@ fn sweep_csv_has_a_row_for_every_second_of_every_step() {
         "100ms",
         "--csv",
         &csv.display().to_string(),
+        "--json",
+        &json.display().to_string(),
     ]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let text = std::fs::read_to_string(&csv).expect("--csv wrote the file");
     let rows = csv_rows(&text, "rate,second,rps,p50_us,p99_us,errors");
     let keys: Vec<(f64, f64)> = rows.iter().map(|r| (r[0], r[1])).collect();
+    // On a failure, each step's window and series as the report has them.
+    let steps = || {
+        let doc: serde_json::Value = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        doc["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| {
+                let keys = ["duration_s", "requests", "timeseries", "unanswered_at_end"];
+                format!("{:?}\n", keys.map(|k| s[k].to_string()))
+            })
+            .collect::<String>()
+    };
     assert_eq!(
         keys,
         vec![(200.0, 1.0), (200.0, 2.0), (400.0, 1.0), (400.0, 2.0)],
-        "two rows per 2 s step:\n{text}"
+        "two rows per 2 s step:\n{text}{}",
+        steps()
     );
     // Each second's rate: some sends, and never a burst above the
     // catch-up limit of twice the step's rate (how close to the rate a
