@@ -28,6 +28,7 @@ mod conn;
 mod ctx;
 mod drive;
 mod epoll;
+mod error;
 mod lowat;
 mod mix;
 pub mod pin;
@@ -43,6 +44,7 @@ mod worker;
 mod xdp;
 
 pub use ctx::Tick;
+pub use error::Error;
 pub use mix::Workload;
 pub use plan::{Arrival, EngineChoice, EngineKind, H2Plan, OpenLoop, Plan, TlsClient, XdpTarget};
 pub use sock::{check_source, UNIX_PATH_MAX};

@@ -12,6 +12,7 @@ use xload_stats::Recorder;
 
 use crate::clock::now_ns;
 use crate::ctx::{Ctx, Measured, Tick, Window};
+use crate::error::Error;
 use crate::plan::{EngineChoice, EngineKind, Plan};
 use crate::{epoll, pin, uring, xdp};
 
@@ -61,17 +62,19 @@ pub struct Outcome {
 
 /// Decides which driver runs, and why. For `Auto`, io_uring is tried for real:
 /// a ring with a provided buffer ring and a multishot receive on a socket pair.
-pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), String> {
+pub fn probe_engine(choice: EngineChoice) -> Result<(EngineKind, String), Error> {
     match choice {
         EngineChoice::Epoll => Ok((EngineKind::Epoll, "chosen with --engine epoll".into())),
         // What it runs on is known once its worker has attached.
         EngineChoice::Xdp => Ok((EngineKind::Xdp, String::new())),
-        EngineChoice::Uring => uring::probe().map(|mode| {
-            (
-                EngineKind::Uring,
-                format!("{mode}, multishot recv, provided buffer ring"),
-            )
-        }),
+        EngineChoice::Uring => uring::probe()
+            .map(|mode| {
+                (
+                    EngineKind::Uring,
+                    format!("{mode}, multishot recv, provided buffer ring"),
+                )
+            })
+            .map_err(Error::UringUnavailable),
         EngineChoice::Auto => match uring::probe() {
             Ok(mode) => Ok((
                 EngineKind::Uring,
@@ -88,7 +91,7 @@ pub fn run(
     plan: &Plan,
     stop: Arc<AtomicBool>,
     ticks: Option<Sender<Tick>>,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Error> {
     run_observed(plan, stop, ticks, || {}, || {})
 }
 
@@ -102,7 +105,7 @@ pub fn run_observed(
     ticks: Option<Sender<Tick>>,
     at_start: impl FnOnce(),
     at_end: impl FnOnce(),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Error> {
     let gate = Arc::new(Gate::default());
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let (engine, engine_reason) = probe_engine(plan.engine)?;
@@ -124,7 +127,7 @@ pub fn run_observed(
         let h = std::thread::Builder::new()
             .name(format!("xload-w{index}"))
             .spawn(move || worker.run())
-            .map_err(|e| format!("cannot start worker thread: {e}"))?;
+            .map_err(Error::Spawn)?;
         handles.push(h);
     }
     at_start();
@@ -162,7 +165,7 @@ pub fn run_observed(
     if engine == EngineKind::Xdp {
         // No fallback: a socket or program that cannot be set up fails the run.
         if let Some(e) = workers.iter().find_map(|w| w.error.clone()) {
-            return Err(e);
+            return Err(Error::Xdp(e));
         }
         engine_reason = workers.iter().filter_map(|w| w.detail.clone()).collect();
     }
@@ -284,7 +287,7 @@ impl Worker {
 /// worker's window opened (None: no worker measured).
 fn collect(
     handles: Vec<JoinHandle<(WorkerInfo, Measured)>>,
-) -> Result<(Recorder, Vec<WorkerInfo>, u64, Option<u64>), String> {
+) -> Result<(Recorder, Vec<WorkerInfo>, u64, Option<u64>), Error> {
     let mut recorder: Option<Recorder> = None;
     let mut workers = Vec::new();
     // The run's window: the longest of its workers'. They all open at the
@@ -296,9 +299,7 @@ fn collect(
     let mut unanswered = Vec::new();
     let mut answered_at_close = 0;
     for h in handles {
-        let (info, m) = h
-            .join()
-            .map_err(|_| "a worker thread panicked".to_string())?;
+        let (info, m) = h.join().map_err(|_| Error::Panicked)?;
         unanswered.extend(m.unanswered);
         answered_at_close += m.answered_at_close;
         match recorder.as_mut() {
@@ -313,7 +314,7 @@ fn collect(
         }
         workers.push(info);
     }
-    let mut recorder = recorder.ok_or("no workers")?;
+    let mut recorder = recorder.ok_or(Error::NoWorkers)?;
     // Against the run's answers, all workers merged.
     let censor = recorder.unanswered_censor();
     for (age, since_sent) in unanswered {

@@ -116,7 +116,7 @@ pub(crate) fn execute(
     let start = start.or_else(|| first_sample.into_inner().unwrap_or_else(|e| e.into_inner()));
     let outcome = outcome
         .map_err(|_| Failure::Run("the engine thread panicked".into()))?
-        .map_err(Failure::Run)?;
+        .map_err(|e| Failure::Run(e.to_string()))?;
     let series = progress.finish();
     let end = end_sample.into_inner().unwrap_or_else(|e| e.into_inner());
     for w in &outcome.workers {

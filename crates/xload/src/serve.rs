@@ -249,7 +249,7 @@ pub(crate) fn main_serve(a: &ServeArgs, stop: Arc<AtomicBool>) -> Result<i32, Fa
         m.stop();
     }
     let stats = Arc::clone(&server.stats);
-    server.stop().map_err(Failure::Run)?;
+    server.stop().map_err(|e| Failure::Run(e.to_string()))?;
     crate::outln!(
         "xload serve: {} requests on {} connection{} ({} bad, {}{} abandoned, {} closed idle, {} header and {} send timeouts) in {:.1}s",
         stats.requests(),

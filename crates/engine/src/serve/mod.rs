@@ -139,19 +139,19 @@ impl Server {
     }
 
     /// Stops the workers and waits for them.
-    pub fn stop(self) -> Result<(), String> {
+    pub fn stop(self) -> Result<(), crate::Error> {
         self.stop.store(true, Ordering::Relaxed);
         self.join()
     }
 
     /// Waits for the workers (they end when the stop flag is set).
-    pub fn join(self) -> Result<(), String> {
+    pub fn join(self) -> Result<(), crate::Error> {
         let mut first_err = Ok(());
         for h in self.handles {
             match h.join() {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => first_err = first_err.and(Err(e)),
-                Err(_) => first_err = first_err.and(Err("responder worker panicked".to_string())),
+                Ok(Err(e)) => first_err = first_err.and(Err(crate::Error::Responder(Some(e)))),
+                Err(_) => first_err = first_err.and(Err(crate::Error::Responder(None))),
             }
         }
         if let Some(path) = &self.unix {
