@@ -85,24 +85,55 @@ pub(crate) struct Measured {
     pub answered_at_close: u64,
 }
 
-/// State every driver shares: the time window, the quota, pacing and ticks.
+/// State every driver shares, in named parts: the window's clock, the
+/// quota, the open-loop pacer, progress ticks, the last look and sessions.
 pub(crate) struct Ctx<'a> {
     pub plan: &'a Plan,
     pub rec: Recorder,
     stop: &'a AtomicBool,
-    measure_ns: u64,
-    end_ns: u64,
     pub measuring: bool,
-    measured_from_ns: u64,
-    measured_to_ns: u64,
-    next_tick_ns: u64,
-    tick_ns: u64,
-    tick_seq: u64,
     index: usize,
-    ticks: Option<Sender<Tick>>,
     /// Requests this worker may still send in the measured window (None:
     /// unlimited). The warm-up sends without using it.
     quota: Option<u64>,
+    pub sched: Option<Schedule>,
+    pub open_loop: bool,
+    clock: Clock,
+    ticker: Ticker,
+    pacer: Pacer,
+    last: LastLook,
+    sessions: Sessions,
+}
+
+/// The measured window: when it opens and ends, as measured.
+struct Clock {
+    measure_ns: u64,
+    end_ns: u64,
+    measured_from_ns: u64,
+    measured_to_ns: u64,
+    /// The measured window just opened: the quota is yet to be set from
+    /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
+    window_opened: bool,
+    /// Nothing is sent before the window (a start instant without warm-up).
+    hold: bool,
+    /// When the driver's loop ended (the window's end after Ctrl-C; its
+    /// teardown, which can take hundreds of milliseconds, comes after).
+    /// Set, the loop's last look is on: nothing more is sent.
+    stopped_ns: Option<u64>,
+}
+
+/// Progress ticks: when the next is due and where they go.
+struct Ticker {
+    next_tick_ns: u64,
+    tick_ns: u64,
+    tick_seq: u64,
+    ticks: Option<Sender<Tick>>,
+    /// The driver's count of requests in flight, taken when a tick is due.
+    in_flight_now: u64,
+}
+
+/// Open loop: the schedule's start and how sends waited for connections.
+struct Pacer {
     /// Open loop: the schedule has started (a connection was ready).
     sched_started: bool,
     /// Open loop: since when due sends have waited with every connection
@@ -111,34 +142,29 @@ pub(crate) struct Ctx<'a> {
     /// Open loop: since when, after such a wait, a connection is free and
     /// the backlog waits for the catch-up limit (None: not catching up).
     catch_up_since: Option<u64>,
-    /// The measured window just opened: the quota is yet to be set from
-    /// what the warm-up left in flight ([`Ctx::open_window_quota`]).
-    window_opened: bool,
-    /// Nothing is sent before the window (a start instant without warm-up).
-    hold: bool,
     /// Open loop, holding: a connection was ready before the window.
     held_ready: bool,
-    pub sched: Option<Schedule>,
-    pub open_loop: bool,
+}
+
+/// What the window closed on: requests left in flight and their ages.
+struct LastLook {
     /// Requests still in flight when the driver's loop ended (filled once,
     /// at the end, by [`Ctx::left_unanswered`]).
     left: Vec<Sent>,
     /// Requests in flight when the loop ended, before its last look.
     in_flight_at_close: u64,
-    /// The driver's count of requests in flight, taken when a tick is due.
-    in_flight_now: u64,
     /// Of those, the ones the last look found answered.
     answered_at_close: u64,
     /// The ages of what the window closed on, µs: (from the intended send
     /// in open loop, else from the send; from the send, None if never sent).
     unanswered: Vec<(u64, Option<u64>)>,
-    /// When the driver's loop ended (the window's end after Ctrl-C; its
-    /// teardown, which can take hundreds of milliseconds, comes after).
-    /// Set, the loop's last look is on: nothing more is sent.
-    stopped_ns: Option<u64>,
     /// The window's recorder, set aside during the last look (what it
     /// reads is not counted: the window has closed).
     window_rec: Option<Recorder>,
+}
+
+/// Workload runs: the worker's picks and the connections thinking.
+struct Sessions {
     /// Workload runs: this worker's schedule of prebuilt requests.
     mix: Option<Mix>,
     /// Sessions: connections thinking, by when their think time ends.
@@ -174,41 +200,51 @@ impl<'a> Ctx<'a> {
                 Recorder::new()
             },
             stop,
-            measure_ns: window.measure_ns,
-            end_ns: window.end_ns,
             measuring: false,
-            measured_from_ns: window.measure_ns,
-            measured_to_ns: window.measure_ns,
-            next_tick_ns: u64::MAX,
-            tick_ns: plan.tick.as_nanos().max(1_000_000) as u64,
-            tick_seq: 0,
             index,
-            ticks,
             quota: plan.quota_of(index),
-            window_opened: false,
-            hold: plan.start_at_ns.is_some() && plan.warmup.is_zero(),
-            held_ready: false,
-            sched_started: false,
-            no_connection_since: None,
-            catch_up_since: None,
             sched,
             open_loop,
-            left: Vec::new(),
-            in_flight_at_close: 0,
-            in_flight_now: 0,
-            answered_at_close: 0,
-            unanswered: Vec::new(),
-            stopped_ns: None,
-            window_rec: None,
-            mix: None,
-            thinking: BinaryHeap::new(),
+            clock: Clock {
+                measure_ns: window.measure_ns,
+                end_ns: window.end_ns,
+                measured_from_ns: window.measure_ns,
+                measured_to_ns: window.measure_ns,
+                window_opened: false,
+                hold: plan.start_at_ns.is_some() && plan.warmup.is_zero(),
+                stopped_ns: None,
+            },
+            ticker: Ticker {
+                next_tick_ns: u64::MAX,
+                tick_ns: plan.tick.as_nanos().max(1_000_000) as u64,
+                tick_seq: 0,
+                ticks,
+                in_flight_now: 0,
+            },
+            pacer: Pacer {
+                sched_started: false,
+                no_connection_since: None,
+                catch_up_since: None,
+                held_ready: false,
+            },
+            last: LastLook {
+                left: Vec::new(),
+                in_flight_at_close: 0,
+                answered_at_close: 0,
+                unanswered: Vec::new(),
+                window_rec: None,
+            },
+            sessions: Sessions {
+                mix: None,
+                thinking: BinaryHeap::new(),
+            },
         };
         if let Some(w) = &plan.workload {
             let mix = Mix::new(w, index);
             ctx.rec.set_classes(&mix.class_names());
-            ctx.mix = Some(mix);
+            ctx.sessions.mix = Some(mix);
             if w.session.is_some() {
-                ctx.thinking.reserve(plan.connections_of(index));
+                ctx.sessions.thinking.reserve(plan.connections_of(index));
             }
         }
         ctx
@@ -217,7 +253,7 @@ impl<'a> Ctx<'a> {
     /// Workload runs: the next request of this worker's schedule.
     #[inline]
     pub(crate) fn next_pick(&mut self) -> Option<Pick> {
-        self.mix.as_mut().map(Mix::next)
+        self.sessions.mix.as_mut().map(Mix::next)
     }
 
     /// Sessions: connections walk their own sessions with think time.
@@ -260,20 +296,20 @@ impl<'a> Ctx<'a> {
     /// Closed loop, held: nothing may be sent before the window opens.
     #[inline]
     pub(crate) fn holding(&self) -> bool {
-        self.hold && !self.measuring
+        self.clock.hold && !self.measuring
     }
 
     /// Sessions: connection `i` thinks until `due_ns`.
     pub(crate) fn think(&mut self, i: usize, due_ns: u64) {
-        self.thinking.push(Reverse((due_ns, i as u32)));
+        self.sessions.thinking.push(Reverse((due_ns, i as u32)));
     }
 
     /// Sessions: a connection whose think time ended by `now`, with the end.
     #[inline]
     pub(crate) fn due_thinker(&mut self, now: u64) -> Option<(usize, u64)> {
-        match self.thinking.peek() {
+        match self.sessions.thinking.peek() {
             Some(Reverse((due, _))) if *due <= now => {
-                let Reverse((due, i)) = self.thinking.pop()?;
+                let Reverse((due, i)) = self.sessions.thinking.pop()?;
                 Some((i as usize, due))
             }
             _ => None,
@@ -282,7 +318,7 @@ impl<'a> Ctx<'a> {
 
     /// Workload runs: the prebuilt requests.
     pub(crate) fn mix_requests(&self) -> Option<&Arc<RequestPlan>> {
-        self.mix.as_ref().map(Mix::requests)
+        self.sessions.mix.as_ref().map(Mix::requests)
     }
 
     /// Whether [`Ctx::on_time`] at `now` publishes a tick: the driver then
@@ -290,40 +326,40 @@ impl<'a> Ctx<'a> {
     /// once a tick rather than per request.
     #[inline]
     pub(crate) fn tick_due(&self, now: u64) -> bool {
-        self.measuring && now >= self.next_tick_ns && self.ticks.is_some()
+        self.measuring && now >= self.ticker.next_tick_ns && self.ticker.ticks.is_some()
     }
 
     /// The requests in flight for the next tick published.
     pub(crate) fn note_in_flight(&mut self, n: u64) {
-        self.in_flight_now = n;
+        self.ticker.in_flight_now = n;
     }
 
     /// Whether the loop goes on at `now`: handles stop, end, the start of the
     /// measured window and progress ticks.
     pub(crate) fn on_time(&mut self, now: u64) -> bool {
-        if self.stop.load(Ordering::Relaxed) || now >= self.end_ns {
+        if self.stop.load(Ordering::Relaxed) || now >= self.clock.end_ns {
             return false;
         }
-        if !self.measuring && now >= self.measure_ns {
+        if !self.measuring && now >= self.clock.measure_ns {
             self.rec.reset();
             self.measuring = true;
-            self.window_opened = true;
+            self.clock.window_opened = true;
             // The window is [measure_ns, end_ns] even if this loop noticed late.
-            self.measured_from_ns = self.measure_ns;
-            self.next_tick_ns = self.measure_ns + self.tick_ns;
+            self.clock.measured_from_ns = self.clock.measure_ns;
+            self.ticker.next_tick_ns = self.clock.measure_ns + self.ticker.tick_ns;
             if let Some(s) = self.sched.as_mut() {
                 // Sends due before the window belong to the warm-up; one due
                 // at its first instant is the window's.
-                s.advance(self.measure_ns.saturating_sub(1));
+                s.advance(self.clock.measure_ns.saturating_sub(1));
                 s.start_window();
                 // Held until now: the schedule starts with the window.
-                if self.hold && self.held_ready {
-                    self.sched_started = true;
-                    s.rebase(self.measure_ns);
+                if self.clock.hold && self.pacer.held_ready {
+                    self.pacer.sched_started = true;
+                    s.rebase(self.clock.measure_ns);
                 }
             }
         }
-        if self.measuring && now >= self.next_tick_ns {
+        if self.measuring && now >= self.ticker.next_tick_ns {
             self.tick();
         }
         // Once -n is used up nothing more is intended: no queue to grow
@@ -347,39 +383,39 @@ impl<'a> Ctx<'a> {
 
     /// Publishes the counters of the tick that just ended.
     fn tick(&mut self) {
-        self.publish(self.tick_ns);
+        self.publish(self.ticker.tick_ns);
     }
 
     /// Publishes the interval since the last tick, `len_ns` long.
     fn publish(&mut self, len_ns: u64) {
-        self.next_tick_ns += self.tick_ns;
+        self.ticker.next_tick_ns += self.ticker.tick_ns;
         let interval = self.rec.take_interval();
-        if let Some(tx) = &self.ticks {
+        if let Some(tx) = &self.ticker.ticks {
             let _ = tx.send(Tick {
                 worker: self.index,
-                seq: self.tick_seq,
+                seq: self.ticker.tick_seq,
                 interval,
                 len_ns,
-                in_flight: self.in_flight_now,
+                in_flight: self.ticker.in_flight_now,
             });
         }
-        self.tick_seq += 1;
+        self.ticker.tick_seq += 1;
     }
 
     /// The next moment the loop must wake without I/O.
     pub(crate) fn wake_ns(&self) -> u64 {
-        let mut t = self.end_ns;
+        let mut t = self.clock.end_ns;
         if self.measuring {
-            t = t.min(self.next_tick_ns);
+            t = t.min(self.ticker.next_tick_ns);
         } else {
-            t = t.min(self.measure_ns);
+            t = t.min(self.clock.measure_ns);
         }
-        if let Some(Reverse((due, _))) = self.thinking.peek() {
+        if let Some(Reverse((due, _))) = self.sessions.thinking.peek() {
             t = t.min(*due);
         }
         if let Some(s) = &self.sched {
             // Holding, nothing is due before the window.
-            if self.quota != Some(0) && (self.measuring || !self.hold) {
+            if self.quota != Some(0) && (self.measuring || !self.clock.hold) {
                 t = t.min(s.wake_ns());
             }
         }
@@ -390,7 +426,7 @@ impl<'a> Ctx<'a> {
     /// worker's share of `-n` less the warm-up's requests still in flight
     /// (`in_flight`), which will be answered, and counted, in the window.
     pub(crate) fn open_window_quota(&mut self, in_flight: u64) {
-        self.window_opened = false;
+        self.clock.window_opened = false;
         if let Some(total) = self.plan.quota_of(self.index) {
             self.quota = Some(total.saturating_sub(in_flight));
         }
@@ -405,15 +441,15 @@ impl<'a> Ctx<'a> {
     pub(crate) fn connection_ready(&mut self, now: u64) {
         // A first connection that completes after the loop ended changes
         // no window.
-        if self.sched_started || self.closing() {
+        if self.pacer.sched_started || self.closing() {
             return;
         }
-        if self.hold && !self.measuring {
+        if self.clock.hold && !self.measuring {
             // The schedule starts when the window opens.
-            self.held_ready = true;
+            self.pacer.held_ready = true;
             return;
         }
-        self.sched_started = true;
+        self.pacer.sched_started = true;
         if let Some(s) = self.sched.as_mut() {
             s.rebase(now);
             if self.measuring {
@@ -425,13 +461,13 @@ impl<'a> Ctx<'a> {
                 // server slow to accept) does not stretch the run: the
                 // window then starts late and is that much shorter.
                 s.start_window();
-                let shift = now.saturating_sub(self.measured_from_ns);
-                self.measured_from_ns = self.measured_from_ns.max(now);
-                if self.tick_seq == 0 && shift < self.tick_ns {
-                    if self.end_ns != u64::MAX {
-                        self.end_ns = self.end_ns.saturating_add(shift);
+                let shift = now.saturating_sub(self.clock.measured_from_ns);
+                self.clock.measured_from_ns = self.clock.measured_from_ns.max(now);
+                if self.ticker.tick_seq == 0 && shift < self.ticker.tick_ns {
+                    if self.clock.end_ns != u64::MAX {
+                        self.clock.end_ns = self.clock.end_ns.saturating_add(shift);
                     }
-                    self.next_tick_ns = self.measured_from_ns + self.tick_ns;
+                    self.ticker.next_tick_ns = self.clock.measured_from_ns + self.ticker.tick_ns;
                 }
             }
         }
@@ -441,11 +477,11 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub(crate) fn no_free_connection(&mut self, now: u64) {
         if self.sched.as_ref().is_some_and(|s| s.has_queued()) {
-            if self.no_connection_since.is_none() {
-                self.no_connection_since = Some(now);
+            if self.pacer.no_connection_since.is_none() {
+                self.pacer.no_connection_since = Some(now);
             }
             // Busy again: what comes due now waits for a connection.
-            self.catch_up_since = None;
+            self.pacer.catch_up_since = None;
         }
     }
 
@@ -456,10 +492,10 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub(crate) fn free_connection(&mut self, now: u64) {
         if !self.sched.as_ref().is_some_and(|s| s.has_queued()) {
-            self.no_connection_since = None;
-            self.catch_up_since = None;
-        } else if self.no_connection_since.is_some() && self.catch_up_since.is_none() {
-            self.catch_up_since = Some(now);
+            self.pacer.no_connection_since = None;
+            self.pacer.catch_up_since = None;
+        } else if self.pacer.no_connection_since.is_some() && self.pacer.catch_up_since.is_none() {
+            self.pacer.catch_up_since = Some(now);
         }
     }
 
@@ -470,8 +506,8 @@ impl<'a> Ctx<'a> {
     /// limit; else this loop itself was behind.
     #[inline]
     pub(crate) fn late_cause(&self, intended: u64, late_ns: u64) -> Late {
-        match self.no_connection_since {
-            Some(_) if self.catch_up_since.is_some_and(|c| intended >= c) => Late::CatchUp,
+        match self.pacer.no_connection_since {
+            Some(_) if self.pacer.catch_up_since.is_some_and(|c| intended >= c) => Late::CatchUp,
             Some(t) if t <= intended.saturating_add(late_ns) => Late::Waiting,
             _ => Late::Own,
         }
@@ -480,14 +516,14 @@ impl<'a> Ctx<'a> {
     /// The measured window has opened and its quota is not set yet.
     #[inline]
     pub(crate) fn window_opening(&self) -> bool {
-        self.window_opened
+        self.clock.window_opened
     }
 
     /// Closed loop: connections waited for the window, which has just
     /// opened; each open connection is to be given its first requests.
     #[inline]
     pub(crate) fn held_until_now(&self) -> bool {
-        self.hold && !self.open_loop
+        self.clock.hold && !self.open_loop
     }
 
     /// How many of `want` requests may be sent now (closed loop): all of
@@ -498,7 +534,7 @@ impl<'a> Ctx<'a> {
             return 0;
         }
         if !self.measuring {
-            return if self.hold { 0 } else { want };
+            return if self.clock.hold { 0 } else { want };
         }
         match self.quota.as_mut() {
             None => want,
@@ -529,7 +565,7 @@ impl<'a> Ctx<'a> {
     /// Open loop: the intended time of a send allowed now, if any.
     #[inline]
     pub(crate) fn take_scheduled(&mut self) -> Option<u64> {
-        if self.exhausted() || self.closing() || (self.hold && !self.measuring) {
+        if self.exhausted() || self.closing() || (self.clock.hold && !self.measuring) {
             return None;
         }
         let t = self.sched.as_mut()?.take()?;
@@ -545,29 +581,30 @@ impl<'a> Ctx<'a> {
     /// they are not recorded at an age), but nothing more is sent and
     /// nothing it reads counts.
     pub(crate) fn close(&mut self, now: u64, in_flight: u64) {
-        self.stopped_ns = Some(now);
-        self.in_flight_at_close = in_flight;
-        self.in_flight_now = in_flight;
-        self.window_rec = Some(std::mem::take(&mut self.rec));
+        self.clock.stopped_ns = Some(now);
+        self.last.in_flight_at_close = in_flight;
+        self.ticker.in_flight_now = in_flight;
+        self.last.window_rec = Some(std::mem::take(&mut self.rec));
     }
 
     /// The loop has ended ([`Ctx::close`]): no connection is opened.
     #[inline]
     pub(crate) fn closing(&self) -> bool {
-        self.stopped_ns.is_some()
+        self.clock.stopped_ns.is_some()
     }
 
     /// The last look is over: these requests are left unanswered. The
     /// window's recorder is back.
     pub(crate) fn left_unanswered(&mut self, sent: impl Iterator<Item = Sent>) {
-        if let Some(rec) = self.window_rec.take() {
+        if let Some(rec) = self.last.window_rec.take() {
             self.rec = rec;
         }
         // Those whose answers would have counted (`Sent::counted`).
-        self.left.extend(sent.filter(|s| s.counted));
-        self.answered_at_close = self
+        self.last.left.extend(sent.filter(|s| s.counted));
+        self.last.answered_at_close = self
+            .last
             .in_flight_at_close
-            .saturating_sub(self.left.len() as u64);
+            .saturating_sub(self.last.left.len() as u64);
     }
 
     /// Records what the window closed on (see [`xload_stats::Unanswered`]):
@@ -577,11 +614,11 @@ impl<'a> Ctx<'a> {
     /// worker's answers are merged, against the run's p99 (a worker's own
     /// can be no figure: a worker whose connections all stalled has none).
     fn record_unanswered(&mut self, exhausted: bool) {
-        let end = self.measured_to_ns;
+        let end = self.clock.measured_to_ns;
         let open = self.open_loop;
-        for s in std::mem::take(&mut self.left) {
+        for s in std::mem::take(&mut self.last.left) {
             let from = if open { s.intended_ns } else { s.sent_ns };
-            self.unanswered.push((
+            self.last.unanswered.push((
                 ns_to_us(end.saturating_sub(from)),
                 Some(ns_to_us(end.saturating_sub(s.sent_ns))),
             ));
@@ -591,10 +628,11 @@ impl<'a> Ctx<'a> {
             let room = self.quota.map_or(usize::MAX, |q| q as usize);
             for t in sched
                 .queued_intended()
-                .filter(|&t| t >= self.measured_from_ns)
+                .filter(|&t| t >= self.clock.measured_from_ns)
                 .take(room)
             {
-                self.unanswered
+                self.last
+                    .unanswered
                     .push((ns_to_us(end.saturating_sub(t)), None));
             }
         }
@@ -602,17 +640,18 @@ impl<'a> Ctx<'a> {
 
     /// Marks the end of the run.
     pub(crate) fn finish(&mut self, now: u64) {
-        let now = self.stopped_ns.unwrap_or(now);
-        self.measured_to_ns = now.min(self.end_ns);
+        let now = self.clock.stopped_ns.unwrap_or(now);
+        self.clock.measured_to_ns = now.min(self.clock.end_ns);
         // The window often ends on a tick boundary: publish that last tick.
         // One that ends between ticks publishes the part it measured, with
         // its length, so the series covers the whole window.
         if self.measuring {
-            let tick_start = self.next_tick_ns.saturating_sub(self.tick_ns);
+            let tick_start = self.ticker.next_tick_ns.saturating_sub(self.ticker.tick_ns);
             let len = self
+                .clock
                 .measured_to_ns
                 .saturating_sub(tick_start)
-                .min(self.tick_ns);
+                .min(self.ticker.tick_ns);
             if len > 0 {
                 self.publish(len);
             }
@@ -620,14 +659,14 @@ impl<'a> Ctx<'a> {
         if !self.measuring {
             // Stopped during warm-up: nothing was measured.
             self.rec.reset();
-            self.measured_from_ns = self.measured_to_ns;
+            self.clock.measured_from_ns = self.clock.measured_to_ns;
         }
         let exhausted = self.exhausted();
         if self.measuring && !exhausted {
             // Every send intended before the window's end is intended, sent
             // or not: the loop's last look may have come a little before
             // the last of them (intended = sent + dropped = rate × window).
-            let end = self.measured_to_ns;
+            let end = self.clock.measured_to_ns;
             if let Some(s) = self.sched.as_mut() {
                 s.advance(end.saturating_sub(1));
             }
@@ -654,18 +693,18 @@ impl<'a> Ctx<'a> {
     /// No more ticks come from this worker: its sender is dropped, so a
     /// receiver sees the end once every worker has closed its own.
     pub(crate) fn close_ticks(&mut self) {
-        self.ticks = None;
+        self.ticker.ticks = None;
     }
 
     /// What the worker measured ([`Ctx::finish`] first).
     pub(crate) fn into_measured(self) -> Measured {
         Measured {
             rec: self.rec,
-            from_ns: self.measured_from_ns,
-            to_ns: self.measured_to_ns,
-            unanswered: self.unanswered,
+            from_ns: self.clock.measured_from_ns,
+            to_ns: self.clock.measured_to_ns,
+            unanswered: self.last.unanswered,
             answered_at_close: if self.measuring {
-                self.answered_at_close
+                self.last.answered_at_close
             } else {
                 0
             },
