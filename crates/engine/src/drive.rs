@@ -783,24 +783,21 @@ pub(crate) trait Transport<'p> {
                 return self.replace(i, now, true);
             }
         }
-        // HTTP/2: SETTINGS never acknowledged (RFC 9113 §6.5.3).
-        if self
-            .exchange(i)
-            .h2()
-            .is_some_and(|h| h.settings_overdue(now, timeout_ns))
-        {
+        // HTTP/2: SETTINGS never acknowledged (RFC 9113 §6.5.3), or no
+        // stream allowed (MAX_CONCURRENT_STREAMS 0) and not raised in time.
+        let (unacked, shut) = match self.exchange(i).h2() {
+            Some(h) => (
+                h.settings_overdue(now, timeout_ns),
+                h.shut_overdue(now, timeout_ns),
+            ),
+            None => return,
+        };
+        if unacked {
             self.ctx()
                 .rec
                 .record_h2_connection_error("settings_timeout");
-            return self.replace(i, now, true);
-        }
-        // HTTP/2: the server allows no stream (MAX_CONCURRENT_STREAMS 0) and
-        // did not raise it in time: the request waiting for one fails.
-        if self
-            .exchange(i)
-            .h2()
-            .is_some_and(|h| h.shut_overdue(now, timeout_ns))
-        {
+            self.replace(i, now, true);
+        } else if shut {
             self.ctx()
                 .rec
                 .record_h2_connection_error("no_streams_allowed");
