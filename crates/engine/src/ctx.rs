@@ -360,6 +360,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if self.measuring && now >= self.ticker.next_tick_ns {
+            self.catch_up(now);
             self.tick();
         }
         // Once -n is used up nothing more is intended: no queue to grow
@@ -386,10 +387,24 @@ impl<'a> Ctx<'a> {
         self.publish(self.ticker.tick_ns);
     }
 
+    /// Ticks that ended while the loop did not look (its thread stalled
+    /// past more than one) are published empty before `now`'s own: the
+    /// series keeps a row per tick, and what the loop read late, it read in
+    /// the last one.
+    fn catch_up(&mut self, now: u64) {
+        while self.ticker.next_tick_ns.saturating_add(self.ticker.tick_ns) <= now {
+            self.send_tick(self.ticker.tick_ns, Interval::new());
+        }
+    }
+
     /// Publishes the interval since the last tick, `len_ns` long.
     fn publish(&mut self, len_ns: u64) {
-        self.ticker.next_tick_ns += self.ticker.tick_ns;
         let interval = self.rec.take_interval();
+        self.send_tick(len_ns, interval);
+    }
+
+    fn send_tick(&mut self, len_ns: u64, interval: Interval) {
+        self.ticker.next_tick_ns += self.ticker.tick_ns;
         if let Some(tx) = &self.ticker.ticks {
             let _ = tx.send(Tick {
                 worker: self.index,
@@ -646,6 +661,7 @@ impl<'a> Ctx<'a> {
         // One that ends between ticks publishes the part it measured, with
         // its length, so the series covers the whole window.
         if self.measuring {
+            self.catch_up(self.clock.measured_to_ns);
             let tick_start = self.ticker.next_tick_ns.saturating_sub(self.ticker.tick_ns);
             let len = self
                 .clock
@@ -815,6 +831,39 @@ mod tests {
         assert_eq!(c.wake_ns(), 100 * MS);
         c.on_time(100 * MS);
         assert_eq!(c.wake_ns(), 350 * MS);
+    }
+
+    /// A loop stalled past several ticks (its thread not run) publishes
+    /// every one of them, empty, and what it read late in the last: the
+    /// series has a row per tick of the window.
+    #[test]
+    fn ticks_a_stalled_loop_slept_through_are_published_empty() {
+        let p = plan(None, false); // warm-up 100 ms, 1 s window, 250 ms ticks
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut c = Ctx::new(&p, &stop, 0, Some(tx), Window::of(&p, 0));
+        assert!(c.on_time(100 * MS));
+        // Woken 600 ms into the window: ticks 0 and 1 have ended; what
+        // it reads then counts in tick 1.
+        c.rec.record_response(10, 200, 100);
+        assert!(c.on_time(700 * MS));
+        assert_eq!(c.wake_ns(), 850 * MS);
+        // Then asleep past the end: ticks 2 and 3 come from the finish.
+        c.rec.record_response(10, 200, 100);
+        c.rec.record_response(10, 200, 100);
+        assert!(!c.on_time(1300 * MS));
+        c.close(1300 * MS, 0);
+        c.left_unanswered(std::iter::empty());
+        c.finish(1300 * MS);
+        c.close_ticks();
+        let ticks: Vec<(u64, u64, u64)> = rx
+            .iter()
+            .map(|t| (t.seq, t.len_ns / MS, t.interval.requests))
+            .collect();
+        assert_eq!(
+            ticks,
+            vec![(0, 250, 0), (1, 250, 1), (2, 250, 0), (3, 250, 2)]
+        );
     }
 
     #[test]
