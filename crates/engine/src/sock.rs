@@ -126,11 +126,15 @@ impl Sources {
     /// Binds connection `i`'s new socket to its source address, if there
     /// are any (as [`Plan::source_of`] picks it). Returns the errno on failure.
     fn bind(&self, fd: RawFd, i: usize) -> Result<(), i32> {
+        self.of(i).map_or(Ok(()), |a| bind_no_port(fd, a))
+    }
+
+    /// Connection `i`'s source address (None: the kernel picks).
+    pub(crate) fn of(&self, i: usize) -> Option<&Addr> {
         if self.addrs.is_empty() {
-            return Ok(());
+            return None;
         }
-        let a = &self.addrs[(i * self.workers + self.worker) % self.addrs.len()];
-        bind_no_port(fd, a)
+        Some(&self.addrs[(i * self.workers + self.worker) % self.addrs.len()])
     }
 }
 

@@ -58,11 +58,15 @@ const PATHS: [Path; 3] = [Path::Direct, Path::Fallback, Path::Epoll];
 /// Linux 6.7 or later: the ring can set socket options, so direct sockets
 /// must be used.
 fn kernel_has_direct_sockets() -> bool {
+    kernel_at_least(6, 7)
+}
+
+fn kernel_at_least(major: u32, minor: u32) -> bool {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let mut parts = release.trim().split(['.', '-']);
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (major, minor) >= (6, 7)
+    let have: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let have_minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (have, have_minor) >= (major, minor)
 }
 
 struct Run {
@@ -422,5 +426,68 @@ fn answers_larger_than_a_receive_buffer_complete_on_each_path() {
             out.show()
         );
         server.assert_reconciles(N, 3);
+    }
+}
+
+/// `--source` on each path: every connection of the run comes from one of
+/// the source addresses, each address used, every request answered (on
+/// Linux 6.11+ the io_uring engine binds in the ring, with direct sockets).
+#[test]
+fn source_addresses_are_bound_on_each_path() {
+    const N: u64 = 120;
+    for path in PATHS {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/", listener.local_addr().expect("addr"));
+        let peers = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let ends = Arc::new(Ends::default());
+        let (p, e) = (peers.clone(), ends.clone());
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                if let Ok(a) = stream.peer_addr() {
+                    p.lock().unwrap().push(a.ip().to_string());
+                }
+                let e = e.clone();
+                thread::spawn(move || serve_once(stream, &e));
+            }
+        });
+        let Some(out) = run(
+            &url,
+            &[
+                "--no-keepalive",
+                "-n",
+                &N.to_string(),
+                "-c",
+                "4",
+                "--source",
+                "127.0.0.2,127.0.0.3",
+            ],
+            path,
+        ) else {
+            continue;
+        };
+        assert_eq!(out.code, 0, "{path:?}\n{}", out.show());
+        // Linux 6.11 or later binds in the ring: direct sockets stay.
+        if path != Path::Direct || kernel_at_least(6, 11) {
+            out.assert_path(path);
+        }
+        assert_eq!(out.u64_at("/errors_total"), 0, "{path:?}\n{}", out.show());
+        assert_eq!(out.u64_at("/requests"), N, "{path:?}\n{}", out.show());
+        let peers = peers.lock().unwrap().clone();
+        // The run's connections: all but the reachability check (from
+        // whatever address the kernel picks).
+        let from_sources = peers
+            .iter()
+            .filter(|p| *p == "127.0.0.2" || *p == "127.0.0.3")
+            .count() as u64;
+        assert!(
+            from_sources >= N && from_sources + 1 >= peers.len() as u64,
+            "{path:?}: peers {peers:?}\n{}",
+            out.show()
+        );
+        for src in ["127.0.0.2", "127.0.0.3"] {
+            let n = peers.iter().filter(|p| *p == src).count() as u64;
+            assert!(n >= N / 4, "{path:?}: {n} from {src}: {peers:?}");
+        }
     }
 }

@@ -69,6 +69,9 @@ const OP_SOCKET: u8 = 10;
 const OP_SOCKOPT: u8 = 11;
 const OP_CLOSE: u8 = 12;
 const OP_CANCEL: u8 = 13;
+/// Direct sockets with `--source`: the socket bound to its source address
+/// (posts only when it fails).
+const OP_BIND: u8 = 14;
 
 /// Receive buffer size: a pipelined batch of small responses fits one buffer.
 const RECV_BUF: u32 = 16 * 1024;
@@ -231,10 +234,11 @@ pub(crate) fn run_worker(ctx: &mut Ctx<'_>, _index: usize) -> Result<DriverStats
     let lowat = Lowat::new(plan.pipeline.max(1), plan.open_loop.is_some());
     let addr = target_addr(plan);
     let mut ring = ring;
-    // Direct sockets need the table, no source address to bind (a syscall on
-    // a descriptor) and no receive low-water marks (setsockopt on one).
+    // Direct sockets need the table, a ring that binds if there are source
+    // addresses (Linux 6.11+) and no receive low-water marks (setsockopt on
+    // a descriptor).
     let direct = fixed
-        && plan.sources.is_empty()
+        && (plan.sources.is_empty() || probe::supports(&ring, opcode::Bind::CODE))
         && !lowat.on()
         && !test_no_direct()
         && probe::direct_sockets(&mut ring, addr.family).is_ok();
@@ -602,6 +606,7 @@ impl Driver<'_, '_> {
             OP_H2_SEND => self.on_h2_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
             OP_SOCKET => self.on_socket_failed(tok, res, now),
+            OP_BIND => self.on_bind_failed(tok, res, now),
             // A failed TCP_NODELAY (ignored, as with a descriptor), close or
             // cancel (the receive had ended): nothing to do.
             OP_SOCKOPT | OP_CLOSE | OP_CANCEL => self.waits.aside_cqes += 1,
@@ -935,6 +940,29 @@ impl Driver<'_, '_> {
             .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(with(OP_SOCKOPT))
         });
+        // `--source`: bound to the connection's address with
+        // IP_BIND_ADDRESS_NO_PORT (the port is picked at connect, for the
+        // whole 4-tuple), as a descriptor is (`Sources::socket`). A failed
+        // bind cancels the connect (see `on_bind_failed`).
+        let bind = self.sources.of(i).map(|a| {
+            let src = (&a.storage as *const libc::sockaddr_storage).cast();
+            [
+                opcode::SetSockOpt::new(
+                    types::Fixed(i as u32),
+                    libc::IPPROTO_IP as u32,
+                    libc::IP_BIND_ADDRESS_NO_PORT as u32,
+                    (&probe::ONE as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as u32,
+                )
+                .build()
+                .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+                .user_data(with(OP_SOCKOPT)),
+                opcode::Bind::new(types::Fixed(i as u32), src, a.len)
+                    .build()
+                    .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)
+                    .user_data(with(OP_BIND)),
+            ]
+        });
         // Timed by the sweep, not a linked timeout (one SQE, one completion
         // and a kernel timer less per connection).
         let connect = opcode::Connect::new(
@@ -946,10 +974,14 @@ impl Driver<'_, '_> {
         .user_data(tok.encode());
         self.connects_live += 1;
         // A chain must go in one submission: make room for all of it first.
-        self.make_room(3);
-        // SAFETY: `addr` is boxed in the driver and `ONE` static.
+        self.make_room(5);
+        // SAFETY: `addr` is boxed in the driver, the source addresses are
+        // owned by `sources` (never changed during the run) and `ONE` static.
         unsafe {
             self.push(&socket);
+            for e in bind.iter().flatten() {
+                self.push(e);
+            }
             if let Some(e) = &nodelay {
                 self.push(e);
             }
@@ -968,6 +1000,20 @@ impl Driver<'_, '_> {
         record_errno(&mut self.ctx.rec, Phase::Socket, -res);
         // Nothing in the slot to close.
         self.core.conns[i].sock.direct = false;
+        self.back_off(i, now);
+    }
+
+    /// Direct sockets: connection `i`'s socket could not be bound to its
+    /// source address (its connect is cancelled and posts for the old
+    /// generation; the socket in the slot is closed).
+    fn on_bind_failed(&mut self, tok: Token, res: i32, now: u64) {
+        self.waits.aside_cqes += 1;
+        let i = tok.index as usize;
+        if self.core.conns[i].gen != tok.gen {
+            return;
+        }
+        // As `Sources::socket` reports a descriptor's failed bind.
+        record_errno(&mut self.ctx.rec, Phase::Socket, -res);
         self.back_off(i, now);
     }
 

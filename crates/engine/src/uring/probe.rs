@@ -123,5 +123,11 @@ pub(crate) fn direct_sockets(ring: &mut IoUring, family: i32) -> Result<(), Stri
     failed.map_or(Ok(()), Err)
 }
 
+/// Whether `ring`'s kernel has the operation `code` (false if it cannot say).
+pub(crate) fn supports(ring: &IoUring, code: u8) -> bool {
+    let mut p = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut p).is_ok() && p.is_supported(code)
+}
+
 /// The value of a boolean socket option that is on.
 pub(crate) static ONE: libc::c_int = 1;
