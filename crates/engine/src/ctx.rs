@@ -359,9 +359,8 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
-        if self.measuring && now >= self.ticker.next_tick_ns {
-            self.catch_up(now);
-            self.tick();
+        if self.measuring {
+            self.publish_ended(now);
         }
         // Once -n is used up nothing more is intended: no queue to grow
         // (and to count as dropped) while the last answers come back.
@@ -382,17 +381,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Publishes the counters of the tick that just ended.
-    fn tick(&mut self) {
+    /// Publishes the ticks that ended by `now`: the first with what was
+    /// read since the last look, the others empty. The loop reads, then
+    /// waits: a thread not run for longer than a tick stalled after its
+    /// reads, so they belong to the first; the series keeps a row per tick.
+    fn publish_ended(&mut self, now: u64) {
+        if now < self.ticker.next_tick_ns {
+            return;
+        }
         self.publish(self.ticker.tick_ns);
-    }
-
-    /// Ticks that ended while the loop did not look (its thread stalled
-    /// past more than one) are published empty before `now`'s own: the
-    /// series keeps a row per tick, and what the loop read late, it read in
-    /// the last one.
-    fn catch_up(&mut self, now: u64) {
-        while self.ticker.next_tick_ns.saturating_add(self.ticker.tick_ns) <= now {
+        while self.ticker.next_tick_ns <= now {
             self.send_tick(self.ticker.tick_ns, Interval::new());
         }
     }
@@ -661,7 +659,7 @@ impl<'a> Ctx<'a> {
         // One that ends between ticks publishes the part it measured, with
         // its length, so the series covers the whole window.
         if self.measuring {
-            self.catch_up(self.clock.measured_to_ns);
+            self.publish_ended(self.clock.measured_to_ns);
             let tick_start = self.ticker.next_tick_ns.saturating_sub(self.ticker.tick_ns);
             let len = self
                 .clock
@@ -834,8 +832,8 @@ mod tests {
     }
 
     /// A loop stalled past several ticks (its thread not run) publishes
-    /// every one of them, empty, and what it read late in the last: the
-    /// series has a row per tick of the window.
+    /// every one of them: what it read before the stall in the first, the
+    /// others empty. The series has a row per tick of the window.
     #[test]
     fn ticks_a_stalled_loop_slept_through_are_published_empty() {
         let p = plan(None, false); // warm-up 100 ms, 1 s window, 250 ms ticks
@@ -843,12 +841,13 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let mut c = Ctx::new(&p, &stop, 0, Some(tx), Window::of(&p, 0));
         assert!(c.on_time(100 * MS));
-        // Woken 600 ms into the window: ticks 0 and 1 have ended; what
-        // it reads then counts in tick 1.
+        // Read in tick 0, then not run until 600 ms into the window: ticks
+        // 0 and 1 have ended, the read counts in tick 0.
         c.rec.record_response(10, 200, 100);
         assert!(c.on_time(700 * MS));
         assert_eq!(c.wake_ns(), 850 * MS);
-        // Then asleep past the end: ticks 2 and 3 come from the finish.
+        // Read in tick 2, then asleep past the end: ticks 2 and 3 come
+        // from the finish.
         c.rec.record_response(10, 200, 100);
         c.rec.record_response(10, 200, 100);
         assert!(!c.on_time(1300 * MS));
@@ -862,7 +861,7 @@ mod tests {
             .collect();
         assert_eq!(
             ticks,
-            vec![(0, 250, 0), (1, 250, 1), (2, 250, 0), (3, 250, 2)]
+            vec![(0, 250, 1), (1, 250, 0), (2, 250, 2), (3, 250, 0)]
         );
     }
 
