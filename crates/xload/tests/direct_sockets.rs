@@ -196,6 +196,8 @@ struct Ends {
     reset: AtomicU64,
     /// Bytes the client sent after its request.
     extra: AtomicU64,
+    /// Each accepted connection's source address.
+    peers: std::sync::Mutex<Vec<String>>,
 }
 
 /// A server that answers one request per connection with `Connection:
@@ -210,6 +212,9 @@ fn fin_server() -> (String, Arc<Ends>) {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
             e.accepted.fetch_add(1, Ordering::SeqCst);
+            if let Ok(a) = stream.peer_addr() {
+                e.peers.lock().unwrap().push(a.ip().to_string());
+            }
             let e = e.clone();
             thread::spawn(move || serve_once(stream, &e));
         }
@@ -436,21 +441,7 @@ fn answers_larger_than_a_receive_buffer_complete_on_each_path() {
 fn source_addresses_are_bound_on_each_path() {
     const N: u64 = 120;
     for path in PATHS {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}/", listener.local_addr().expect("addr"));
-        let peers = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let ends = Arc::new(Ends::default());
-        let (p, e) = (peers.clone(), ends.clone());
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                if let Ok(a) = stream.peer_addr() {
-                    p.lock().unwrap().push(a.ip().to_string());
-                }
-                let e = e.clone();
-                thread::spawn(move || serve_once(stream, &e));
-            }
-        });
+        let (url, ends) = fin_server();
         let Some(out) = run(
             &url,
             &[
@@ -473,7 +464,7 @@ fn source_addresses_are_bound_on_each_path() {
         }
         assert_eq!(out.u64_at("/errors_total"), 0, "{path:?}\n{}", out.show());
         assert_eq!(out.u64_at("/requests"), N, "{path:?}\n{}", out.show());
-        let peers = peers.lock().unwrap().clone();
+        let peers = ends.peers.lock().unwrap().clone();
         // The run's connections: all but the reachability check (from
         // whatever address the kernel picks).
         let from_sources = peers

@@ -929,16 +929,9 @@ impl Driver<'_, '_> {
         // Hard-linked: the connect goes ahead even if the option fails (as
         // with a descriptor, where its failure is ignored).
         let nodelay = (family != libc::AF_UNIX && self.nodelay).then(|| {
-            opcode::SetSockOpt::new(
-                types::Fixed(i as u32),
-                libc::IPPROTO_TCP as u32,
-                libc::TCP_NODELAY as u32,
-                (&probe::ONE as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-            .build()
-            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(with(OP_SOCKOPT))
+            probe::turn_on(i as u32, libc::IPPROTO_TCP, libc::TCP_NODELAY)
+                .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+                .user_data(with(OP_SOCKOPT))
         });
         // `--source`: bound to the connection's address with
         // IP_BIND_ADDRESS_NO_PORT (the port is picked at connect, for the
@@ -947,16 +940,9 @@ impl Driver<'_, '_> {
         let bind = self.sources.of(i).map(|a| {
             let src = (&a.storage as *const libc::sockaddr_storage).cast();
             [
-                opcode::SetSockOpt::new(
-                    types::Fixed(i as u32),
-                    libc::IPPROTO_IP as u32,
-                    libc::IP_BIND_ADDRESS_NO_PORT as u32,
-                    (&probe::ONE as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as u32,
-                )
-                .build()
-                .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
-                .user_data(with(OP_SOCKOPT)),
+                probe::turn_on(i as u32, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT)
+                    .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+                    .user_data(with(OP_SOCKOPT)),
                 opcode::Bind::new(types::Fixed(i as u32), src, a.len)
                     .build()
                     .flags(squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS)

@@ -92,16 +92,9 @@ pub(crate) fn direct_sockets(ring: &mut IoUring, family: i32) -> Result<(), Stri
     if family != libc::AF_UNIX {
         ops.push((
             "setsockopt",
-            opcode::SetSockOpt::new(
-                types::Fixed(0),
-                libc::IPPROTO_TCP as u32,
-                libc::TCP_NODELAY as u32,
-                (&ONE as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as u32,
-            )
-            .build()
-            // Hard: the close runs even if this fails.
-            .flags(squeue::Flags::IO_HARDLINK),
+            turn_on(0, libc::IPPROTO_TCP, libc::TCP_NODELAY)
+                // Hard: the close runs even if this fails.
+                .flags(squeue::Flags::IO_HARDLINK),
         ));
     }
     ops.push(("close", opcode::Close::new(types::Fixed(0)).build()));
@@ -130,4 +123,17 @@ pub(crate) fn supports(ring: &IoUring, code: u8) -> bool {
 }
 
 /// The value of a boolean socket option that is on.
-pub(crate) static ONE: libc::c_int = 1;
+static ONE: libc::c_int = 1;
+
+/// An SQE that turns the boolean socket option `level`/`name` on for the
+/// socket in slot `slot` (`SOCKET_URING_OP_SETSOCKOPT`, Linux 6.7+).
+pub(crate) fn turn_on(slot: u32, level: i32, name: i32) -> squeue::Entry {
+    opcode::SetSockOpt::new(
+        types::Fixed(slot),
+        level as u32,
+        name as u32,
+        (&ONE as *const libc::c_int).cast(),
+        std::mem::size_of::<libc::c_int>() as u32,
+    )
+    .build()
+}
