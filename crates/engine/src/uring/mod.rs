@@ -605,8 +605,8 @@ impl Driver<'_, '_> {
             OP_TLS_SEND => self.on_tls_send(tok, res, now),
             OP_H2_SEND => self.on_h2_send(tok, res, now),
             OP_TICK => self.on_tick(tok, res, cqe.flags()),
-            OP_SOCKET => self.on_socket_failed(tok, res, now),
-            OP_BIND => self.on_bind_failed(tok, res, now),
+            OP_SOCKET => self.on_setup_failed(tok, res, false, now),
+            OP_BIND => self.on_setup_failed(tok, res, true, now),
             // A failed TCP_NODELAY (ignored, as with a descriptor), close or
             // cancel (the receive had ended): nothing to do.
             OP_SOCKOPT | OP_CLOSE | OP_CANCEL => self.waits.aside_cqes += 1,
@@ -904,7 +904,7 @@ impl Driver<'_, '_> {
     /// Direct sockets: one submission creates connection `i`'s socket in
     /// its slot, sets TCP_NODELAY and connects it (timed by the sweep), with
     /// no descriptor and no syscall of its own. A failed
-    /// socket cancels the rest of the chain (see `on_socket_failed`).
+    /// socket cancels the rest of the chain (see `on_setup_failed`).
     fn open_direct(&mut self, i: usize, now: u64) {
         let Ok(dest) = types::DestinationSlot::try_from_slot_target(i as u32) else {
             self.direct = false;
@@ -936,7 +936,7 @@ impl Driver<'_, '_> {
         // `--source`: bound to the connection's address with
         // IP_BIND_ADDRESS_NO_PORT (the port is picked at connect, for the
         // whole 4-tuple), as a descriptor is (`Sources::socket`). A failed
-        // bind cancels the connect (see `on_bind_failed`).
+        // bind cancels the connect (see `on_setup_failed`).
         let bind = self.sources.of(i).map(|a| {
             let src = (&a.storage as *const libc::sockaddr_storage).cast();
             [
@@ -975,31 +975,21 @@ impl Driver<'_, '_> {
         }
     }
 
-    /// Direct sockets: connection `i`'s socket could not be created (the
-    /// rest of its chain is cancelled and posts for the old generation).
-    fn on_socket_failed(&mut self, tok: Token, res: i32, now: u64) {
+    /// Direct sockets: connection `i`'s socket could not be created, or
+    /// bound to its source address (as `Sources::socket` reports a
+    /// descriptor's failed bind). The rest of its chain is cancelled and
+    /// posts for the old generation; `created`: a socket is in the slot, to
+    /// be closed.
+    fn on_setup_failed(&mut self, tok: Token, res: i32, created: bool, now: u64) {
         self.waits.aside_cqes += 1;
         let i = tok.index as usize;
         if self.core.conns[i].gen != tok.gen {
             return;
         }
         record_errno(&mut self.ctx.rec, Phase::Socket, -res);
-        // Nothing in the slot to close.
-        self.core.conns[i].sock.direct = false;
-        self.back_off(i, now);
-    }
-
-    /// Direct sockets: connection `i`'s socket could not be bound to its
-    /// source address (its connect is cancelled and posts for the old
-    /// generation; the socket in the slot is closed).
-    fn on_bind_failed(&mut self, tok: Token, res: i32, now: u64) {
-        self.waits.aside_cqes += 1;
-        let i = tok.index as usize;
-        if self.core.conns[i].gen != tok.gen {
-            return;
+        if !created {
+            self.core.conns[i].sock.direct = false;
         }
-        // As `Sources::socket` reports a descriptor's failed bind.
-        record_errno(&mut self.ctx.rec, Phase::Socket, -res);
         self.back_off(i, now);
     }
 
